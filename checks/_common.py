@@ -1,0 +1,59 @@
+"""Shared judgement helpers for the built-in checks (pure functions of Facts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Facts
+
+
+def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
+    """Whether an NVIDIA GPU is present, from the strongest fact available, and why we think so.
+
+    ``None`` means the facts cannot tell (nothing about GPUs was collected)."""
+    count = facts.value("nvml.device_count")
+    if isinstance(count, int) and count > 0:
+        return True, f"NVML sees {count} GPU(s)"
+    devices = facts.value("torch.devices")
+    if devices:
+        return True, f"torch sees {len(devices)} GPU(s)"
+    pci = facts.value("driver.pci_gpus")
+    if pci:
+        return True, f"{len(pci)} NVIDIA device(s) on the PCI bus"
+    gpus = facts.value("nvml.gpus")
+    if gpus:
+        return True, f"{len(gpus)} GPU(s) listed"
+    if isinstance(count, int) and count == 0:
+        return False, "NVML reports 0 GPUs"
+    if facts.get("driver.pci_gpus").ok and pci == []:
+        return False, "no NVIDIA device on the PCI bus"
+    return None, "no GPU facts were collected"
+
+
+def torch_variant(facts: Facts) -> str | None:
+    """``cu126``, ``cpu``, ``rocm6.2`` from the torch facts, when torch was read."""
+    version = facts.value("torch.version")
+    if not version:
+        return None
+    if "+" in str(version):
+        return str(version).split("+", 1)[1]
+    cuda = facts.value("torch.cuda_version")
+    if cuda:
+        return "cu" + str(cuda).replace(".", "")[:3]
+    if facts.get("torch.cuda_version").ok:
+        return "cpu"
+    return None
+
+
+def gib(n: Any) -> str:
+    try:
+        return f"{int(n) / (1 << 30):.1f} GiB"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def mib(n: Any) -> str:
+    try:
+        return f"{int(n) / (1 << 20):.0f} MiB"
+    except (TypeError, ValueError):
+        return "?"

@@ -1,0 +1,127 @@
+"""Host checks: shared memory for DataLoader workers, container context, cgroup limits, env vars."""
+
+from __future__ import annotations
+
+from ..kit import Remediation, evidence, ok, skip, warn
+from ..model import Facts
+from ..registry import check
+from ._common import gib, mib
+
+# PyTorch DataLoader workers pass batches through /dev/shm; Docker's default is 64 MiB
+# ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
+# shared memory (shm)", pytorch/pytorch#2244, #5040).
+SHM_MIN = 1 << 30
+SHM_DOCKER_DEFAULT = 64 << 20
+
+
+@check("host-shm-size", "Shared memory (/dev/shm) is large enough for DataLoader workers",
+       needs=("host.shm_size",), healthcheck=True)
+def shm_size(facts: Facts):
+    size = facts.value("host.shm_size")
+    ev = evidence(facts, "host.shm_size", "host.container")
+    if size is None:
+        reading = facts.get("host.shm_size")
+        return warn("/dev/shm is not available", detail=f"{reading.describe()}. DataLoader workers (num_workers > 0) "
+                    "exchange batches through /dev/shm and will fail without it.", evidence=ev,
+                    remedy=Remediation("Mount a tmpfs on /dev/shm, or start the container with a larger one.",
+                                       ("docker run --shm-size=16g …   # or: --ipc=host",)))
+    container = facts.value("host.container")
+    if size >= SHM_MIN:
+        return ok(f"/dev/shm is {gib(size)}", evidence=ev)
+    where = f"this {container} container" if container else "this machine"
+    detail = (f"/dev/shm in {where} is only {mib(size)}"
+              + (" (Docker's default)" if size == SHM_DOCKER_DEFAULT else "")
+              + ". PyTorch DataLoader workers pass batches through it; when it fills, workers die with "
+              "\"Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)\".")
+    commands: tuple[str, ...]
+    if container == "kubernetes":
+        commands = ("# in the pod spec:\nvolumes:\n- name: dshm\n  emptyDir: {medium: Memory, sizeLimit: 16Gi}\n"
+                    "# and in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",)
+        text = "Mount a memory-backed emptyDir on /dev/shm."
+    elif container:
+        commands = ("docker run --shm-size=16g …", "docker run --ipc=host …")
+        text = "Restart the container with a larger /dev/shm (or share the host's IPC namespace)."
+    else:
+        commands = ("sudo mount -o remount,size=16G /dev/shm",)
+        text = "Enlarge the /dev/shm tmpfs."
+    status = warn if container or size < 256 << 20 else ok
+    if status is ok:
+        return ok(f"/dev/shm is {mib(size)}", detail=detail, evidence=ev)
+    return warn(f"/dev/shm is only {mib(size)}", detail=detail, evidence=ev,
+                remedy=Remediation(text + " Or set num_workers=0 in the DataLoader (slower).", commands,
+                                   ("https://docs.docker.com/reference/cli/docker/container/run/#shm-size",
+                                    "https://github.com/pytorch/pytorch#docker-image")))
+
+
+@check("host-container", "Container context", needs=("host.container",))
+def container(facts: Facts):
+    kind = facts.value("host.container")
+    ev = evidence(facts, "host.container", "host.container_evidence", "host.wsl")
+    if facts.value("host.wsl"):
+        return ok("Running under WSL2", detail="GPU access goes through the Windows driver (/usr/lib/wsl/lib).",
+                  evidence=ev)
+    if kind:
+        return ok(f"Running in a {kind} container", detail="; ".join(facts.value("host.container_evidence", [])),
+                  evidence=ev)
+    if not facts.get("host.container").ok:
+        return skip("Container context unknown", detail=facts.get("host.container").describe(), evidence=ev)
+    return ok("Not in a container", evidence=ev)
+
+
+@check("host-resources", "CPU and memory limits leave room for data loading",
+       needs=("host.cpu_count", "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total"))
+def resources(facts: Facts):
+    ev = evidence(facts, "host.cpu_count", "host.cgroup_cpu_limit", "host.memory_total", "host.cgroup_memory_limit")
+    cpus = facts.value("host.cpu_count")
+    quota = facts.value("host.cgroup_cpu_limit")
+    mem_limit = facts.value("host.cgroup_memory_limit")
+    notes = []
+    if quota is not None and cpus and quota < cpus:
+        notes.append(f"the cgroup allows {quota:g} of {cpus} CPUs: torch and DataLoader size their thread pools "
+                     f"from os.cpu_count() ({cpus}), which oversubscribes the quota")
+    if mem_limit is not None and mem_limit < 4 << 30:
+        notes.append(f"the cgroup memory limit is {gib(mem_limit)}: DataLoader workers and pinned memory can be "
+                     "OOM-killed (exit code 137)")
+    if not notes:
+        return ok("No restrictive CPU or memory limits", evidence=ev)
+    commands = []
+    if quota is not None and cpus and quota < cpus:
+        commands.append(f"export OMP_NUM_THREADS={max(1, int(quota))}")
+    return warn("Container limits are tighter than the machine", detail="; ".join(notes) + ".", evidence=ev,
+                remedy=Remediation("Size threads and workers to the limit, or raise the limit "
+                                   "(docker run --cpus/--memory, Kubernetes resources.limits).", tuple(commands)))
+
+
+@check("env-vars", "Environment variables that change CUDA/torch behaviour", needs=("env.vars",))
+def env_vars(facts: Facts):
+    env = facts.value("env.vars", {}) or {}
+    ev = {"env.vars": {k: env[k] for k in sorted(env) if k in _WATCHED or k.startswith("NCCL_")}}
+    problems = []
+    commands = []
+    if env.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0"):
+        problems.append("CUDA_LAUNCH_BLOCKING=1 makes every kernel launch synchronous (a debugging switch; "
+                        "training runs several times slower)")
+        commands.append("unset CUDA_LAUNCH_BLOCKING")
+    if env.get("LD_PRELOAD"):
+        problems.append(f"LD_PRELOAD={env['LD_PRELOAD']} injects libraries into every process, which can shadow "
+                        "the CUDA libraries torch bundles")
+        commands.append("unset LD_PRELOAD")
+    if env.get("NCCL_P2P_DISABLE") == "1" or env.get("NCCL_IB_DISABLE") == "1":
+        which = [k for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE") if env.get(k) == "1"]
+        problems.append(f"{', '.join(which)}=1 forces NCCL onto slower transports (often left over from debugging "
+                        "a hang)")
+        commands.extend(f"unset {k}" for k in which)
+    if env.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE"):
+        problems.append(f"NCCL_DEBUG={env['NCCL_DEBUG']} floods the logs of every rank")
+        commands.append("export NCCL_DEBUG=WARN")
+    if env.get("CUDA_VISIBLE_DEVICES") == "" or env.get("CUDA_VISIBLE_DEVICES") == "-1":
+        # Judged in detail by cuda-visible-devices; mention it here only as context.
+        problems.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r} hides every GPU from CUDA")
+        commands.append("unset CUDA_VISIBLE_DEVICES")
+    if not problems:
+        return ok("No environment variables that slow down or hide the GPU", evidence=ev)
+    return warn("Environment variables change how CUDA and torch behave", detail="; ".join(problems) + ".",
+                evidence=ev, remedy=Remediation("Unset them unless you set them on purpose.", tuple(commands)))
+
+
+_WATCHED = {"CUDA_LAUNCH_BLOCKING", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME"}

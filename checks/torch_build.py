@@ -1,0 +1,115 @@
+"""torch itself: does it import, is it a CUDA build, does it see the GPU."""
+
+from __future__ import annotations
+
+from ..kit import Remediation, error, evidence, fail, ok, pip_install_torch, skip, warn
+from ..model import Facts, Reason
+from ..registry import check
+from ._common import gpu_presence, torch_variant
+
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+
+
+def _python(facts: Facts) -> str:
+    return facts.value("python.executable") or "python"
+
+
+def suggested_variant(facts: Facts) -> tuple[str, str]:
+    """The CUDA wheel variant to install for this driver, and why. Uses the compatibility table."""
+    from .. import compat
+
+    return compat.variant_for_driver(facts)
+
+
+@check("torch-import", "torch imports in the target interpreter", needs=("torch.version",), judges_failures=True)
+def torch_import(facts: Facts):
+    reading = facts.get("torch.version")
+    py = _python(facts)
+    ev = evidence(facts, "torch.version", "python.executable", "python.version")
+    if reading.ok:
+        return ok(f"torch {reading.value} imports", evidence=ev)
+    if reading.reason is Reason.ABSENT:
+        variant, why = suggested_variant(facts)
+        return warn("torch is not installed in the target interpreter",
+                    detail=f"{py} has no torch. {why}", evidence=ev,
+                    remedy=Remediation(f"Install the torch build for your driver into {py}.",
+                                       (f"{py} -m pip install torch --index-url https://download.pytorch.org/whl/{variant}",),
+                                       (GET_STARTED,)))
+    if reading.reason in (Reason.TIMEOUT, Reason.CRASHED):
+        return error("Reading torch did not finish", detail=reading.describe(), evidence=ev,
+                     remedy=Remediation("Run `python -c \"import torch; print(torch.cuda.is_available())\"` by hand to "
+                                        "see where it stops; a hang in CUDA initialisation usually means a wedged "
+                                        "driver (check `dmesg` for Xid errors, then reset the GPU or reboot)."))
+    if reading.reason is Reason.NOT_COLLECTED or reading.reason is Reason.NOT_IN_REPORT:
+        return skip("torch was not examined", detail=reading.describe(), evidence=ev)
+    text = reading.detail or "import torch failed"
+    commands: list[str] = []
+    hint = "Reinstall torch so its bundled libraries are consistent."
+    if "libcudart.so" in text or "libcudnn" in text or "libcublas" in text or "libnccl" in text or "libnvJitLink" in text:
+        hint = ("torch cannot find a CUDA library it was linked against. pip wheels bring them as nvidia-* "
+                "packages; a missing or mismatched one (often after installing another package that pinned a "
+                "different nvidia-* version) breaks the import. Reinstall torch with its dependencies, and remove "
+                "LD_LIBRARY_PATH entries that point at an older CUDA.")
+    elif "undefined symbol" in text:
+        hint = ("A library torch loads was built against a different torch/CUDA (an extension or an nvidia-* "
+                "package of another version). Reinstall torch and rebuild/reinstall the extension for it.")
+    variant = torch_variant(facts) or suggested_variant(facts)[0]
+    commands.append(f"{py} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{variant}")
+    return fail("import torch fails", detail=text, evidence=ev, remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
+
+
+@check("torch-cpu-build", "torch is a CUDA build when an NVIDIA GPU is present",
+       needs=("torch.version", "torch.cuda_version"))
+def torch_cpu_build(facts: Facts):
+    if not facts.get("torch.version").ok:
+        return skip("torch not available", detail=facts.get("torch.version").describe())
+    ev = evidence(facts, "torch.version", "torch.cuda_version", "torch.hip_version", "nvml.device_count",
+                  "driver.pci_gpus")
+    cuda = facts.value("torch.cuda_version")
+    if cuda:
+        return ok(f"torch {facts.value('torch.version')} is built for CUDA {cuda}", evidence=ev)
+    if facts.value("torch.hip_version"):
+        return warn("torch is a ROCm (AMD) build", detail=f"torch {facts.value('torch.version')} targets ROCm "
+                    f"{facts.value('torch.hip_version')}; it cannot use NVIDIA GPUs.", evidence=ev,
+                    remedy=Remediation("Install a CUDA build.", (pip_install_torch(None, suggested_variant(facts)[0]),)))
+    present, why = gpu_presence(facts)
+    variant, reason = suggested_variant(facts)
+    version = str(facts.value("torch.version")).split("+")[0]
+    remedy = Remediation(
+        f"Reinstall torch from the CUDA index. {reason} Pin it (e.g. in a constraints file) so later installs do "
+        "not swap it back to the CPU build.",
+        (f"{_python(facts)} -m pip uninstall -y torch",
+         f"{_python(facts)} -m pip install torch=={version} --index-url https://download.pytorch.org/whl/{variant}"),
+        (GET_STARTED,))
+    detail = (f"torch {facts.value('torch.version')} is the CPU-only build (torch.version.cuda is None); "
+              "torch.cuda.is_available() is always False and .cuda() raises \"Torch not compiled with CUDA enabled\".")
+    if present:
+        return fail("torch is a CPU-only build but an NVIDIA GPU is present", detail=f"{detail} ({why}.)",
+                    evidence=ev, remedy=remedy)
+    return warn("torch is a CPU-only build", detail=f"{detail} ({why}.)", evidence=ev, remedy=remedy)
+
+
+@check("torch-cuda-available", "torch.cuda.is_available() is True",
+       needs=("torch.cuda_available", "torch.cuda_available_messages", "torch.cuda_init_error"))
+def torch_cuda_available(facts: Facts):
+    if not facts.value("torch.cuda_version"):
+        return skip("Not a CUDA build of torch", detail="Judged by torch-cpu-build.",
+                    evidence=evidence(facts, "torch.version"))
+    ev = evidence(facts, "torch.cuda_available", "torch.cuda_available_messages", "torch.device_count",
+                  "torch.cuda_init_error")
+    available = facts.value("torch.cuda_available")
+    init_error = facts.value("torch.cuda_init_error")
+    messages = list(facts.value("torch.cuda_available_messages") or [])
+    if available and not init_error:
+        return ok(f"torch sees {facts.value('torch.device_count', 0)} CUDA device(s)", evidence=ev)
+    text = init_error or (messages[0] if messages else "torch.cuda.is_available() returned False without a message")
+    present, why = gpu_presence(facts)
+    detail = f"torch says: {text}"
+    if present is False:
+        return warn("CUDA is not available to torch (no GPU on this machine)", detail=f"{detail} ({why}.)",
+                    evidence=ev)
+    return fail("CUDA is not available to torch" if not available else "CUDA initialisation fails in torch",
+                detail=detail + (f" ({why}.)" if present else "") + " The driver, device and library findings "
+                "above say why.", evidence=ev,
+                remedy=Remediation("Fix the failing driver/device finding first; then verify with the command.",
+                                   ("python -c \"import torch; print(torch.cuda.is_available(), torch.cuda.device_count())\"",)))

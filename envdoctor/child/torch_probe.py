@@ -1,0 +1,176 @@
+"""Child: facts about the target interpreter and its torch (stdlib + torch only).
+
+Run as ``python torch_probe.py '{"maps": true}'``. Imports torch exactly once; everything that can
+hang (CUDA initialisation) is announced with ``stage`` first, so a hang says where it hung.
+"""
+
+import os
+import platform
+import re
+import sys
+import warnings
+
+from _edchild import args, done, emit, error_text, stage
+
+# Distributions worth reporting (normalised names); plus every nvidia-* / cuda-* wheel.
+RELEVANT = {
+    "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "xformers", "flash-attn",
+    "flash-attn-3", "vllm", "transformers", "accelerate", "deepspeed", "jax", "jaxlib", "cupy",
+    "pynvml", "nvidia-ml-py", "numpy", "tensorflow", "onnxruntime-gpu", "bitsandbytes", "apex",
+    "torch-tensorrt", "tensorrt", "sglang", "peft", "lightning", "pytorch-lightning", "timm",
+    "gpu-envdoctor",
+}
+_PREFIXES = ("nvidia-", "cuda-", "cupy-", "jax-cuda", "jaxlib-cuda", "torch-")
+
+# Library families read from /proc/self/maps after CUDA init: which copy was really loaded.
+FAMILIES = {
+    "cudart": r"libcudart\.so", "cublas": r"libcublas\.so", "cublasLt": r"libcublasLt\.so",
+    "cudnn": r"libcudnn[a-z_]*\.so", "nccl": r"libnccl\.so", "nvJitLink": r"libnvJitLink\.so",
+    "nvrtc": r"libnvrtc\.so", "cusparse": r"libcusparse\.so", "cufft": r"libcufft\.so",
+    "curand": r"libcurand\.so", "cusolver": r"libcusolver\.so", "libcuda": r"libcuda\.so",
+    "nvml": r"libnvidia-ml\.so", "cupti": r"libcupti\.so", "nvshmem": r"libnvshmem",
+}
+
+
+def _norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def packages():
+    try:
+        from importlib import metadata
+    except ImportError:
+        return {}
+    found = {}
+    for dist in metadata.distributions():
+        try:
+            name = _norm(dist.metadata["Name"] or "")
+        except Exception:
+            continue
+        if name and (name in RELEVANT or name.startswith(_PREFIXES)):
+            found.setdefault(name, dist.version)
+    return found
+
+
+def loaded_libraries():
+    """Family -> sorted mapped paths, from this process's memory map."""
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return {"_error": str(exc)}
+    paths = set()
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            paths.add(parts[5].strip())
+    out = {}
+    for family, pattern in FAMILIES.items():
+        rx = re.compile(r"(^|/)" + pattern)
+        hits = sorted(p for p in paths if rx.search(p) and not p.endswith(" (deleted)"))
+        if family == "cublas":
+            hits = [p for p in hits if "cublasLt" not in p]
+        if hits:
+            out[family] = hits
+    return out
+
+
+def main():
+    opts = args()
+    emit(python={
+        "executable": sys.executable,
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "prefix": sys.prefix,
+    })
+    stage("packages")
+    emit(packages=packages())
+
+    stage("import torch")
+    try:
+        import torch
+    except ModuleNotFoundError as exc:
+        if exc.name == "torch":
+            done(torch={"installed": False})
+            return
+        done(torch={"installed": True, "import_error": error_text(exc)})
+        return
+    except BaseException as exc:  # a broken torch raises anything (OSError for a missing .so)
+        done(torch={"installed": True, "import_error": error_text(exc)})
+        return
+
+    info = {
+        "installed": True,
+        "version": getattr(torch, "__version__", None),
+        "path": os.path.dirname(getattr(torch, "__file__", "") or ""),
+        "cuda_version": getattr(torch.version, "cuda", None),
+        "hip_version": getattr(torch.version, "hip", None),
+        "debug": bool(getattr(torch.version, "debug", False)),
+        "git_version": getattr(torch.version, "git_version", None),
+    }
+    try:
+        info["arch_list"] = list(torch.cuda.get_arch_list())
+    except Exception as exc:
+        info["arch_list_error"] = error_text(exc)
+    try:
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        info["cudnn_version"] = cudnn
+    except Exception as exc:
+        info["cudnn_error"] = error_text(exc)
+    try:
+        nccl = torch.cuda.nccl.version() if info["cuda_version"] else None
+        if isinstance(nccl, tuple):
+            nccl = ".".join(str(p) for p in nccl)
+        elif isinstance(nccl, int):  # older torch: 2708 -> 2.7.8
+            nccl = "%d.%d.%d" % (nccl // 1000, nccl % 1000 // 100, nccl % 100)
+        info["nccl_version"] = nccl
+    except Exception as exc:
+        info["nccl_error"] = error_text(exc)
+    emit(torch=info)
+
+    stage("torch.cuda.is_available")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            available = bool(torch.cuda.is_available())
+        except Exception as exc:
+            available = False
+            caught.append(warnings.WarningMessage(error_text(exc), RuntimeError, "", 0))
+    messages = [str(w.message).strip() for w in caught]
+    info.update({"cuda_available": available, "cuda_available_messages": messages})
+    emit(torch=info)
+
+    devices = []
+    if available:
+        stage("torch.cuda.device_count")
+        count = torch.cuda.device_count()
+        info["device_count"] = count
+        for i in range(count):
+            stage("torch.cuda.get_device_properties(%d)" % i)
+            try:
+                props = torch.cuda.get_device_properties(i)
+                devices.append({
+                    "index": i, "name": props.name, "capability": [props.major, props.minor],
+                    "total_memory": int(props.total_memory),
+                    "multi_processor_count": int(getattr(props, "multi_processor_count", 0)),
+                    "uuid": str(getattr(props, "uuid", "") or "") or None,
+                })
+            except Exception as exc:
+                devices.append({"index": i, "error": error_text(exc)})
+        if opts.get("init_cuda", True) and count:
+            stage("torch.cuda.init")
+            try:
+                torch.zeros(1, device="cuda")
+                torch.cuda.synchronize()
+            except Exception as exc:
+                info["cuda_init_error"] = error_text(exc)
+    else:
+        info["device_count"] = 0
+    info["devices"] = devices
+    if opts.get("maps", True):
+        info["loaded_libraries"] = loaded_libraries()
+    done(torch=info)
+
+
+if __name__ == "__main__":
+    main()

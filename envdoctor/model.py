@@ -1,0 +1,276 @@
+"""The data model: fact readings, Facts, Findings, Remediations and the Report; no I/O.
+
+Everything here is frozen and round-trips through plain JSON (``to_dict``/``from_dict``),
+so a report written on a GPU node is re-judged byte-for-byte the same on a laptop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class Reason(str, enum.Enum):
+    """Why a fact has no value. A reading with ``reason=None`` was read fine."""
+
+    ABSENT = "absent"  # the thing is not there (no driver, no torch, file missing)
+    DENIED = "denied"  # permission denied
+    TIMEOUT = "timeout"  # the probe did not answer within its deadline
+    CRASHED = "crashed"  # the child died (signal, segfault) while reading it
+    UNSUPPORTED = "unsupported"  # the device/driver/platform does not offer it
+    FAILED = "failed"  # the read returned an error (detail says which)
+    SKIPPED = "skipped"  # deliberately not probed (option, not applicable)
+    NOT_COLLECTED = "not_collected"  # no probe produced this key
+    NOT_IN_REPORT = "not_in_report"  # a parsed paste did not contain it
+
+
+class Status(str, enum.Enum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"  # the check or the probe it needed crashed or hung
+
+
+#: Order used for sorting and for ``--fail-on``; ``error`` is kept apart from ``fail``.
+SEVERITY = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Turn a frozen value back into plain JSON types (dict/list)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One fact: its value, or the reason it could not be read, and where it came from."""
+
+    value: Any = None
+    reason: Reason | None = None
+    source: str = ""
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _freeze(self.value))
+        if self.reason is not None and not isinstance(self.reason, Reason):
+            object.__setattr__(self, "reason", Reason(self.reason))
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+    def describe(self) -> str:
+        """Short human text: the value, or why there is none."""
+        if self.reason is None:
+            return _short(thaw(self.value))
+        text = self.reason.value
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": thaw(self.value)}
+        if self.reason is not None:
+            out["reason"] = self.reason.value
+        if self.source:
+            out["source"] = self.source
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Reading:
+        if not isinstance(data, Mapping):
+            raise ValueError("a fact must be an object with 'value' and optional 'reason'")
+        reason = data.get("reason")
+        return cls(
+            value=data.get("value"),
+            reason=Reason(reason) if reason is not None else None,
+            source=str(data.get("source", "")),
+            detail=str(data.get("detail", "")),
+        )
+
+
+def ok(value: Any, source: str = "", detail: str = "") -> Reading:
+    return Reading(value=value, source=source, detail=detail)
+
+
+def missing(reason: Reason | str, source: str = "", detail: str = "") -> Reading:
+    return Reading(value=None, reason=Reason(reason), source=source, detail=detail)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else repr(value) if not isinstance(value, (dict, list)) else _json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class Facts(Mapping[str, Reading]):
+    """The snapshot of the world: dotted key (``torch.version``) -> Reading. Immutable."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, readings: Mapping[str, Reading] | Iterable[tuple[str, Reading]] = ()) -> None:
+        self._data: Mapping[str, Reading] = MappingProxyType(dict(readings))
+
+    def __getitem__(self, key: str) -> Reading:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: str, default: Any = None) -> Reading:  # type: ignore[override]
+        """The reading for ``key``; a key nobody probed reads as ``not_collected``."""
+        found = self._data.get(key)
+        if found is not None:
+            return found
+        return default if default is not None else Reading(reason=Reason.NOT_COLLECTED)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` when it was read, else ``default``."""
+        found = self._data.get(key)
+        if found is None or found.reason is not None or found.value is None:
+            return default
+        return found.value
+
+    def merged(self, other: Mapping[str, Reading]) -> Facts:
+        data = dict(self._data)
+        data.update(other)
+        return Facts(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: self._data[key].to_dict() for key in sorted(self._data)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Facts:
+        if not isinstance(data, Mapping):
+            raise ValueError("'facts' must be an object mapping fact names to readings")
+        return cls({str(k): Reading.from_dict(v) for k, v in data.items()})
+
+    def __repr__(self) -> str:
+        return f"Facts({len(self)} readings)"
+
+
+@dataclass(frozen=True)
+class Remediation:
+    """What to do: words, copy-paste commands and links (Homebrew's finding shape)."""
+
+    text: str = ""
+    commands: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "commands", tuple(self.commands))
+        object.__setattr__(self, "links", tuple(self.links))
+
+    def __bool__(self) -> bool:
+        return bool(self.text or self.commands or self.links)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "commands": list(self.commands), "links": list(self.links)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Remediation:
+        if not data:
+            return cls()
+        return cls(
+            text=str(data.get("text", "")),
+            commands=tuple(str(c) for c in data.get("commands", ()) or ()),
+            links=tuple(str(c) for c in data.get("links", ()) or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A judgement. ``id`` is the stable kebab-case id of the check that made it."""
+
+    id: str
+    status: Status
+    title: str
+    detail: str = ""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    remediation: Remediation = field(default_factory=Remediation)
+    gpus: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+        object.__setattr__(self, "evidence", _freeze(dict(self.evidence)))
+        object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status.value,
+            "title": self.title,
+            "detail": self.detail,
+            "evidence": thaw(self.evidence),
+            "remediation": self.remediation.to_dict(),
+            "gpus": list(self.gpus),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        return cls(
+            id=str(data["id"]),
+            status=Status(data["status"]),
+            title=str(data.get("title", "")),
+            detail=str(data.get("detail", "")),
+            evidence=dict(data.get("evidence") or {}),
+            remediation=Remediation.from_dict(data.get("remediation")),
+            gpus=tuple(data.get("gpus") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """How one probe went: ``ok``, ``timeout``, ``crashed``, ``error`` or ``skipped``."""
+
+    name: str
+    status: str
+    seconds: float = 0.0
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "seconds": round(self.seconds, 3), "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbeRun:
+        return cls(str(data["name"]), str(data["status"]), float(data.get("seconds", 0.0)), str(data.get("detail", "")))
+
+
+def summarize(findings: Iterable[Finding]) -> dict[str, int]:
+    counts = {s.value: 0 for s in Status}
+    for f in findings:
+        counts[f.status.value] += 1
+    return counts
+
+
+def worst(findings: Iterable[Finding]) -> Status:
+    result = Status.OK
+    for f in findings:
+        if SEVERITY[f.status] > SEVERITY[result]:
+            result = f.status
+    return result

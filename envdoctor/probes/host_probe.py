@@ -1,0 +1,147 @@
+"""Probe the host: OS, kernel, CPU/memory and their cgroup limits, container, WSL, /dev/shm,
+and the allow-listed (redacted) environment. Only files and the environment: no children."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+
+from ..host import Host
+from ..model import Reading, Reason, missing, ok
+from ..redact import select_env
+from . import Options, ProbeSpec
+
+KEYS = (
+    "host.os", "host.distro", "host.kernel", "host.arch", "host.glibc", "host.cpu_count",
+    "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total", "host.container",
+    "host.container_evidence", "host.wsl", "host.shm_size", "host.is_root", "env.vars",
+)
+
+# cgroup v1 reports "no limit" as a huge page-aligned number.
+_V1_UNLIMITED = 1 << 60
+
+
+def _distro(host: Host) -> Reading:
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        text, reason, detail = host.read_text(path, 65536)
+        if text is None:
+            continue
+        fields = dict(re.findall(r'^([A-Z_]+)="?(.*?)"?\s*$', text, re.MULTILINE))
+        name = fields.get("PRETTY_NAME") or " ".join(filter(None, (fields.get("NAME"), fields.get("VERSION"))))
+        return ok(name or None, path)
+    return missing(Reason.ABSENT, "/etc/os-release", "no os-release file")
+
+
+def _cgroup_cpu(host: Host) -> Reading:
+    text, _, _ = host.read_text("/sys/fs/cgroup/cpu.max", 4096)
+    if text is not None:
+        quota, _, period = text.strip().partition(" ")
+        if quota == "max":
+            return ok(None, "/sys/fs/cgroup/cpu.max", "unlimited")
+        try:
+            return ok(round(int(quota) / int(period or 100000), 2), "/sys/fs/cgroup/cpu.max")
+        except ValueError:
+            return missing(Reason.FAILED, "/sys/fs/cgroup/cpu.max", f"unexpected content {text.strip()[:60]!r}")
+    quota_text, _, _ = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", 4096)
+    period_text, _, _ = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us", 4096)
+    if quota_text is not None and period_text is not None:
+        try:
+            quota, period = int(quota_text), int(period_text)
+        except ValueError:
+            return missing(Reason.FAILED, "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "unparsable")
+        return ok(None if quota <= 0 else round(quota / period, 2), "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+    return missing(Reason.ABSENT, "/sys/fs/cgroup", "no cgroup CPU controller visible")
+
+
+def _cgroup_memory(host: Host) -> Reading:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        text, _, _ = host.read_text(path, 4096)
+        if text is None:
+            continue
+        value = text.strip()
+        if value == "max":
+            return ok(None, path, "unlimited")
+        try:
+            number = int(value)
+        except ValueError:
+            return missing(Reason.FAILED, path, f"unexpected content {value[:60]!r}")
+        return ok(None if number >= _V1_UNLIMITED else number, path)
+    return missing(Reason.ABSENT, "/sys/fs/cgroup", "no cgroup memory controller visible")
+
+
+def _memory_total(host: Host) -> Reading:
+    text, reason, detail = host.read_text("/proc/meminfo", 65536)
+    if text is None:
+        return missing(reason or Reason.FAILED, "/proc/meminfo", detail)
+    m = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
+    return ok(int(m.group(1)) * 1024, "/proc/meminfo") if m else missing(Reason.FAILED, "/proc/meminfo", "no MemTotal")
+
+
+def _container(host: Host) -> tuple[Reading, Reading]:
+    evidence: list[str] = []
+    kind: str | None = None
+    if host.getenv("KUBERNETES_SERVICE_HOST"):
+        evidence.append("KUBERNETES_SERVICE_HOST is set")
+        kind = "kubernetes"
+    if host.exists("/run/.containerenv"):
+        evidence.append("/run/.containerenv exists")
+        kind = kind or "podman"
+    if host.exists("/.dockerenv"):
+        evidence.append("/.dockerenv exists")
+        kind = kind or "docker"
+    env_container = host.getenv("container")
+    if env_container:
+        evidence.append(f"container={env_container} in the environment")
+        kind = kind or env_container
+    cgroup, _, _ = host.read_text("/proc/1/cgroup", 65536)
+    if cgroup:
+        for marker, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("libpod", "podman"),
+                             ("containerd", "containerd"), ("lxc", "lxc")):
+            if marker in cgroup:
+                evidence.append(f"/proc/1/cgroup mentions {marker}")
+                kind = kind or name
+                break
+    return ok(kind, "host"), ok(evidence, "host")
+
+
+def _wsl(host: Host) -> Reading:
+    text, _, _ = host.read_text("/proc/version", 4096)
+    release = platform.release()
+    is_wsl = bool(host.getenv("WSL_DISTRO_NAME")) or "microsoft" in (text or "").lower() or "microsoft" in release.lower()
+    if host.root is not None:  # tests: judge the fake tree only
+        is_wsl = bool(host.getenv("WSL_DISTRO_NAME")) or "microsoft" in (text or "").lower()
+    return ok(is_wsl, "/proc/version")
+
+
+def _shm(host: Host) -> Reading:
+    st = host.statvfs("/dev/shm")
+    if st is None:
+        return missing(Reason.ABSENT, "/dev/shm", "/dev/shm is not mounted")
+    return ok(st.f_frsize * st.f_blocks, "statvfs(/dev/shm)")
+
+
+def probe_host(host: Host, options: Options) -> dict[str, Reading]:
+    uname = platform.uname()
+    container, evidence = _container(host)
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    return {
+        "host.os": ok(uname.system, "platform.uname"),
+        "host.distro": _distro(host),
+        "host.kernel": ok(uname.release, "platform.uname"),
+        "host.arch": ok(uname.machine, "platform.uname"),
+        "host.glibc": ok(glibc.split()[-1], "confstr") if glibc else missing(Reason.UNSUPPORTED, "confstr", "not glibc"),
+        "host.cpu_count": ok(os.cpu_count(), "os.cpu_count"),
+        "host.cgroup_cpu_limit": _cgroup_cpu(host),
+        "host.cgroup_memory_limit": _cgroup_memory(host),
+        "host.memory_total": _memory_total(host),
+        "host.container": container,
+        "host.container_evidence": evidence,
+        "host.wsl": _wsl(host),
+        "host.shm_size": _shm(host),
+        "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED),
+        "env.vars": ok(select_env(host.environ), "environment"),
+    }
+
+
+PROBES = [ProbeSpec("host", probe_host, KEYS, scale=1.0, healthcheck=True)]

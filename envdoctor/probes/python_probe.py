@@ -1,0 +1,92 @@
+"""Probe the target interpreter and its torch, in a child process with a deadline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..host import ChildResult, Host
+from ..model import Reading, Reason, missing, ok
+from . import Options, ProbeSpec
+
+SOURCE = "child:torch_probe"
+
+PYTHON_KEYS = ("python.executable", "python.version", "python.implementation", "python.packages")
+TORCH_FIELDS = {
+    # fact key suffix -> (child field, error field that explains its absence)
+    "path": ("path", None),
+    "cuda_version": ("cuda_version", None),
+    "hip_version": ("hip_version", None),
+    "debug": ("debug", None),
+    "arch_list": ("arch_list", "arch_list_error"),
+    "cudnn_version": ("cudnn_version", "cudnn_error"),
+    "nccl_version": ("nccl_version", "nccl_error"),
+    "cuda_available": ("cuda_available", None),
+    "cuda_available_messages": ("cuda_available_messages", None),
+    "device_count": ("device_count", None),
+    "devices": ("devices", None),
+    "cuda_init_error": ("cuda_init_error", None),
+    "loaded_libraries": ("loaded_libraries", None),
+}
+TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS))
+
+
+def readings_from_child(result: ChildResult) -> dict[str, Reading]:
+    """Turn what the torch child printed (possibly partial) into readings."""
+    out: dict[str, Reading] = {}
+    failure = None if result.ok else missing(result.reason or Reason.FAILED, SOURCE, result.explain())
+    py: Mapping[str, Any] = result.data.get("python") or {}
+    for key in PYTHON_KEYS:
+        field = key.split(".", 1)[1]
+        if field == "packages":
+            if "packages" in result.data:
+                out[key] = ok(result.data["packages"], SOURCE)
+            else:
+                out[key] = failure or missing(Reason.FAILED, SOURCE, "child reported no packages")
+        elif field in py:
+            out[key] = ok(py[field], SOURCE)
+        else:
+            out[key] = failure or missing(Reason.FAILED, SOURCE, "child reported no Python facts")
+
+    torch: Mapping[str, Any] = result.data.get("torch") or {}
+    if torch.get("installed") is False:
+        out["torch.version"] = missing(Reason.ABSENT, SOURCE, f"torch is not installed for {py.get('executable', 'the target interpreter')}")
+        for key in TORCH_KEYS[1:]:
+            out[key] = missing(Reason.SKIPPED, SOURCE, "torch is not installed")
+        return out
+    if torch.get("import_error"):
+        out["torch.version"] = missing(Reason.FAILED, SOURCE, torch["import_error"])
+        for key in TORCH_KEYS[1:]:
+            out[key] = missing(Reason.SKIPPED, SOURCE, "import torch failed")
+        return out
+    if "version" in torch:
+        out["torch.version"] = ok(torch["version"], SOURCE)
+    else:
+        out["torch.version"] = failure or missing(Reason.FAILED, SOURCE, "child reported no torch facts")
+    for suffix, (field, err_field) in TORCH_FIELDS.items():
+        key = f"torch.{suffix}"
+        if field in torch:
+            out[key] = ok(torch[field], SOURCE)
+        elif err_field and torch.get(err_field):
+            out[key] = missing(Reason.FAILED, SOURCE, torch[err_field])
+        elif suffix == "cuda_init_error":
+            out[key] = failure or ok(None, SOURCE)
+        elif suffix == "loaded_libraries" and failure is None:
+            out[key] = missing(Reason.SKIPPED, SOURCE, "memory map not read")
+        else:
+            out[key] = failure or missing(Reason.FAILED, SOURCE, f"child did not report {field}")
+    return out
+
+
+def probe_python(host: Host, options: Options) -> dict[str, Reading]:
+    result = host.run_child("torch_probe", {"maps": True}, timeout=options.timeout * PROBE.scale,
+                            python=options.python)
+    if result.status == "absent":
+        reading = missing(Reason.ABSENT, SOURCE, result.detail)
+        return {k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS)}
+    return readings_from_child(result)
+
+
+# torch import alone takes 1-3 s warm and can take 20+ s on a cold network filesystem.
+PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS, scale=6.0)
+PROBES = [PROBE]

@@ -1,0 +1,73 @@
+"""Secrets never leave the machine: which environment variables are reported, and redaction.
+
+Only allow-listed variables are collected at all; of those, any whose *name* looks secret is
+replaced by ``<redacted>``, and credential-shaped *values* (tokens, ``user:pass@`` in URLs) are
+masked wherever they appear in a report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "<redacted>"
+
+ALLOW_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "CUDNN_", "CUBLAS_", "TORCHINDUCTOR_",
+                  "TRITON_", "NV_", "OMPI_", "SLURM_", "HF_", "TF_", "XLA_", "JAX_", "KUBERNETES_", "GLOO_",
+                  "UCX_", "FI_", "NVSHMEM_")
+ALLOW_NAMES = frozenset({
+    "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV", "VIRTUAL_ENV", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE", "GROUP_RANK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "container", "WSL_DISTRO_NAME",
+})
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT\b|BEARER",
+                          re.IGNORECASE)
+_SECRET_VALUE = [
+    re.compile(r"\b(hf_[A-Za-z0-9]{20,})"),  # Hugging Face
+    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),  # GitHub
+    re.compile(r"\b(github_pat_[A-Za-z0-9_]{20,})"),
+    re.compile(r"\b(sk-[A-Za-z0-9_-]{20,})"),  # OpenAI-style
+    re.compile(r"\b(AKIA[0-9A-Z]{16})\b"),  # AWS access key id
+    re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
+    re.compile(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
+]
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]+:[^/@\s]+)@")
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def is_reported(name: str) -> bool:
+    return name in ALLOW_NAMES or name.startswith(ALLOW_PREFIXES)
+
+
+def redact_text(text: str) -> str:
+    """Mask credential-shaped substrings of a free-form string."""
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    for rx in _SECRET_VALUE:
+        text = rx.sub(REDACTED, text)
+    return text
+
+
+def select_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed variables, with secret-named ones redacted."""
+    out: dict[str, str] = {}
+    for name in sorted(environ):
+        if not is_reported(name):
+            continue
+        value = environ[name]
+        out[name] = REDACTED if is_secret_name(name) else redact_text(value)
+    return out
+
+
+def redact_value(value: Any, key: str = "") -> Any:
+    """Deep redaction of a JSON value (used on whole reports before they are written)."""
+    if isinstance(value, str):
+        return REDACTED if key and is_secret_name(key) and is_reported(key) else redact_text(value)
+    if isinstance(value, Mapping):
+        return {k: redact_value(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value

@@ -1,0 +1,152 @@
+"""Check registration: the built-in checks (listed explicitly) plus third-party checks from the
+``envdoctor.checks`` entry-point group, loaded the same way (pluggy's lesson).
+
+A plugin entry point names a module (every :class:`CheckSpec` in it is taken), a CheckSpec, or
+a list of them. Duplicate ids fail loudly; a plugin that fails to import becomes a warning and
+the run goes on. ``ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1`` turns discovery off.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Union
+
+from .model import Facts, Finding
+
+ENTRY_POINT_GROUP = "envdoctor.checks"
+AUTOLOAD_ENV = "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD"
+_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+CheckResult = Union[Finding, Iterable[Finding], None]
+CheckFunc = Callable[[Facts], CheckResult]
+
+
+class RegistryError(Exception):
+    """A registration mistake that must not pass silently (duplicate or malformed id)."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    func: CheckFunc
+    description: str = ""
+    #: Facts it reads. If one of them timed out or crashed, the runner reports the check as
+    #: ``error`` (it could not judge) unless ``judges_failures`` says the check handles that.
+    needs: tuple[str, ...] = ()
+    judges_failures: bool = False
+    healthcheck: bool = False
+    provider: str = "envdoctor"
+
+    def __call__(self, facts: Facts) -> CheckResult:
+        return self.func(facts)
+
+
+def check(
+    id: str,
+    title: str,
+    description: str = "",
+    needs: Iterable[str] = (),
+    healthcheck: bool = False,
+    judges_failures: bool = False,
+) -> Callable[[CheckFunc], CheckSpec]:
+    """Decorator turning ``func(facts) -> Finding | [Finding] | None`` into a CheckSpec."""
+    if not _ID_RE.match(id):
+        raise RegistryError(f"check id {id!r} is not kebab-case")
+
+    def wrap(func: CheckFunc) -> CheckSpec:
+        return CheckSpec(id, title, func, description or (func.__doc__ or "").strip(), tuple(needs),
+                         judges_failures, healthcheck)
+
+    return wrap
+
+
+@dataclass
+class Registry:
+    checks: dict[str, CheckSpec] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, spec: CheckSpec, provider: str | None = None) -> None:
+        if not isinstance(spec, CheckSpec):
+            raise RegistryError(f"{spec!r} is not a CheckSpec (use @envdoctor.check)")
+        if not _ID_RE.match(spec.id):
+            raise RegistryError(f"check id {spec.id!r} is not kebab-case")
+        if provider and provider != spec.provider:
+            spec = CheckSpec(spec.id, spec.title, spec.func, spec.description, spec.needs,
+                             spec.judges_failures, spec.healthcheck, provider)
+        if spec.id in self.checks:
+            other = self.checks[spec.id]
+            raise RegistryError(
+                f"duplicate check id {spec.id!r}: provided by {other.provider} and by {spec.provider}")
+        self.checks[spec.id] = spec
+
+    def add_from(self, obj: Any, provider: str) -> int:
+        specs = list(_specs_in(obj))
+        for spec in specs:
+            self.add(spec, provider)
+        return len(specs)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.checks.values())
+
+    def __len__(self) -> int:
+        return len(self.checks)
+
+
+def _specs_in(obj: Any) -> Iterable[CheckSpec]:
+    if isinstance(obj, CheckSpec):
+        yield obj
+    elif isinstance(obj, ModuleType):
+        listed = getattr(obj, "CHECKS", None)
+        if listed is not None:
+            yield from listed
+        else:
+            seen: set[int] = set()
+            for value in vars(obj).values():
+                if isinstance(value, CheckSpec) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield value
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _specs_in(item)
+    else:
+        raise RegistryError(f"{obj!r} is neither a module, a CheckSpec nor a list of them")
+
+
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
+def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True) -> Registry:
+    """Built-ins first, then plugins. Raises RegistryError on duplicate ids."""
+    import os
+
+    from . import checks as _builtin_checks
+
+    env = os.environ if environ is None else environ
+    reg = Registry()
+    for module_name in _builtin_checks.BUILTIN:
+        module = importlib.import_module(f"envdoctor.checks.{module_name}")
+        reg.add_from(module, "envdoctor")
+    if not plugins or env.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return reg
+    for ep in _entry_points():
+        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value.split(":")[0]
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the run
+            reg.warnings.append(f"plugin {ep.name!r} ({dist}) failed to load: {type(exc).__name__}: {exc}")
+            continue
+        try:
+            reg.add_from(obj, dist)
+        except RegistryError as exc:
+            if "duplicate" in str(exc):
+                raise
+            reg.warnings.append(f"plugin {ep.name!r} ({dist}): {exc}")
+    return reg

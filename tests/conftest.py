@@ -1,0 +1,72 @@
+"""Shared test fixtures: build stand-in shared libraries with gcc, fake executables, facts.
+
+Stand-in libraries are real ELF shared objects compiled from small C files; the code under test
+loads them through pynvml/ctypes in a child process exactly as it would load NVIDIA's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+FAKES = TESTS / "fakes"
+BUILD_ROOT = TESTS / ".fakebuild"
+
+
+def compile_shared(source: str | Path, out_dir: Path, filename: str, soname: str | None = None,
+                   defines: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> Path:
+    """Compile C ``source`` (a path or the code itself) into ``out_dir/filename``.
+
+    Builds are cached by content hash under tests/.fakebuild, so each variant compiles once.
+    """
+    code = Path(source).read_text() if isinstance(source, Path) else source
+    flags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())] + list(extra)
+    if soname:
+        flags.append(f"-Wl,-soname,{soname}")
+    key = hashlib.sha256((code + "\0" + " ".join(flags) + filename).encode()).hexdigest()[:16]
+    cached = BUILD_ROOT / key / filename
+    if not cached.exists():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        src = cached.parent / "src.c"
+        src.write_text(code)
+        tmp = cached.parent / (filename + ".tmp")
+        cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        os.replace(tmp, cached)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / filename
+    shutil.copy2(cached, target)
+    return target
+
+
+def make_exe(directory: Path, name: str, script: str) -> Path:
+    """A fake executable (a shell or Python script) to put first on a test PATH."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(script if script.startswith("#!") else "#!/bin/sh\n" + script)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def test_env(**extra: str) -> dict[str, str]:
+    """A minimal, predictable environment for a Host under test."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
+           "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def python_exe() -> str:
+    return sys.executable
+
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is required to build stand-in libraries")
