@@ -68,5 +68,3 @@ def test_env(**extra: str) -> dict[str, str]:
 def python_exe() -> str:
     return sys.executable
 
-
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is required to build stand-in libraries")
