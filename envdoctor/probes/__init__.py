@@ -77,8 +77,13 @@ def run_probes(
     options: Options,
     probes: Iterable[ProbeSpec],
     on_done: Callable[[ProbeRun], None] | None = None,
+    budget: float | None = None,
 ) -> tuple[Facts, list[ProbeRun]]:
-    """Run probes concurrently; returns the merged facts and how each probe went."""
+    """Run probes concurrently; returns the merged facts and how each probe went.
+
+    ``budget`` caps the total wall time (the healthcheck's hard limit): probes still running
+    then are abandoned and reported as timeouts."""
+    began = time.monotonic()
     specs = list(probes)
     readings: dict[str, Reading] = {}
     runs: dict[str, ProbeRun] = {}
@@ -117,6 +122,8 @@ def run_probes(
         futures[spec.name] = (spec, fut)
     for name, (spec, fut) in futures.items():
         remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
+        if budget is not None:
+            remaining = min(remaining, began + budget - time.monotonic())
         try:
             fut.result(timeout=max(remaining, 0.0))
         except Exception:  # noqa: BLE001 - the exception is recorded by the callback

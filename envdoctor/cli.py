@@ -1,0 +1,312 @@
+"""The command line: builds the Host, runs collect -> diagnose -> render, maps to an exit code.
+
+No probing or judging logic lives here. Startup order matters for speed: the probes (above all
+the torch child, the slowest part of every run) start before rich and the checks are imported,
+so that work overlaps the child's ``import torch``.
+
+Exit codes: 0 no failure, 1 at least one failure (or warning with ``--fail-on warn``),
+2 usage error or unusable input, 3 envdoctor could not complete (a probe hung, a check crashed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from . import __version__
+from .report import EXIT_USAGE
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by `check` and `report` (they collect the same way)."""
+    decorators = [
+        click.option("--python", "python", metavar="PATH",
+                     help="Target interpreter whose torch is examined (default: this one)."),
+        click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+                     help="Deadline in seconds per probe (the torch probe gets 6x)."),
+        click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
+        click.option("--micro-only", is_flag=True, help="Run only the microchecks."),
+        click.option("--device", metavar="cuda:N|cpu",
+                     help="Device for the microchecks; 'cpu' runs the whole set on the CPU."),
+        click.option("--compile", "compile_", is_flag=True, help="Also run a torch.compile microcheck."),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return _judge_options(func)
+
+
+def _judge_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        click.option("--only", multiple=True, metavar="ID", help="Run only this check (repeatable)."),
+        click.option("--skip", multiple=True, metavar="ID", help="Do not run this check (repeatable)."),
+        click.option("--fail-on", type=click.Choice(["fail", "warn"]), default="fail", show_default=True,
+                     help="Lowest status that makes the exit code 1."),
+        click.option("-v", "--verbose", is_flag=True, help="Show passing checks, skipped ones and all facts."),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="envdoctor")
+def main() -> None:
+    """envdoctor: a GPU environment doctor for PyTorch on NVIDIA GPUs.
+
+    \b
+    envdoctor check                  probe this machine, judge it, print remedies
+    envdoctor report --json -o F     the full report for a bug ticket (or --markdown)
+    envdoctor diagnose F             re-judge a saved report or a pasted collect_env text
+    envdoctor healthcheck            fast 0/1 probe for Docker HEALTHCHECK / Kubernetes
+    envdoctor list                   the registered checks
+
+    Exit codes: 0 no failure, 1 a failure, 2 usage error, 3 envdoctor could not complete.
+    """
+
+
+# -- collection --------------------------------------------------------------------------------
+def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
+             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool) -> Any:
+    from .host import Host
+    from .probes import Options, builtin_probes, run_probes
+
+    if python and not os.path.exists(python) and not _which(python):
+        raise click.BadParameter(f"{python} does not exist", param_hint="--python")
+    if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
+    options = Options(timeout=timeout, python=_which(python) if python else None, micro=not no_micro,
+                      micro_only=micro_only, device=device, compile=compile_)
+    host = Host(python=options.python)
+    specs = builtin_probes()
+    if micro_only:
+        specs = [s for s in specs if s.micro or s.name in ("host", "python")]
+    result: dict[str, Any] = {}
+    pending = {s.name for s in specs}
+
+    def work() -> None:
+        result["facts"], result["runs"] = run_probes(host, options, specs, on_done=lambda r: pending.discard(r.name))
+
+    worker = threading.Thread(target=work, name="probes", daemon=True)
+    began = time.monotonic()
+    worker.start()
+
+    # Overlap: import the judging side and rich while the children run.
+    from .diagnose import select
+    from .registry import RegistryError, load_registry
+
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    if micro_only:
+        only = tuple(only) + tuple(s.id for s in registry if s.id.startswith("micro-"))
+    checks, unknown = select(registry, only, skip)
+    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
+    if progress and sys.stderr.isatty():
+        from .render import make_console
+
+        console = make_console(stderr=True)
+        with console.status("probing…", spinner="dots") as status:
+            while worker.is_alive():
+                worker.join(0.1)
+                elapsed = time.monotonic() - began
+                names = ", ".join(sorted(pending))
+                slow = " (taking unexpectedly long)" if elapsed > 10 else ""
+                status.update(f"probing: {names} {elapsed:.0f}s{slow}")
+    else:
+        worker.join()
+    return result["facts"], result["runs"], checks, warnings
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return name if os.path.sep in name else shutil.which(name)
+
+
+def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str) -> Any:
+    from . import compat
+    from .diagnose import diagnose
+    from .report import Report
+
+    findings = diagnose(facts, checks)
+    as_of = getattr(compat, "as_of", None)
+    return Report(facts=facts, findings=tuple(findings), probes=tuple(runs), origin=origin,
+                  compat_as_of=as_of() if callable(as_of) else None, warnings=tuple(warnings))
+
+
+def _emit_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        click.echo(f"envdoctor: warning: {w}", err=True)
+
+
+# -- commands ----------------------------------------------------------------------------------
+@main.command(context_settings=CONTEXT)
+@_options
+def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
+          compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool) -> None:
+    """Probe this machine, judge it, and print every finding with its remedy."""
+    facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
+                                             progress=True)
+    report = _judge(facts, checks, runs, warnings, "live")
+    from .render import make_console, render_terminal
+
+    render_terminal(report, make_console(), verbose=verbose)
+    sys.exit(report.exit_code(fail_on))
+
+
+@main.command(context_settings=CONTEXT)
+@click.option("--json", "fmt", flag_value="json", default=True, help="JSON (default).")
+@click.option("--markdown", "fmt", flag_value="markdown", help="Markdown for a GitHub issue.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE (atomically).")
+@_options
+def report(fmt: str, output: str | None, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
+           device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+           verbose: bool) -> None:
+    """The full report: facts, findings, and what did not run and why."""
+    facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
+                                             progress=bool(output))
+    rep = _judge(facts, checks, runs, warnings, "live")
+    _emit_warnings(warnings)
+    _write(rep, fmt, output)
+    sys.exit(rep.exit_code(fail_on))
+
+
+def _write(rep: Any, fmt: str, output: str | None) -> None:
+    from .render import render_markdown
+    from .report import to_json, write_atomic
+
+    text = to_json(rep) if fmt == "json" else render_markdown(rep)
+    if output:
+        try:
+            write_atomic(output, text)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        click.echo(f"envdoctor: wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("file", metavar="FILE")
+@click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
+@click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
+@_judge_options
+def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+             verbose: bool) -> None:
+    """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE or - for stdin),
+    with today's checks. Touches nothing of this machine."""
+    from .diagnose import select
+    from .model import Facts
+    from .registry import RegistryError, load_registry
+    from .report import Report, ReportError, parse_report, read_input
+
+    try:
+        loaded = parse_report(read_input(file), "standard input" if file == "-" else file)
+    except ReportError as exc:
+        click.echo(f"envdoctor: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if isinstance(loaded, Facts):
+        facts, runs, origin = loaded, (), f"paste:{'stdin' if file == '-' else os.path.basename(file)}"
+    else:
+        assert isinstance(loaded, Report)
+        facts, runs, origin = loaded.facts, loaded.probes, f"report:{'stdin' if file == '-' else os.path.basename(file)}"
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    checks, unknown = select(registry, only, skip)
+    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
+    rep = _judge(facts, checks, runs, warnings, origin)
+    if fmt:
+        _emit_warnings(warnings)
+        _write(rep, fmt, None)
+    else:
+        from .render import make_console, render_terminal
+
+        render_terminal(rep, make_console(), verbose=verbose)
+    sys.exit(rep.exit_code(fail_on))
+
+
+@main.command(context_settings=CONTEXT)
+@click.option("--max-seconds", type=click.FloatRange(0.5, 600), default=5.0, show_default=True,
+              help="Hard time budget; exceeding it is unhealthy.")
+@click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
+@click.option("--python", "python", metavar="PATH", help="Target interpreter (for --micro).")
+def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
+    """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
+    unless --micro is given; a hung probe is unhealthy."""
+    began = time.monotonic()
+
+    def watchdog() -> None:
+        # The hard budget: whatever is stuck (a D-state child, a wedged thread), we answer.
+        time.sleep(max_seconds)
+        sys.stdout.write(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget\n")
+        sys.stdout.flush()
+        os._exit(1)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    from .diagnose import diagnose, select
+    from .host import Host
+    from .probes import Options, builtin_probes, run_probes
+    from .registry import load_registry
+    from .render import healthcheck_line
+
+    budget = max(0.3, max_seconds - 0.3)
+    options = Options(timeout=min(5.0, budget), python=_which(python) if python else None, micro=micro,
+                      device=None, healthcheck=True)
+    specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
+    facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
+    registry = load_registry()
+    checks, _ = select(registry, healthcheck=True)
+    if micro:
+        checks += [s for s in registry if s.id == "micro-device"]
+    findings = diagnose(facts, checks)
+    hung = [r.name for r in runs if r.status == "timeout"]
+    healthy, line = healthcheck_line(findings, time.monotonic() - began, hung)
+    click.echo(line)
+    sys.exit(0 if healthy else 1)
+
+
+@main.command("list", context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+def list_checks(as_json: bool) -> None:
+    """The registered checks: id, title, what they verify, and who provides them."""
+    from .registry import RegistryError, load_registry
+
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    _emit_warnings(registry.warnings)
+    rows = [{"id": s.id, "title": s.title, "description": s.description, "provider": s.provider,
+             "healthcheck": s.healthcheck} for s in registry]
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .render import make_console, safe
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for col in ("id", "title", "provider", "healthcheck"):
+        table.add_column(col, style="cyan" if col == "id" else None, no_wrap=col in ("id", "provider"))
+    for r in rows:
+        table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), "yes" if r["healthcheck"] else "")
+    make_console().print(table)
+
+
+if __name__ == "__main__":
+    main()
