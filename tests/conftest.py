@@ -64,6 +64,9 @@ def test_env(**extra: str) -> dict[str, str]:
     return env
 
 
+test_env.__test__ = False  # a helper, not a test, despite its name
+
+
 @pytest.fixture
 def python_exe() -> str:
     return sys.executable

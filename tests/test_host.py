@@ -1,0 +1,91 @@
+"""The Host door: real subprocesses and child interpreters with deadlines, no mocks."""
+
+from __future__ import annotations
+
+import time
+
+from envdoctor.host import Host
+from envdoctor.model import Reason
+
+from .conftest import make_exe, test_env
+
+
+def test_run_captures_output_and_exit_code(tmp_path):
+    make_exe(tmp_path, "tool", "echo out; echo err >&2; exit 3\n")
+    host = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin"))
+    res = host.run(["tool"], timeout=5)
+    assert res.status == "ok" and res.returncode == 3
+    assert res.stdout == "out\n" and res.stderr == "err\n"
+
+
+def test_missing_executable_is_absent_not_an_exception(tmp_path):
+    host = Host(environ=test_env(PATH=str(tmp_path)))
+    res = host.run(["nvidia-smi"], timeout=1)
+    assert res.status == "absent" and res.reason is Reason.ABSENT
+    assert "not found" in res.detail
+
+
+def test_hanging_command_is_abandoned_within_the_deadline(tmp_path):
+    # A child that ignores SIGTERM and has a grandchild holding the pipes open.
+    make_exe(tmp_path, "hang", "trap '' TERM; sleep 60 & sleep 60\n")
+    host = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin"))
+    began = time.monotonic()
+    res = host.run(["hang"], timeout=0.5)
+    assert time.monotonic() - began < 2.5
+    assert res.status == "timeout" and res.reason is Reason.TIMEOUT
+
+
+def test_crashing_command_reports_the_signal(tmp_path):
+    make_exe(tmp_path, "segv", "kill -SEGV $$\n")
+    host = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin"))
+    res = host.run(["segv"], timeout=5)
+    assert res.status == "crashed" and "SIGSEGV" in res.detail
+
+
+def test_non_utf8_output_never_raises(tmp_path):
+    make_exe(tmp_path, "latin", "printf 'GPU \\377\\376 name\\n'\n")
+    res = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin")).run(["latin"], timeout=5)
+    assert res.ok and "GPU" in res.stdout and "\ufffd" in res.stdout
+
+
+def test_child_partial_records_survive_a_hang(tmp_path, monkeypatch):
+    # A real child script that reports, announces a stage, then hangs.
+    from envdoctor import host as host_mod
+
+    child_dir = tmp_path / "child"
+    child_dir.mkdir()
+    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
+    (child_dir / "stuck.py").write_text(
+        "import time\nfrom _edchild import emit, stage\nemit(driver='570.1')\nstage('nvmlInit')\ntime.sleep(60)\n")
+    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+    began = time.monotonic()
+    res = Host(environ=test_env()).run_child("stuck", timeout=1.0)
+    assert time.monotonic() - began < 3
+    assert res.status == "timeout"
+    assert res.data == {"driver": "570.1"}
+    assert res.stage == "nvmlInit" and "nvmlInit" in res.explain()
+
+
+def test_child_that_dies_is_crashed_with_its_stage(tmp_path, monkeypatch):
+    from envdoctor import host as host_mod
+
+    child_dir = tmp_path / "child"
+    child_dir.mkdir()
+    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
+    (child_dir / "boom.py").write_text(
+        "import os, signal\nfrom _edchild import emit, stage\nemit(a=1)\nstage('cuInit')\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+    res = Host(environ=test_env()).run_child("boom", timeout=10)
+    assert res.status == "crashed" and res.data == {"a": 1}
+    assert "SIGSEGV" in res.explain() and "cuInit" in res.explain()
+
+
+def test_rooted_host_reads_a_fake_tree(tmp_path):
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    (tmp_path / "proc/driver/nvidia/version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06\n")
+    host = Host(environ={}, root=tmp_path)
+    text, reason, _ = host.read_text("/proc/driver/nvidia/version")
+    assert reason is None and "570.124.06" in text
+    text, reason, detail = host.read_text("/proc/nope")
+    assert text is None and reason is Reason.ABSENT and "/proc/nope" in detail

@@ -1,0 +1,122 @@
+"""Registry: built-ins listed explicitly, plugins through the envdoctor.checks entry-point group.
+
+The example plugin is a real (tiny) installed distribution: a .dist-info folder with an
+entry_points.txt on sys.path, found by importlib.metadata exactly as pip would leave it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from envdoctor.diagnose import diagnose, run_check, select
+from envdoctor.model import Facts, Status, ok
+from envdoctor.registry import AUTOLOAD_ENV, CheckSpec, RegistryError, check, load_registry
+
+
+def _install_plugin(site, dist: str, module: str, code: str, group_value: str | None = None) -> None:
+    (site / f"{module}.py").write_text(textwrap.dedent(code))
+    info = site / f"{dist}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[envdoctor.checks]\n{dist} = {group_value or module}\n")
+
+
+PLUGIN = """
+from envdoctor import check, kit
+
+@check("site-nfs-home", "Home directory is not on NFS", needs=("host.os",))
+def nfs(facts):
+    return kit.warn("Home is on NFS", detail="torch.compile caches are slow there",
+                    remedy=kit.Remediation("Point TORCHINDUCTOR_CACHE_DIR at local disk.",
+                                           ("export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",)))
+"""
+
+
+def test_builtins_load_and_never_import_top_level_checks():
+    reg = load_registry(environ={AUTOLOAD_ENV: "1"})
+    assert {"host-shm-size", "torch-import", "torch-cpu-build"} <= {s.id for s in reg}
+    assert all(s.provider == "envdoctor" for s in reg)
+    assert "checks" not in sys.modules
+
+
+def test_plugin_from_an_installed_distribution(tmp_path, monkeypatch):
+    _install_plugin(tmp_path, "envdoctor-site-checks", "envdoctor_site_checks", PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = load_registry(environ={})
+    spec = reg.checks["site-nfs-home"]
+    assert spec.provider == "envdoctor-site-checks"
+    [finding] = diagnose(Facts({"host.os": ok("Linux")}), [spec])
+    assert finding.id == "site-nfs-home" and finding.status is Status.WARN
+    assert finding.remediation.commands == ("export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",)
+    # The autoload switch turns discovery off.
+    assert "site-nfs-home" not in load_registry(environ={AUTOLOAD_ENV: "1"}).checks
+
+
+def test_broken_plugin_becomes_a_warning(tmp_path, monkeypatch):
+    _install_plugin(tmp_path, "envdoctor-broken", "envdoctor_broken", "raise ImportError('libfoo.so: cannot open')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = load_registry(environ={})
+    assert "torch-import" in reg.checks
+    assert any("envdoctor-broken" in w and "libfoo.so" in w for w in reg.warnings)
+
+
+def test_duplicate_id_fails_loudly(tmp_path, monkeypatch):
+    _install_plugin(tmp_path, "envdoctor-dupe", "envdoctor_dupe", """
+        from envdoctor import check
+        @check("torch-import", "mine")
+        def mine(facts):
+            return None
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RegistryError, match="duplicate check id 'torch-import'.*envdoctor-dupe"):
+        load_registry(environ={})
+
+
+def test_duplicate_plugin_is_a_usage_error_in_the_cli(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_plugin(site, "envdoctor-dupe", "envdoctor_dupe", """
+        from envdoctor import check
+        @check("torch-import", "mine")
+        def mine(facts):
+            return None
+    """)
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "list"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 1 and "duplicate check id" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_non_kebab_ids_are_refused():
+    with pytest.raises(RegistryError):
+        check("Not_Kebab", "x")
+
+
+def test_crashing_check_becomes_an_error_finding():
+    @check("always-crashes", "Crashes")
+    def crash(facts):
+        return {}["missing"]
+
+    [f] = run_check(crash, Facts({}))
+    assert f.status is Status.ERROR and "KeyError" in f.detail and f.id == "always-crashes"
+
+
+def test_a_needed_fact_that_timed_out_makes_the_check_error():
+    from envdoctor.model import Reason, missing
+
+    @check("needs-nvml", "Needs NVML", needs=("nvml.driver_version",))
+    def judge(facts):
+        return None
+
+    [f] = run_check(judge, Facts({"nvml.driver_version": missing(Reason.TIMEOUT, detail="stuck in nvmlInit")}))
+    assert f.status is Status.ERROR and "stuck in nvmlInit" in f.detail
+
+
+def test_select_reports_unknown_ids():
+    reg = load_registry(environ={AUTOLOAD_ENV: "1"})
+    chosen, unknown = select(reg, only=["torch-import", "no-such-check"])
+    assert [c.id for c in chosen] == ["torch-import"] and unknown == ["no-such-check"]
+    assert isinstance(chosen[0], CheckSpec)
