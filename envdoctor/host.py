@@ -199,6 +199,8 @@ class Host:
                 start_new_session=True,
                 close_fds=True,
             )
+        except FileNotFoundError:
+            return CommandResult(argv, "absent", detail=f"{exe} does not exist")
         except PermissionError as exc:
             return CommandResult(argv, "denied", detail=f"cannot execute {exe}: {exc.strerror}")
         except OSError as exc:

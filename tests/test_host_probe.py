@@ -1,0 +1,68 @@
+"""Host probe on fake /proc, /sys and /etc trees (Host(root=...)) and on the real machine."""
+
+from __future__ import annotations
+
+from envdoctor.host import Host
+from envdoctor.probes import Options
+from envdoctor.probes.host_probe import KEYS, probe_host
+from envdoctor.redact import REDACTED
+
+
+def _tree(root, files):
+    for path, text in files.items():
+        p = root / path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def test_kubernetes_container_with_cgroup_v2_limits(tmp_path):
+    _tree(tmp_path, {
+        "/etc/os-release": 'NAME="Ubuntu"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n',
+        "/sys/fs/cgroup/cpu.max": "400000 100000\n",
+        "/sys/fs/cgroup/memory.max": "17179869184\n",
+        "/proc/meminfo": "MemTotal:       263842876 kB\n",
+        "/proc/1/cgroup": "0::/kubepods/burstable/pod1234/abcd\n",
+        "/proc/version": "Linux version 5.15.0-100-generic\n",
+    })
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz",
+           "CUDA_VISIBLE_DEVICES": "0,1", "AWS_SECRET_ACCESS_KEY": "x", "HOME": "/root",
+           "NCCL_SOCKET_IFNAME": "eth0", "WANDB_API_KEY": "secret"}
+    facts = probe_host(Host(environ=env, root=tmp_path), Options())
+    assert set(KEYS) <= set(facts)
+    assert facts["host.distro"].value == "Ubuntu 22.04.4 LTS"
+    assert facts["host.cgroup_cpu_limit"].value == 4.0
+    assert facts["host.cgroup_memory_limit"].value == 16 << 30
+    assert facts["host.memory_total"].value == 263842876 * 1024
+    assert facts["host.container"].value == "kubernetes"
+    assert facts["host.wsl"].value is False
+    env_vars = facts["env.vars"].value
+    assert env_vars["CUDA_VISIBLE_DEVICES"] == "0,1" and env_vars["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert env_vars["HF_TOKEN"] == REDACTED  # allow-listed prefix, secret name
+    assert "AWS_SECRET_ACCESS_KEY" not in env_vars and "WANDB_API_KEY" not in env_vars and "HOME" not in env_vars
+
+
+def test_docker_with_cgroup_v1_unlimited_and_wsl(tmp_path):
+    _tree(tmp_path, {
+        "/.dockerenv": "",
+        "/sys/fs/cgroup/cpu/cpu.cfs_quota_us": "-1\n",
+        "/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+        "/proc/version": "Linux version 5.15.153.1-microsoft-standard-WSL2\n",
+    })
+    facts = probe_host(Host(environ={}, root=tmp_path), Options())
+    assert facts["host.container"].value == "docker"
+    assert facts["host.cgroup_cpu_limit"].ok and facts["host.cgroup_cpu_limit"].value is None
+    assert facts["host.cgroup_memory_limit"].value is None
+    assert facts["host.wsl"].value is True
+    assert facts["host.distro"].reason.value == "absent"
+    assert facts["host.shm_size"].reason.value == "absent"  # no /dev/shm in the fake tree
+
+
+def test_real_machine_answers_every_key_quickly():
+    import time
+
+    began = time.monotonic()
+    facts = probe_host(Host(), Options())
+    assert time.monotonic() - began < 1.0
+    assert set(KEYS) <= set(facts)
+    assert facts["host.os"].value == "Linux" and facts["host.cpu_count"].value >= 1

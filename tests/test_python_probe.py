@@ -1,0 +1,72 @@
+"""The torch child probe against real interpreters: the CPU torch installed for the tests, an
+interpreter without torch, and a torch whose import raises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from envdoctor.host import Host
+from envdoctor.model import Reason
+from envdoctor.probes import Options
+from envdoctor.probes.python_probe import PROBE, probe_python
+
+from .conftest import test_env
+
+
+def test_real_cpu_torch():
+    torch = pytest.importorskip("torch")  # README's test command installs torch==2.13.0 (CPU)
+    facts = probe_python(Host(environ=test_env()), Options(timeout=10))
+    assert facts["torch.version"].value == torch.__version__
+    assert facts["torch.cuda_version"].ok and facts["torch.cuda_version"].value is None
+    assert facts["torch.cuda_available"].value is False
+    assert facts["torch.device_count"].value == 0
+    assert facts["python.version"].value.startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    assert facts["python.packages"].value["torch"] == torch.__version__
+    assert set(PROBE.keys) <= set(facts)
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory) -> str:
+    """A fresh venv: the same CPython, no torch, no envdoctor."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python")
+
+
+def test_interpreter_without_torch(bare_python):
+    facts = probe_python(Host(environ=test_env()), Options(timeout=10, python=bare_python))
+    assert facts["torch.version"].reason is Reason.ABSENT
+    assert bare_python in facts["torch.version"].detail or "venv" in facts["torch.version"].detail
+    assert facts["torch.cuda_version"].reason is Reason.SKIPPED
+    assert facts["python.executable"].ok
+
+
+def test_torch_whose_import_raises(bare_python, tmp_path):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "raise OSError('libcudart.so.12: cannot open shared object file: No such file or directory')\n")
+    host = Host(environ=test_env(PYTHONPATH=str(tmp_path)))
+    facts = probe_python(host, Options(timeout=10, python=bare_python))
+    reading = facts["torch.version"]
+    assert reading.reason is Reason.FAILED
+    assert "libcudart.so.12: cannot open shared object file" in reading.detail
+
+
+def test_torch_import_that_hangs_is_a_timeout(bare_python, tmp_path):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    host = Host(environ=test_env(PYTHONPATH=str(tmp_path)))
+    facts = probe_python(host, Options(timeout=0.3, python=bare_python))  # deadline 0.3 * 6 s
+    reading = facts["torch.version"]
+    assert reading.reason is Reason.TIMEOUT and "import torch" in reading.detail
+    assert facts["python.version"].ok  # what the child said before hanging is kept
+
+
+def test_missing_interpreter_is_absent(tmp_path):
+    facts = probe_python(Host(environ=test_env()), Options(python=str(tmp_path / "nope")))
+    assert facts["torch.version"].reason is Reason.ABSENT
