@@ -34,7 +34,11 @@ def torch_variant(facts: Facts) -> str | None:
     """``cu126``, ``cpu``, ``rocm6.2`` from the torch facts, when torch was read."""
     version = facts.value("torch.version")
     if not version:
-        return None
+        # torch failed to import: its distribution metadata still carries the local tag.
+        version = (facts.value("python.packages") or {}).get("torch")
+        if not version:
+            return None
+        return str(version).split("+", 1)[1] if "+" in str(version) else None
     if "+" in str(version):
         return str(version).split("+", 1)[1]
     cuda = facts.value("torch.cuda_version")

@@ -1,0 +1,88 @@
+"""Facts-level tests of the core checks: healthy facts, change one thing, judge."""
+
+from __future__ import annotations
+
+from envdoctor.checks import host as host_checks
+from envdoctor.checks import torch_build
+from envdoctor.diagnose import run_check
+from envdoctor.model import Reason, Status, missing, ok
+
+from .builders import facts
+
+
+def judge(spec, f):
+    [finding] = run_check(spec, f)
+    return finding
+
+
+def test_healthy_node_is_ok_everywhere():
+    f = facts()
+    for spec in (host_checks.shm_size, host_checks.container, host_checks.resources, host_checks.env_vars,
+                 torch_build.torch_import, torch_build.torch_cpu_build, torch_build.torch_cuda_available):
+        assert judge(spec, f).status is Status.OK, spec.id
+
+
+def test_docker_default_shm_warns_with_the_docker_remedy():
+    finding = judge(host_checks.shm_size, facts(host__shm_size=64 << 20, host__container="docker"))
+    assert finding.status is Status.WARN and "64 MiB" in finding.title
+    assert "Docker's default" in finding.detail and "bus error" in finding.detail
+    assert "docker run --shm-size=16g …" in finding.remediation.commands
+
+
+def test_kubernetes_small_shm_gets_an_emptydir_remedy():
+    finding = judge(host_checks.shm_size, facts(host__shm_size=64 << 20, host__container="kubernetes"))
+    assert finding.status is Status.WARN and "emptyDir" in finding.remediation.commands[0]
+
+
+def test_cpu_quota_below_cpu_count_warns_with_thread_count():
+    finding = judge(host_checks.resources, facts(host__cgroup_cpu_limit=4.0))
+    assert finding.status is Status.WARN and "export OMP_NUM_THREADS=4" in finding.remediation.commands
+
+
+def test_env_vars_left_over_from_debugging():
+    finding = judge(host_checks.env_vars, facts(env__vars={"CUDA_LAUNCH_BLOCKING": "1", "NCCL_P2P_DISABLE": "1"}))
+    assert finding.status is Status.WARN
+    assert {"unset CUDA_LAUNCH_BLOCKING", "unset NCCL_P2P_DISABLE"} <= set(finding.remediation.commands)
+
+
+def test_torch_missing_is_a_warning_with_an_install_command():
+    finding = judge(torch_build.torch_import, facts(torch__version=missing(Reason.ABSENT, detail="no torch")))
+    assert finding.status is Status.WARN
+    assert any("pip install torch --index-url https://download.pytorch.org/whl/cu128" in c
+               for c in finding.remediation.commands)  # driver 570 supports CUDA 12.8
+
+
+def test_torch_import_error_shows_the_text_and_a_remedy():
+    text = "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
+    finding = judge(torch_build.torch_import, facts(torch__version=missing(Reason.FAILED, detail=text)))
+    assert finding.status is Status.FAIL and finding.detail == text
+    assert "LD_LIBRARY_PATH" in finding.remediation.text
+    assert "--index-url https://download.pytorch.org/whl/cu126" in finding.remediation.commands[0]
+
+
+def test_torch_probe_timeout_is_an_error_not_a_failure():
+    finding = judge(torch_build.torch_import, facts(torch__version=missing(Reason.TIMEOUT, detail="stuck")))
+    assert finding.status is Status.ERROR
+
+
+def test_cpu_build_with_a_gpu_present_fails_with_the_exact_reinstall():
+    f = facts(torch__version="2.6.0+cpu").merged({"torch.cuda_version": ok(None)})
+    finding = judge(torch_build.torch_cpu_build, f)
+    assert finding.status is Status.FAIL and "NVML sees 1 GPU" in finding.detail
+    assert any(c.endswith("pip install torch==2.6.0 --index-url https://download.pytorch.org/whl/cu128")
+               for c in finding.remediation.commands)
+
+
+def test_cpu_build_without_any_gpu_only_warns():
+    f = facts(torch__version="2.13.0+cpu", nvml__device_count=0, nvml__gpus=[], driver__pci_gpus=[],
+              torch__devices=[]).merged({"torch.cuda_version": ok(None)})
+    finding = judge(torch_build.torch_cpu_build, f)
+    assert finding.status is Status.WARN
+
+
+def test_cuda_not_available_quotes_torchs_own_message():
+    msg = ("CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). "
+           "Please update your GPU driver")
+    finding = judge(torch_build.torch_cuda_available,
+                    facts(torch__cuda_available=False, torch__cuda_available_messages=[msg], torch__device_count=0))
+    assert finding.status is Status.FAIL and msg in finding.detail
