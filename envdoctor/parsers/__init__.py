@@ -1,0 +1,114 @@
+"""Turn what people paste into bug trackers (``python -m torch.utils.collect_env`` output, vLLM's
+variant of it, plain ``nvidia-smi``) into the same Facts a live probe writes.
+
+``parse_text`` cleans the paste (markdown fences and quote markers, HTML ``<details>`` tags,
+Windows line endings, NULs from UTF-16 files read as UTF-8), detects which reports it holds,
+parses each, and marks every fact the paste does not speak about as ``not_in_report``. Anything
+it cannot read raises :class:`ParseError` with one line a user can act on; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Facts, Reading, Reason, missing
+from . import collect_env, nvidia_smi
+
+__all__ = ["MAX_CHARS", "ParseError", "decode", "detect_formats", "parse_text"]
+
+#: A collect_env report is 5-20 KB; nvidia-smi of an 8-GPU box with processes a few KB more.
+#: Beyond this the input is a log or the wrong file, and parsing it would only be slow.
+MAX_CHARS = 4_000_000
+#: lscpu's "Flags" line is ~1.5 KB; longer lines are cut so no line-level regex runs long.
+MAX_LINE = 8_000
+
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
+_TAG_LINE_RE = re.compile(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
+_BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S+.*:)")
+
+
+class ParseError(ValueError):
+    """The text is not a report this module can read (empty, garbage, too large)."""
+
+
+def decode(data: bytes) -> str:
+    """Bytes of a saved report -> text. Handles the UTF-16 that PowerShell's ``>`` writes and
+    replaces undecodable bytes instead of failing (``\\ufffd`` survives parsing)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _clean(text: str) -> list[str]:
+    # NULs appear when a UTF-16 file was decoded as UTF-8; dropping them recovers ASCII text.
+    text = text.replace("\x00", "").replace("\ufeff", "")
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw[:MAX_LINE]
+        line = _QUOTE_RE.sub("", line)
+        if _FENCE_RE.match(line):
+            continue
+        line = _TAG_LINE_RE.sub("", line)
+        line = _BULLET_RE.sub("", line).replace("**", "")
+        lines.append(line.rstrip().lstrip(" \t"))
+    return lines
+
+
+def detect_formats(text: str) -> list[str]:
+    """The report formats found in ``text``: ``"collect_env"``, ``"nvidia-smi"`` (possibly both)."""
+    lines = _clean(text)
+    found = []
+    if collect_env.looks_like(lines):
+        found.append("collect_env")
+    if nvidia_smi.looks_like(lines):
+        found.append("nvidia-smi")
+    return found
+
+
+def parse_text(text: str) -> Facts:
+    """Facts from a pasted report. Raises :class:`ParseError` (one clear line) for anything else."""
+    if not isinstance(text, str):
+        raise ParseError(f"expected text, got {type(text).__name__}")
+    if not text.strip():
+        raise ParseError("the report is empty: paste the output of `python -m torch.utils.collect_env` "
+                         "or `nvidia-smi`")
+    if len(text) > MAX_CHARS:
+        raise ParseError(f"the input is {len(text) / 1e6:.1f} MB, more than any environment report "
+                         f"({MAX_CHARS / 1e6:.0f} MB limit): pass only the collect_env or nvidia-smi output")
+    try:
+        return _parse(text)
+    except ParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a parser bug must reach the user as a ParseError
+        raise ParseError(f"could not read the report ({type(exc).__name__}: {exc}); please report this "
+                         "paste to envdoctor") from exc
+
+
+def _parse(text: str) -> Facts:
+    lines = _clean(text)
+    is_collect_env = collect_env.looks_like(lines)
+    is_smi = nvidia_smi.looks_like(lines)
+    if not (is_collect_env or is_smi):
+        printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
+        what = "binary or garbled data" if printable < 0.9 else "text"
+        raise ParseError(f"not an environment report: the {what} has neither collect_env fields "
+                         "('PyTorch version: …', 'Is CUDA available: …') nor an nvidia-smi table "
+                         "('NVIDIA-SMI … Driver Version: …')")
+    readings: dict[str, Reading] = {}
+    if is_collect_env:
+        readings.update(collect_env.parse(lines))
+    if is_smi:
+        smi = nvidia_smi.parse(lines)
+        for key, reading in smi.items():
+            # nvidia-smi's own table is the better source for nvml.* (it has the driver's CUDA
+            # version and memory), unless it failed where collect_env's own call worked.
+            if reading.ok or key not in readings or not readings[key].ok:
+                readings[key] = reading
+    source = "collect_env" if is_collect_env else "nvidia-smi"
+    for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
+        if key not in readings:
+            readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")
+    return Facts(readings)
