@@ -20,9 +20,21 @@ from typing import Any
 import click
 
 from . import __version__
-from .report import EXIT_USAGE
+from .report import EXIT_INCOMPLETE, EXIT_USAGE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class InputError(click.ClickException):
+    """Unusable input or output path: exit 2, one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class Incomplete(click.ClickException):
+    """envdoctor itself cannot run as configured (e.g. two plugins claim one check id): exit 3."""
+
+    exit_code = EXIT_INCOMPLETE
 
 
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -105,7 +117,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     try:
         registry = load_registry()
     except RegistryError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Incomplete(str(exc)) from None
     if micro_only:
         only = tuple(only) + tuple(s.id for s in registry if s.id.startswith("micro-"))
     checks, unknown = select(registry, only, skip)
@@ -189,7 +201,7 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
         try:
             write_atomic(output, text)
         except OSError as exc:
-            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"envdoctor: wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -222,7 +234,7 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     try:
         registry = load_registry()
     except RegistryError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Incomplete(str(exc)) from None
     checks, unknown = select(registry, only, skip)
     warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
     rep = _judge(facts, checks, runs, warnings, origin)
@@ -257,7 +269,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     from .diagnose import diagnose, select
     from .host import Host
     from .probes import Options, builtin_probes, run_probes
-    from .registry import load_registry
+    from .registry import RegistryError, load_registry
     from .render import healthcheck_line
 
     budget = max(0.3, max_seconds - 0.3)
@@ -265,7 +277,11 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
                       device=None, healthcheck=True)
     specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
     facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
-    registry = load_registry()
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        click.echo(f"unhealthy: {exc}")
+        sys.exit(1)
     checks, _ = select(registry, healthcheck=True)
     if micro:
         checks += [s for s in registry if s.id == "micro-device"]
@@ -285,7 +301,7 @@ def list_checks(as_json: bool) -> None:
     try:
         registry = load_registry()
     except RegistryError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)
     rows = [{"id": s.id, "title": s.title, "description": s.description, "provider": s.provider,
              "healthcheck": s.healthcheck} for s in registry]

@@ -159,15 +159,17 @@ def read_input(path: str, stdin: Any = None, limit: int = MAX_INPUT_BYTES) -> st
 def parse_report(text: str, name: str = "input") -> Report | Facts:
     """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
     stripped = text.lstrip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                              "was it truncated?") from None
+            if stripped.startswith("{"):
+                raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                                  "was it truncated?") from None
         except RecursionError:
             raise ReportError(f"{name} is nested too deeply to be an envdoctor report") from None
-        return report_from_json(data, name)
+        else:
+            return report_from_json(data, name)
     from .parsers import ParseError, parse_text
 
     try:

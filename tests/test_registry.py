@@ -76,7 +76,7 @@ def test_duplicate_id_fails_loudly(tmp_path, monkeypatch):
         load_registry(environ={})
 
 
-def test_duplicate_plugin_is_a_usage_error_in_the_cli(tmp_path):
+def test_duplicate_plugin_stops_the_cli_with_exit_3(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     _install_plugin(site, "envdoctor-dupe", "envdoctor_dupe", """
@@ -87,7 +87,7 @@ def test_duplicate_plugin_is_a_usage_error_in_the_cli(tmp_path):
     """)
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "list"], env=env, capture_output=True, text=True)
-    assert proc.returncode == 1 and "duplicate check id" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 3 and "duplicate check id" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_non_kebab_ids_are_refused():

@@ -1,0 +1,163 @@
+"""End-to-end: the installed CLI as a user runs it (real processes, this real machine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envdoctor.model import SCHEMA_VERSION
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120):
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "envdoctor", *args], input=stdin, capture_output=True,
+                          env=full_env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def saved_report(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.json"
+    proc = run("report", "--json", "-o", str(out), "--no-micro")
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert out.exists() and not list(out.parent.glob(".*.tmp"))
+    return out
+
+
+def test_check_runs_end_to_end_on_this_machine():
+    proc = run("check", "--no-micro")
+    out = proc.stdout.decode()
+    assert "Traceback" not in proc.stderr.decode()
+    assert "torch-cpu-build" in out and "CPU-only" in out
+    assert "⁉ error" not in out  # nothing on this GPU-less machine is an envdoctor failure
+    expected = 1 if "✖ fail" in out else 0
+    assert proc.returncode == expected
+
+
+def test_report_json_validates_against_the_shipped_schema(saved_report):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "envdoctor/data/report.schema.json").read_text())
+    data = json.loads(saved_report.read_text())
+    jsonschema.validate(data, schema)
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert {"facts", "findings", "summary", "not_run", "probes"} <= set(data)
+    assert data["facts"]["torch.version"]["value"].endswith("+cpu")
+
+
+def test_diagnose_round_trips_to_the_same_findings(saved_report):
+    proc = run("diagnose", str(saved_report), "--json")
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    again = json.loads(proc.stdout)
+    original = json.loads(saved_report.read_text())
+    strip = lambda fs: [(f["id"], f["status"], f["title"], f["detail"], f["evidence"], f["remediation"]) for f in fs]
+    assert strip(again["findings"]) == strip(original["findings"])
+    assert again["facts"] == original["facts"]
+    assert again["origin"] == "report:report.json"
+
+
+def test_markdown_report_is_ready_for_a_github_issue(tmp_path):
+    out = tmp_path / "r.md"
+    proc = run("report", "--markdown", "-o", str(out), "--no-micro")
+    text = out.read_text()
+    assert proc.returncode in (0, 1)
+    assert text.startswith("### envdoctor report") and "<details>" in text and "| `torch-cpu-build` |" in text
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    (b"", "is empty"),
+    (b'{"schema_version": 1, "facts": {"a.b": {"val', "not valid JSON"),
+    (b"[1, 2, 3]", "expected an object"),
+    (b'{"schema_version": 99, "facts": {}}', "newer than this envdoctor understands"),
+    (b'{"schema_version": 1, "facts": {"torch.version": "2.6"}}', "not a well-formed envdoctor report"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00\x00" + bytes(range(256)) * 8, "binary data"),
+    (b"[" * 100000 + b"]" * 100000, None),
+])
+def test_diagnose_rejects_bad_input_with_one_clear_line(tmp_path, content, message):
+    path = tmp_path / "input.json"
+    if content is not None:
+        path.write_bytes(content)
+    proc = run("diagnose", str(path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, (proc.stdout, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    if message:
+        assert message in err
+
+
+def test_diagnose_refuses_a_huge_file_without_reading_it(tmp_path):
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as fh:
+        fh.truncate(1 << 30)  # 1 GiB, sparse
+    proc = run("diagnose", str(path), timeout=30)
+    assert proc.returncode == 2 and "MiB" in proc.stderr.decode()
+
+
+def test_strings_from_a_report_are_shown_literally(tmp_path):
+    hostile = "[bold red]pwned[/bold red] \x1b[2J\x1b]0;title\x07"
+    report = {
+        "schema_version": 1, "envdoctor_version": "0.0", "created_at": "x", "facts": {},
+        "findings": [], "summary": {},
+    }
+    report["facts"]["env.vars"] = {"value": {"CUDA_HOME": hostile}}
+    report["facts"]["torch.version"] = {"value": hostile}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    proc = run("diagnose", str(path), "-v")
+    out = proc.stdout.decode()
+    assert "[bold red]pwned[/bold red]" in out
+    assert "\x1b" not in out and "\\x1b[2J" in out and "\\x07" in out
+
+
+def test_diagnose_reads_stdin(saved_report):
+    proc = run("diagnose", "-", "--json", stdin=saved_report.read_bytes())
+    assert proc.returncode in (0, 1) and json.loads(proc.stdout)["origin"] == "report:stdin"
+
+
+def test_unknown_only_id_warns_and_still_runs(saved_report):
+    proc = run("diagnose", str(saved_report), "--only", "torch-import", "--only", "no-such-check", "--json")
+    assert "unknown check id 'no-such-check'" in proc.stderr.decode()
+    assert [f["id"] for f in json.loads(proc.stdout)["findings"]] == ["torch-import"]
+
+
+def test_fail_on_warn_tightens_the_exit_code(saved_report):
+    data = json.loads(saved_report.read_text())
+    statuses = {f["status"] for f in data["findings"]}
+    proc = run("diagnose", str(saved_report), "--fail-on", "warn", "--json")
+    if "fail" in statuses or "warn" in statuses:
+        assert proc.returncode == 1
+    else:
+        assert proc.returncode == 0
+
+
+def test_healthcheck_is_one_line_and_exits_0_or_1():
+    proc = run("healthcheck", "--max-seconds", "5")
+    lines = proc.stdout.decode().strip().splitlines()
+    assert len(lines) == 1 and proc.returncode in (0, 1)
+    assert lines[0].startswith("healthy" if proc.returncode == 0 else "unhealthy")
+
+
+def test_list_names_every_check_and_its_provider():
+    proc = run("list", "--json")
+    rows = json.loads(proc.stdout)
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)) and "host-shm-size" in ids
+    assert all(r["provider"] == "envdoctor" for r in rows)
+
+
+def test_usage_errors_exit_2():
+    assert run("check", "--device", "gpu7").returncode == 2
+    assert run("report", "--fail-on", "sometimes").returncode == 2
+    assert run("frobnicate").returncode == 2
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path):
+    proc = run("report", "--json", "-o", str(tmp_path / "no" / "such" / "dir" / "r.json"), "--no-micro")
+    assert proc.returncode == 2 and "cannot write" in proc.stderr.decode()
