@@ -1,0 +1,632 @@
+"""Probe the CUDA user-space libraries on disk: every copy of libcudart, libcudnn, libnccl (and
+libcublas, for conflict detection), their versions, what the dynamic loader picks for each soname,
+what ``ldd`` resolves for libcudart and torch's CUDA libraries, and the CUDA toolkit (nvcc).
+
+Only named places are searched, in the order the loader would use them where that order exists:
+``LD_LIBRARY_PATH`` entries, the loader cache (``ldconfig -p``), ``CUDA_HOME``/``CUDA_PATH``,
+``/usr/local/cuda*``, pip wheels (``site-packages/nvidia/*/lib`` of the target interpreter), the
+conda prefix and ``torch/lib``. Versions come from the library's own API through ctypes in a child
+process (``child/lib_probe.py``), else from the wheel's dist-info, the file name, or the headers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..host import ChildResult, CommandResult, Host
+from ..model import Reading, Reason, missing, ok
+from . import Options, ProbeSpec
+
+SOURCE_CHILD = "child:lib_probe"
+
+#: Library families this probe inventories. The pattern matches the main library only (not
+#: libcublasLt or cuDNN's sub-libraries); ``-[0-9a-f]{8}`` covers auditwheel's hashed copies
+#: that older torch wheels bundled in torch/lib (``libcudart-a7b20f20.so.11.0``).
+FAMILIES: dict[str, re.Pattern[str]] = {
+    family: re.compile(rf"^lib{stem}(-[0-9a-f]{{8}})?\.so(\.\d+)*$")
+    for family, stem in (("cudart", "cudart"), ("cudnn", "cudnn"), ("nccl", "nccl"), ("cublas", "cublas"))
+}
+COPY_KEYS = {family: f"libs.{family}_copies" for family in FAMILIES}
+
+#: pip distribution stem per family (``nvidia_cuda_runtime_cu12-12.4.127.dist-info``; CUDA 13
+#: wheels dropped the suffix for toolkit parts: ``nvidia_cuda_runtime-13.0.96.dist-info``).
+WHEEL_DIST = {"cudart": "cuda_runtime", "cudnn": "cudnn", "nccl": "nccl", "cublas": "cublas"}
+
+#: Version macros in the headers that ship next to a library (toolkit ``include/``, wheel ``include/``).
+HEADERS = {
+    "cudart": ("cuda_runtime_api.h", ("CUDART_VERSION",)),
+    "cudnn": ("cudnn_version.h", ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
+    "nccl": ("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),
+}
+
+KEYS = (
+    *COPY_KEYS.values(),
+    "libs.loader_choice", "libs.ldd", "libs.ld_library_path", "libs.ldconfig", "libs.search_dirs",
+    "libs.wheel_dirs", "libs.torch_requires",
+    "toolkit.cuda_home", "toolkit.nvcc_path", "toolkit.nvcc_version",
+)
+
+# The child loads files until one kills it; each crash or hang costs one retry.
+_MAX_CHILDREN = 4
+_MAX_LOADS = 24
+_MAX_LDD = 8
+_LDD_LINE = re.compile(r"^(\S+)\s+=>\s+(.*?)\s*(\(0x[0-9a-fA-F]+\))?$")
+
+
+def dotted(family: str, api: int | None) -> str | None:
+    """An API version integer as the dotted version users know."""
+    if api is None or api <= 0:
+        return None
+    if family == "cudart":  # 12040 -> 12.4 (CUDART_VERSION = major*1000 + minor*10)
+        return f"{api // 1000}.{api % 1000 // 10}"
+    if family == "cudnn":  # cuDNN 9: 90100 -> 9.1.0; cuDNN <= 8: 8902 -> 8.9.2
+        if api >= 90000:
+            return f"{api // 10000}.{api % 10000 // 100}.{api % 100}"
+        return f"{api // 1000}.{api % 1000 // 100}.{api % 100}"
+    if family == "nccl":  # NCCL >= 2.9: 22105 -> 2.21.5; older: 2708 -> 2.7.8
+        if api >= 20900:
+            return f"{api // 10000}.{api % 10000 // 100}.{api % 100}"
+        return f"{api // 1000}.{api % 1000 // 100}.{api % 100}"
+    return str(api)
+
+
+def file_version(name: str) -> str | None:
+    """``libcudart.so.12.4.127`` -> ``12.4.127``; ``libcudart.so.12`` -> ``12``; unversioned -> None."""
+    match = re.search(r"\.so\.(\d+(?:\.\d+)*)$", name)
+    return match.group(1) if match else None
+
+
+def soname_guess(name: str) -> str | None:
+    """The soname NVIDIA's file naming implies: ``libcudnn.so.9.1.0`` -> ``libcudnn.so.9``."""
+    match = re.match(r"^(lib[A-Za-z_]+)(?:-[0-9a-f]{8})?\.so(?:\.(\d+))?", name)
+    if not match:
+        return None
+    return match.group(1) + ".so" + (f".{match.group(2)}" if match.group(2) else "")
+
+
+def parse_ldconfig(text: str) -> dict[str, list[str]]:
+    """``ldconfig -p`` -> soname -> paths in cache order (first wins for the loader)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if "=>" not in line:
+            continue
+        left, _, path = line.partition("=>")
+        name = left.strip().split(" (", 1)[0].strip()
+        path = path.strip()
+        if name and path.startswith("/"):
+            out.setdefault(name, []).append(path)
+    return out
+
+
+def parse_ldd(text: str) -> tuple[dict[str, str], list[str], list[str]]:
+    """``ldd`` output -> (soname -> resolved path, sonames not found, other notes)."""
+    resolved: dict[str, str] = {}
+    not_found: list[str] = []
+    notes: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        match = _LDD_LINE.match(s)
+        if match:
+            name, target = match.group(1), match.group(2).strip()
+            if target == "not found":
+                if name not in not_found:
+                    not_found.append(name)
+            elif target:
+                resolved[name] = target
+            continue
+        if s.startswith(("linux-vdso", "linux-gate")) or re.match(r"^/\S+\s+\(0x", s):
+            continue
+        notes.append(s[:300])
+    return resolved, not_found, notes
+
+
+def parse_nvcc(text: str) -> str | None:
+    """``Cuda compilation tools, release 13.0, V13.0.88`` -> ``13.0.88`` (else the release)."""
+    match = re.search(r"\bV(\d+\.\d+(?:\.\d+)*)", text)
+    if match:
+        return match.group(1)
+    match = re.search(r"release (\d+\.\d+)", text)
+    return match.group(1) if match else None
+
+
+def parse_header(text: str, macros: tuple[str, ...], family: str) -> str | None:
+    values = []
+    for macro in macros:
+        match = re.search(rf"^\s*#\s*define\s+{macro}\s+(\d+)", text, re.MULTILINE)
+        if not match:
+            return None
+        values.append(int(match.group(1)))
+    if family == "cudart":
+        return dotted("cudart", values[0])
+    return ".".join(str(v) for v in values)
+
+
+def torch_pins(requires: Iterable[str]) -> dict[str, str]:
+    """torch's ``Requires-Dist`` -> ``{"nvidia-cuda-runtime-cu12": "12.4.127"}`` for exact pins."""
+    pins: dict[str, str] = {}
+    for req in requires:
+        req = req.split(";", 1)[0].strip()
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s,;]+)$", req)
+        if match:
+            name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+            if name.startswith(("nvidia-", "triton", "pytorch-triton")):
+                pins[name] = match.group(2)
+    return pins
+
+
+@dataclass
+class _Copy:
+    family: str
+    path: str  # the file, symlinks resolved (what /proc/self/maps shows)
+    names: list[str] = field(default_factory=list)
+    found_via: list[str] = field(default_factory=list)
+    origin: str = "system"
+    ld_library_path_entry: str | None = None
+    package: str | None = None
+    package_version: str | None = None
+    site: str | None = None
+
+    def add(self, name: str, via: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
+        if via not in self.found_via:
+            self.found_via.append(via)
+
+
+@dataclass
+class _Dir:
+    path: str
+    via: str
+    origin: str
+    ld_entry: str | None = None
+    site: str | None = None
+
+
+class _Scan:
+    """Collects candidate files from the named places, deduplicated by the file they point to."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.copies: dict[str, _Copy] = {}
+        self.searched: list[dict[str, Any]] = []
+        self._dist_cache: dict[str, list[str]] = {}
+        self._dirs: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+
+    def origin_of(self, real: str, default: str) -> str:
+        if re.search(r"/(site|dist)-packages/nvidia/[^/]+/lib/", real):
+            return "pip"
+        if re.search(r"/(site|dist)-packages/torch/lib/", real):
+            return "torch"
+        if real.startswith("/usr/local/cuda") or "/cuda-" in real or "/cuda/" in real:
+            return "toolkit" if default == "system" else default
+        return default
+
+    def add_file(self, name: str, family: str, via: str, d: _Dir | None) -> None:
+        real = self.host.realpath(name)
+        if not os.path.isfile(self.host.path(real)):
+            return
+        copy = self.copies.get(real)
+        if copy is None:
+            copy = self.copies[real] = _Copy(family, real)
+            copy.origin = self.origin_of(real, d.origin if d else "system")
+        copy.add(name, via)
+        if d is not None and d.ld_entry is not None and copy.ld_library_path_entry is None:
+            copy.ld_library_path_entry = d.ld_entry
+        if d is not None and d.site and copy.site is None and copy.origin == "pip":
+            copy.site = d.site
+
+    def scan_dir(self, d: _Dir) -> None:
+        real = self.host.realpath(d.path)
+        if real in self._dirs:
+            # The same folder under another name (/usr/local/cuda -> cuda-13.0, lib64 -> lib):
+            # note the extra route to its files, list them once.
+            first, found = self._dirs[real]
+            for path, family in found:
+                self.add_file(path, family, d.via, d)
+            self.searched.append({"dir": d.path, "via": d.via, "same_as": first})
+            return
+        found = []
+        for name in self.host.list_dir(d.path):
+            for family, rx in FAMILIES.items():
+                if rx.match(name):
+                    found.append((os.path.join(d.path, name), family))
+        for path, family in found:
+            self.add_file(path, family, d.via, d)
+        self._dirs[real] = (d.path, found)
+        self.searched.append({"dir": d.path, "via": d.via, "exists": self.host.exists(d.path), "matches": len(found)})
+
+    def dists(self, site: str) -> list[str]:
+        if site not in self._dist_cache:
+            self._dist_cache[site] = [n for n in self.host.list_dir(site)
+                                      if n.startswith("nvidia_") and n.endswith(".dist-info")]
+        return self._dist_cache[site]
+
+    def package_of(self, copy: _Copy, soname: str | None) -> None:
+        """Name and version of the pip wheel that ships ``copy``, from its dist-info folder name."""
+        if copy.origin != "pip" or not copy.site:
+            return
+        stem = WHEEL_DIST[copy.family]
+        rx = re.compile(rf"^nvidia_{stem}(_cu(\d+))?-([^-]+)\.dist-info$")
+        found = []
+        for name in self.dists(copy.site):
+            match = rx.match(name)
+            if match:
+                found.append((match.group(2), match.group(3), name))
+        if not found:
+            return
+        major = (soname or "").rsplit(".so.", 1)[-1] if soname and ".so." in soname else None
+        # cu12 and cu13 wheels can sit side by side; prefer the one whose CUDA major (suffix, or
+        # version for the suffix-less CUDA 13 toolkit wheels) matches the file's soname major.
+        def rank(item: tuple[str | None, str, str]) -> int:
+            suffix, version, _ = item
+            if copy.family in ("cudart", "cublas") and major:
+                return 0 if (suffix or version.split(".")[0]) == major else 1
+            dirname = os.path.basename(os.path.dirname(os.path.dirname(copy.path)))
+            if dirname.startswith("cu") and suffix:
+                return 0 if dirname == f"cu{suffix}" else 1
+            return 0
+        found.sort(key=rank)
+        suffix, version, name = found[0]
+        copy.package = "nvidia-" + stem.replace("_", "-") + (f"-cu{suffix}" if suffix else "")
+        copy.package_version = version
+
+
+def _child_loads(host: Host, options: Options, files: list[dict[str, str]], deadline: float
+                 ) -> tuple[dict[str, Any], dict[str, tuple[str, str]], str]:
+    """Run the load child until every task answered, crashed or hung; returns (records,
+    task -> (reason, detail) for tasks that killed a child, a note when the child could not run)."""
+    records: dict[str, Any] = {}
+    failed: dict[str, tuple[str, str]] = {}
+    note = ""
+    for _ in range(_MAX_CHILDREN):
+        remaining = deadline - time.monotonic()
+        if remaining < 0.2:
+            note = "no time left to load the remaining libraries"
+            break
+        skip = sorted(k for k in records if k.startswith(("so:", "file:"))) + sorted(failed)
+        result = host.run_child("lib_probe", {"mode": "load", "files": files, "skip": skip},
+                                timeout=remaining, python=options.python)
+        records.update(result.data)
+        if result.ok:
+            note = ""
+            break
+        task = result.stage
+        if result.status in ("timeout", "crashed") and task.startswith(("so:", "file:")) and task not in records:
+            failed[task] = (result.status, result.explain())
+            note = ""
+            continue
+        note = f"{result.status}: {result.explain()}"
+        break
+    return records, failed, note
+
+
+def _run_ldd(host: Host, path: str, role: str, timeout: float) -> dict[str, Any]:
+    res = host.run(["ldd", path], timeout=timeout)
+    entry: dict[str, Any] = {"file": path, "role": role}
+    if res.status != "ok":
+        entry.update(reason=res.status, detail=res.detail)
+        return entry
+    resolved, not_found, notes = parse_ldd(res.stdout)
+    entry.update(resolved=resolved, not_found=not_found)
+    if res.returncode != 0:
+        text = (res.stderr.strip() or res.stdout.strip()).splitlines()
+        entry.update(reason="failed", detail=(text[-1] if text else f"ldd exited with {res.returncode}")[:300])
+    elif notes:
+        entry["notes"] = notes[:5]
+    return entry
+
+
+def _cuda_home(host: Host) -> tuple[str | None, str]:
+    """CUDA_HOME as torch.utils.cpp_extension._find_cuda_home picks it (what extension builds use)."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = host.getenv(var)
+        if value:
+            return value, f"${var}"
+    nvcc = host.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(nvcc)), f"parent of nvcc on PATH ({nvcc})"
+    if host.exists("/usr/local/cuda"):
+        return "/usr/local/cuda", "default /usr/local/cuda"
+    return None, "no $CUDA_HOME, $CUDA_PATH, nvcc on PATH or /usr/local/cuda"
+
+
+def probe_toolkit(host: Host, timeout: float) -> dict[str, Reading]:
+    out: dict[str, Reading] = {}
+    home, how = _cuda_home(host)
+    out["toolkit.cuda_home"] = ok(home, "env/PATH", how) if home else missing(Reason.ABSENT, "env/PATH", how)
+    candidate = os.path.join(home, "bin", "nvcc") if home else None
+    nvcc = candidate if candidate and host.access(candidate, os.X_OK) else host.which("nvcc")
+    if not nvcc:
+        out["toolkit.nvcc_path"] = missing(Reason.ABSENT, "PATH", "nvcc is neither in $CUDA_HOME/bin nor on PATH")
+        out["toolkit.nvcc_version"] = missing(Reason.ABSENT, "nvcc --version", "no nvcc: the CUDA toolkit is not "
+                                              "installed (only needed to build CUDA extensions)")
+        return out
+    out["toolkit.nvcc_path"] = ok(nvcc, "CUDA_HOME/bin" if nvcc == candidate else "PATH")
+    res: CommandResult = host.run([nvcc, "--version"], timeout=timeout)
+    version = parse_nvcc(res.stdout) if res.ok else None
+    if version:
+        out["toolkit.nvcc_version"] = ok(version, "nvcc --version")
+    elif res.status != "ok":
+        out["toolkit.nvcc_version"] = missing(res.reason or Reason.FAILED, "nvcc --version", res.detail)
+    else:
+        tail = (res.stderr.strip() or res.stdout.strip())[-300:]
+        out["toolkit.nvcc_version"] = missing(Reason.FAILED, "nvcc --version",
+                                              f"exit code {res.returncode}, no version in output: {tail}")
+    return out
+
+
+def _ldconfig(host: Host, timeout: float) -> tuple[CommandResult | None, str]:
+    # /sbin is often not on a user's PATH; ldconfig lives there on every glibc distribution.
+    exe = host.which("ldconfig") or next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig")
+                                          if host.access(p, os.X_OK)), None)
+    if exe is None:
+        return None, "ldconfig not found"
+    return host.run([exe, "-p"], timeout=timeout), exe
+
+
+def probe_libraries(host: Host, options: Options) -> dict[str, Reading]:
+    start = time.monotonic()
+    budget = max(PROBE.deadline(options), 0.5)
+    deadline = start + budget
+    out: dict[str, Reading] = {}
+    pool = ThreadPoolExecutor(max_workers=_MAX_LDD + 3, thread_name_prefix="libs")
+    try:
+        return _probe(host, options, pool, start, deadline, budget, out)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float, deadline: float,
+           budget: float, out: dict[str, Reading]) -> dict[str, Reading]:
+    step = min(3.0, budget * 0.35)  # one command or child of the first round
+    toolkit_f: Future[dict[str, Reading]] = pool.submit(probe_toolkit, host, step)
+    ldconfig_f = pool.submit(_ldconfig, host, step)
+    site_f: Future[ChildResult] = pool.submit(host.run_child, "lib_probe", {"mode": "site"}, step, None,
+                                              options.python)
+
+    # LD_LIBRARY_PATH: an empty entry means the current directory to glibc's loader.
+    raw_ld = host.getenv("LD_LIBRARY_PATH") or ""
+    ld_entries = raw_ld.split(":") if raw_ld else []
+    out["libs.ld_library_path"] = ok(ld_entries, "env:LD_LIBRARY_PATH")
+
+    dirs: list[_Dir] = []
+    for i, entry in enumerate(ld_entries):
+        if entry:
+            dirs.append(_Dir(entry, f"LD_LIBRARY_PATH[{i}]", "system", ld_entry=entry))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = host.getenv(var)
+        if value:
+            dirs += [_Dir(os.path.join(value, sub), f"${var}", "toolkit") for sub in ("lib64", "lib")]
+    for name in host.list_dir("/usr/local"):
+        if name.startswith("cuda"):
+            base = f"/usr/local/{name}"
+            dirs += [_Dir(os.path.join(base, sub), "/usr/local/cuda*", "toolkit") for sub in ("lib64", "lib")]
+    conda = host.getenv("CONDA_PREFIX")
+    if conda:
+        dirs.append(_Dir(os.path.join(conda, "lib"), "$CONDA_PREFIX", "conda"))
+
+    # The target interpreter's site-packages and torch folder.
+    site_res = _wait(site_f, deadline)
+    site: Mapping[str, Any] = (site_res.data.get("site") or {}) if site_res is not None else {}
+    if site_res is None:
+        site_note = "the site child did not answer in time"
+    elif not site_res.ok and not site:
+        site_note = f"{site_res.status}: {site_res.explain()}"
+    else:
+        site_note = ""
+    torch_path = site.get("torch_path")
+    torch_site = os.path.dirname(torch_path) if torch_path else None
+    if site.get("conda") and site.get("prefix"):
+        dirs.append(_Dir(os.path.join(site["prefix"], "lib"), "conda prefix", "conda"))
+    wheel_dirs: list[str] = []
+    for sp in site.get("site_packages") or []:
+        for pkg in host.list_dir(os.path.join(sp, "nvidia")):
+            lib = os.path.join(sp, "nvidia", pkg, "lib")
+            if host.exists(lib):
+                dirs.append(_Dir(lib, "site-packages/nvidia", "pip", site=sp))
+                if sp == torch_site or torch_site is None:
+                    wheel_dirs.append(host.realpath(lib))
+    if torch_path:
+        tlib = os.path.join(torch_path, "lib")
+        dirs.append(_Dir(tlib, "torch/lib", "torch", site=torch_site))
+        wheel_dirs.append(host.realpath(tlib))
+
+    scan = _Scan(host)
+    seen_dirs: set[str] = set()
+    for d in dirs:
+        key = f"{d.via}\0{d.path}"
+        if key in seen_dirs:
+            continue
+        seen_dirs.add(key)
+        scan.scan_dir(d)
+
+    ldconfig_pair = _wait(ldconfig_f, deadline)
+    cache: dict[str, list[str]] = {}
+    if ldconfig_pair is None:
+        out["libs.ldconfig"] = missing(Reason.TIMEOUT, "ldconfig -p", "ldconfig -p did not finish in time")
+    else:
+        res, exe = ldconfig_pair
+        if res is None:
+            out["libs.ldconfig"] = missing(Reason.ABSENT, "ldconfig -p", exe)
+        elif res.status != "ok":
+            out["libs.ldconfig"] = missing(res.reason or Reason.FAILED, f"{exe} -p", res.detail)
+        else:
+            cache = parse_ldconfig(res.stdout)
+            mine = {name: paths for name, paths in cache.items()
+                    if any(rx.match(name) for rx in FAMILIES.values())}
+            out["libs.ldconfig"] = ok(mine, f"{exe} -p")
+            for name, paths in mine.items():
+                family = next(f for f, rx in FAMILIES.items() if rx.match(name))
+                for p in paths:
+                    scan.add_file(p, family, "ldconfig", None)
+
+    # Load each distinct file once (and ask the loader about each soname) in the child.
+    copies = list(scan.copies.values())
+    loadable = [c for c in copies if c.family in ("cudart", "cudnn", "nccl")][:_MAX_LOADS]
+    files = [{"path": str(host.path(c.names[0])), "family": c.family} for c in loadable]
+    ldd_targets: list[tuple[str, str]] = [(c.path, "libcudart") for c in copies if c.family == "cudart"][:_MAX_LDD - 2]
+    if torch_path:
+        for name in host.list_dir(os.path.join(torch_path, "lib")):
+            if name == "libtorch_cuda.so":
+                ldd_targets.append((os.path.join(torch_path, "lib", name), "libtorch_cuda"))
+        for name in host.list_dir(torch_path):
+            if re.match(r"^_C(\.cpython[^/]*|\.abi3)?\.so$", name):
+                ldd_targets.append((os.path.join(torch_path, name), "torch._C"))
+    ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
+    ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
+    records, failed, load_note = (_child_loads(host, options, files, deadline - 0.05) if files else ({}, {}, ""))
+    elf: Mapping[str, str | None] = records.get("elf") or {}
+
+    # Copies, per family.
+    by_family: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
+    sonames: dict[str, str] = {}
+    for c in copies:
+        first = str(host.path(c.names[0]))
+        soname = elf.get(first) or soname_guess(os.path.basename(c.path)) or soname_guess(os.path.basename(c.names[0]))
+        if soname:
+            sonames.setdefault(soname, c.family)
+        scan.package_of(c, soname)
+        rec = records.get(f"file:{first}") or {}
+        api = rec.get("api_version") if isinstance(rec.get("api_version"), int) else None
+        fv = next((v for v in (file_version(os.path.basename(c.path)), *(file_version(os.path.basename(n)) for n in c.names))
+                   if v and "." in v), None)
+        entry: dict[str, Any] = {
+            "path": c.path, "names": c.names, "soname": soname, "family": c.family,
+            "version": None, "api_version": api, "version_source": None,
+            "origin": c.origin, "found_via": c.found_via, "ld_library_path_entry": c.ld_library_path_entry,
+            "package": c.package, "package_version": c.package_version, "file_version": fv,
+        }
+        if f"file:{first}" in failed:
+            reason, detail = failed[f"file:{first}"]
+            entry.update(load=reason, load_detail=detail)
+        elif rec:
+            entry.update(load="ok" if rec.get("loaded") else "failed",
+                         load_detail=rec.get("error") or rec.get("version_error") or "")
+        elif c.family in ("cudart", "cudnn", "nccl"):
+            entry.update(load="skipped", load_detail=load_note or "not loaded")
+        else:
+            entry.update(load="not_loaded", load_detail="version read from the file/package name only")
+        if api is not None:
+            entry.update(version=dotted(c.family, api), version_source="ctypes")
+        elif c.package_version:
+            entry.update(version=c.package_version, version_source="package")
+        elif fv:
+            entry.update(version=fv, version_source="filename")
+        else:
+            header = _header_version(host, c.family, c.path)
+            if header:
+                entry.update(version=header, version_source="header")
+            elif soname and file_version(soname):
+                entry.update(version=file_version(soname), version_source="soname")
+        by_family[c.family].append(entry)
+    for family, key in COPY_KEYS.items():
+        detail = "; ".join(x for x in (site_note, load_note) if x)
+        out[key] = ok(by_family[family], "search+" + SOURCE_CHILD, detail)
+
+    # What the loader picks for each soname: dlopen in the child, else the search order.
+    choice: dict[str, Any] = {}
+    ld_dirs = [e for e in ld_entries if e]
+    for soname, family in sorted(sonames.items()):
+        if family not in ("cudart", "cudnn", "nccl"):
+            continue
+        predicted, via = _search_order(host, soname, ld_dirs, cache)
+        rec = records.get(f"so:{soname}")
+        item: dict[str, Any] = {"family": family, "predicted": predicted, "predicted_via": via}
+        if rec:
+            path = rec.get("path")
+            item.update(path=path, file=rec.get("file"), api_version=rec.get("api_version"),
+                        version=dotted(family, rec.get("api_version")), error=rec.get("error"),
+                        via=_via(path, ld_dirs, cache, soname) if path else None, method="dlopen")
+        elif f"so:{soname}" in failed:
+            reason, detail = failed[f"so:{soname}"]
+            item.update(path=None, reason=reason, detail=detail, method="dlopen")
+        else:
+            item.update(path=predicted, file=host.realpath(predicted) if predicted else None,
+                        via=via, method="search-order", detail=load_note or "not loaded in a child")
+        choice[soname] = item
+    out["libs.loader_choice"] = ok(choice, SOURCE_CHILD)
+
+    ldd: list[dict[str, Any]] = []
+    for f, (p, role) in zip(ldd_fs, ldd_targets):
+        got = _wait(f, deadline)
+        ldd.append(got if got is not None else {"file": p, "role": role, "reason": "timeout",
+                                                  "detail": "ldd did not finish within the probe's deadline"})
+    out["libs.ldd"] = ok(ldd, "ldd")
+    out["libs.search_dirs"] = ok(scan.searched, "search")
+    out["libs.wheel_dirs"] = ok(sorted(set(wheel_dirs)), SOURCE_CHILD + ":site",
+                                "" if site else site_note)
+    if site.get("torch_requires") is not None:
+        out["libs.torch_requires"] = ok(torch_pins(site["torch_requires"]), "torch metadata")
+    elif not torch_path and site:
+        out["libs.torch_requires"] = missing(Reason.ABSENT, "torch metadata", "torch is not installed")
+    else:
+        out["libs.torch_requires"] = missing(Reason.FAILED, "torch metadata",
+                                             site.get("torch_requires_error") or site_note or "not read")
+    tk = _wait(toolkit_f, deadline)
+    if tk is None:
+        for key in ("toolkit.cuda_home", "toolkit.nvcc_path", "toolkit.nvcc_version"):
+            out[key] = missing(Reason.TIMEOUT, "nvcc --version", "nvcc --version did not finish in time")
+    else:
+        out.update(tk)
+    return out
+
+
+def _wait(fut: Future[Any], deadline: float) -> Any:
+    try:
+        return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+    except Exception:  # noqa: BLE001 - timeout or a bug in a helper: the caller records the gap
+        return None
+
+
+def _header_version(host: Host, family: str, path: str) -> str | None:
+    spec = HEADERS.get(family)
+    if spec is None:
+        return None
+    header, macros = spec
+    libdir = os.path.dirname(path)
+    for inc in (os.path.join(os.path.dirname(libdir), "include"), os.path.join(libdir, "include")):
+        text, _, _ = host.read_text(os.path.join(inc, header), limit=1 << 18)
+        if text:
+            version = parse_header(text, macros, family)
+            if version:
+                return version
+    return None
+
+
+def _search_order(host: Host, soname: str, ld_dirs: list[str], cache: Mapping[str, list[str]]
+                  ) -> tuple[str | None, str | None]:
+    """glibc's order for a dlopen without RPATH: LD_LIBRARY_PATH, the cache, then the defaults."""
+    for i, d in enumerate(ld_dirs):
+        candidate = os.path.join(d, soname)
+        if host.exists(candidate):
+            return candidate, f"LD_LIBRARY_PATH[{i}]"
+    if cache.get(soname):
+        return cache[soname][0], "ldconfig"
+    for d in ("/lib64", "/usr/lib64", "/lib", "/usr/lib"):
+        candidate = os.path.join(d, soname)
+        if host.exists(candidate):
+            return candidate, "default dirs"
+    return None, None
+
+
+def _via(path: str, ld_dirs: list[str], cache: Mapping[str, list[str]], soname: str) -> str:
+    where = os.path.dirname(path)
+    for i, d in enumerate(ld_dirs):
+        if os.path.normpath(d) == os.path.normpath(where):
+            return f"LD_LIBRARY_PATH[{i}]"
+    if path in cache.get(soname, []):
+        return "ldconfig"
+    return "other (RPATH of the interpreter or a default directory)"
+
+
+# Runs beside the torch child; its own steps keep well under the deadline.
+PROBE = ProbeSpec("libraries", probe_libraries, KEYS, scale=1.0)
+PROBES = [PROBE]
