@@ -25,7 +25,7 @@ def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
         return True, f"{len(gpus)} GPU(s) listed"
     if isinstance(count, int) and count == 0:
         return False, "NVML reports 0 GPUs"
-    if facts.get("driver.pci_gpus").ok and pci == []:
+    if facts.get("driver.pci_gpus").ok and pci is not None and len(pci) == 0:
         return False, "no NVIDIA device on the PCI bus"
     return None, "no GPU facts were collected"
 
