@@ -7,4 +7,5 @@ that order is the order findings are shown in. Inside this folder import sibling
 BUILTIN: tuple[str, ...] = (
     "host",
     "torch_build",
+    "libraries",
 )

@@ -1,0 +1,332 @@
+"""Library resolution: conflicting copies of CUDA libraries, and CUDA libraries torch cannot resolve.
+
+Judges the ``libs.*`` facts (copies on disk, loader choice, ``ldd``) together with
+``torch.loaded_libraries`` (what the torch process really mapped). Version agreement between
+torch and cuDNN/NCCL is judged elsewhere (``cudnn-mismatch``, ``nccl-mismatch``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..kit import Remediation, error, evidence, fail, ok, pip_install_torch, skip, warn
+from ..model import Facts, Reason, Status
+from ..registry import check
+from ._common import torch_variant
+
+#: Families whose copies the libraries probe inventories (libs.<family>_copies).
+COPY_FAMILIES = ("cudart", "cudnn", "nccl", "cublas")
+#: ``torch.loaded_libraries`` families judged here; libcuda/NVML belong to the driver, where a
+#: second copy is a forward-compatibility question (cuda-forward-compat), not a conflict.
+MAPPED_FAMILIES = ("cudart", "cublas", "cublasLt", "cudnn", "nccl", "nvJitLink", "nvrtc", "cusparse", "cufft",
+                   "curand", "cusolver", "cupti", "nvshmem")
+#: Which inventoried family tells whether a wheel copy of a mapped family exists.
+WHEEL_EVIDENCE = {"cudart": "cudart", "cudnn": "cudnn", "nccl": "nccl", "cublas": "cublas", "cublasLt": "cublas"}
+
+#: soname stem -> pip distribution stem (NVIDIA's wheels on PyPI). CUDA 12 wheels carry a
+#: ``-cu12`` suffix; CUDA 13 toolkit wheels dropped it, except the ones below that still use one.
+_PACKAGES = (
+    ("libcudart", "nvidia-cuda-runtime"), ("libcublasLt", "nvidia-cublas"), ("libcublas", "nvidia-cublas"),
+    ("libcudnn", "nvidia-cudnn"), ("libnccl", "nvidia-nccl"), ("libnvJitLink", "nvidia-nvjitlink"),
+    ("libcusparseLt", "nvidia-cusparselt"), ("libcusparse", "nvidia-cusparse"), ("libcufft", "nvidia-cufft"),
+    ("libcurand", "nvidia-curand"), ("libcusolver", "nvidia-cusolver"), ("libnvrtc", "nvidia-cuda-nvrtc"),
+    ("libcupti", "nvidia-cuda-cupti"), ("libcufile", "nvidia-cufile"), ("libnvshmem_host", "nvidia-nvshmem"),
+    ("libnvToolsExt", "nvidia-nvtx"),
+)
+_ALWAYS_SUFFIXED = {"nvidia-cudnn", "nvidia-nccl", "nvidia-cusparselt", "nvidia-nvshmem"}
+#: Libraries that come with the NVIDIA driver, never from pip.
+_DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so")
+
+CUDA_WHEELS_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#pip-wheels"
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+
+
+def _copies(facts: Facts, family: str) -> list[Mapping[str, Any]]:
+    return [c for c in (facts.value(f"libs.{family}_copies") or ()) if isinstance(c, Mapping)]
+
+
+def _wheel_dirs(facts: Facts) -> list[str]:
+    dirs = [str(d).rstrip("/") for d in facts.value("libs.wheel_dirs") or ()]
+    torch_path = facts.value("torch.path")
+    if torch_path and not dirs:
+        dirs.append(os.path.join(str(torch_path), "lib"))
+    return dirs
+
+
+def _under(path: str, dirs: Iterable[str]) -> bool:
+    d = os.path.dirname(path)
+    return any(d == w or d.startswith(w + "/") for w in dirs)
+
+
+def _is_wheel_copy(copy: Mapping[str, Any], wheel_dirs: Sequence[str]) -> bool:
+    return _under(str(copy.get("path") or ""), wheel_dirs)
+
+
+def _ld_entries(facts: Facts) -> list[str]:
+    entries = facts.value("libs.ld_library_path")
+    if entries is None:
+        raw = (facts.value("env.vars") or {}).get("LD_LIBRARY_PATH") or ""
+        entries = raw.split(":") if raw and raw != "<redacted>" else []
+    return [str(e) for e in entries]
+
+
+def _major_minor(version: Any) -> tuple[str, ...] | None:
+    if not version:
+        return None
+    parts = re.findall(r"\d+", str(version))
+    return tuple(parts[:2]) if len(parts) >= 2 else None
+
+
+def _differ(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
+    """Whether two copies are different versions (major.minor); None when one is unknown."""
+    va, vb = _major_minor(a.get("version")), _major_minor(b.get("version"))
+    if va is None or vb is None:
+        return None
+    return va != vb
+
+
+def _describe(copy: Mapping[str, Any]) -> str:
+    version = copy.get("version") or "unknown version"
+    return f"{copy.get('path')} ({version})"
+
+
+def _find_copy(facts: Facts, path: str) -> Mapping[str, Any] | None:
+    for family in COPY_FAMILIES:
+        for c in _copies(facts, family):
+            if c.get("path") == path or path in (c.get("names") or ()):
+                return c
+    return None
+
+
+def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
+    kept = [e for e in entries if e not in remove]
+    if not kept:
+        return "unset LD_LIBRARY_PATH"
+    return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(kept))
+
+
+@check("library-conflicts", "One copy of each CUDA library, the one torch was built with",
+       needs=("libs.cudart_copies", "libs.cudnn_copies", "libs.nccl_copies"))
+def library_conflicts(facts: Facts):
+    ev = evidence(facts, "libs.ld_library_path", "libs.loader_choice", "torch.loaded_libraries", "libs.wheel_dirs")
+    have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
+    loaded = facts.value("torch.loaded_libraries") or {}
+    if not have_copies and not loaded:
+        return skip("CUDA library copies were not examined",
+                    detail=facts.get("libs.cudart_copies").describe(), evidence=ev)
+    wheel_dirs = _wheel_dirs(facts)
+    entries = _ld_entries(facts)
+    choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
+    problems: list[str] = []
+    status = Status.OK
+    remove: list[str] = []  # LD_LIBRARY_PATH entries to drop
+    system_dirs: list[str] = []  # loader-cache folders to drop
+
+    def blame(directory: str) -> None:
+        for e in entries:
+            if e and os.path.normpath(e) == directory:
+                if e not in remove:
+                    remove.append(e)
+                return
+        for family in COPY_FAMILIES:
+            for c in _copies(facts, family):
+                if os.path.dirname(str(c.get("path"))) == directory and c.get("ld_library_path_entry"):
+                    if c["ld_library_path_entry"] not in remove:
+                        remove.append(str(c["ld_library_path_entry"]))
+                    return
+        if directory not in system_dirs:
+            system_dirs.append(directory)
+
+    def worsen(new: Status) -> None:
+        nonlocal status
+        order = (Status.OK, Status.WARN, Status.FAIL)
+        if order.index(new) > order.index(status):
+            status = new
+
+    # 1. What the torch process mapped: a family from several folders, or from outside the wheel.
+    if isinstance(loaded, Mapping):
+        for family in MAPPED_FAMILIES:
+            paths = [str(p) for p in loaded.get(family) or ()]
+            if not paths:
+                continue
+            dirs = list(dict.fromkeys(os.path.dirname(p) for p in paths))
+            outside = [d for d in dirs if not _under(os.path.join(d, "x"), wheel_dirs)]
+            if len(dirs) > 1:
+                worsen(Status.FAIL)
+                problems.append(f"{family} is mapped from {len(dirs)} folders in the same torch process "
+                                f"({', '.join(dirs)}): two copies of one CUDA library in a process break in "
+                                "ways that look random (undefined symbols, wrong results, crashes)")
+                for d in outside:
+                    blame(d)
+                continue
+            wheel_family = WHEEL_EVIDENCE.get(family)
+            wheel_copies = [c for c in _copies(facts, wheel_family) if _is_wheel_copy(c, wheel_dirs)] if wheel_family else []
+            if outside and wheel_copies:
+                mapped = _find_copy(facts, paths[0]) or {"path": paths[0]}
+                differs = _differ(mapped, wheel_copies[0])
+                worsen(Status.FAIL if differs else Status.WARN)
+                problems.append(f"torch loaded {family} from {_describe(mapped)} although the wheel ships "
+                                f"{_describe(wheel_copies[0])}" + (" — a different version" if differs else ""))
+                blame(dirs[0])
+
+    # 2. LD_LIBRARY_PATH copies with the same soname as the wheel's: they win over torch's RUNPATH.
+    for family in COPY_FAMILIES:
+        copies = _copies(facts, family)
+        wheel = {c.get("soname"): c for c in copies if _is_wheel_copy(c, wheel_dirs) and c.get("soname")}
+        for c in copies:
+            entry = c.get("ld_library_path_entry")
+            if not entry or _is_wheel_copy(c, wheel_dirs) or c.get("soname") not in wheel:
+                continue
+            w = wheel[c.get("soname")]
+            picked = (choice.get(str(c.get("soname"))) or {}).get("file") == c.get("path")
+            differs = _differ(c, w)
+            if entry in remove:
+                continue  # already reported from the memory map
+            worsen(Status.FAIL if differs and picked else Status.WARN)
+            problems.append(f"LD_LIBRARY_PATH entry {entry} holds {_describe(c)}, which shadows the wheel's "
+                            f"{_describe(w)} for {c.get('soname')}"
+                            + (" and the loader picks it" if picked else "")
+                            + (" — a different version" if differs else ""))
+            remove.append(str(entry))
+
+    if status is Status.OK:
+        summary = []
+        for family in COPY_FAMILIES:
+            found = _copies(facts, family)
+            if found:
+                summary.append(f"{family}: " + ", ".join(_describe(c) for c in found))
+        return ok("No conflicting CUDA library copies", detail="; ".join(summary) or "No CUDA library copies found.",
+                  evidence=ev)
+
+    commands: list[str] = []
+    text = []
+    if remove:
+        commands.append(_ld_remedy(entries, remove))
+        text.append(f"Remove {', '.join(remove)} from LD_LIBRARY_PATH (and from the shell profile, module file or "
+                    "Dockerfile ENV that sets it); pip's CUDA wheels need no LD_LIBRARY_PATH.")
+    for d in system_dirs:
+        commands.append(f"grep -rl {shlex.quote(d)} /etc/ld.so.conf /etc/ld.so.conf.d/")
+        text.append(f"{d} comes from the loader cache: delete the line naming it from the file grep prints, then "
+                    "run `sudo ldconfig`.")
+    if system_dirs:
+        commands.append("sudo ldconfig")
+    commands.append("envdoctor check --only library-conflicts")
+    title = "Conflicting copies of CUDA libraries" if status is Status.FAIL else "A stray CUDA library copy can shadow torch's"
+    finder = fail if status is Status.FAIL else warn
+    return finder(title, detail="; ".join(problems) + ".", evidence=ev,
+                  remedy=Remediation(" ".join(text), tuple(commands), (CUDA_WHEELS_DOC,)))
+
+
+def package_for(soname: str, facts: Facts) -> str | None:
+    """The pip requirement that ships ``soname`` for this torch (``nvidia-cuda-runtime-cu12==12.6.77``)."""
+    stem = soname.split(".so", 1)[0]
+    base = next((pkg for prefix, pkg in _PACKAGES if stem == prefix or stem.startswith(prefix + "_")), None)
+    if base is None:
+        return None
+    pins: Mapping[str, str] = facts.value("libs.torch_requires") or {}
+    for name, version in pins.items():
+        if name == base or re.fullmatch(re.escape(base) + r"-cu\d+", name):
+            return f"{name}=={version}"
+    cuda = facts.value("torch.cuda_version")
+    major = str(cuda).split(".")[0] if cuda else None
+    if major is None and stem in ("libcudart", "libcublas", "libcublasLt", "libnvrtc", "libnvJitLink"):
+        major = soname.rsplit(".so.", 1)[-1].split(".")[0] if ".so." in soname else None
+    if not major or not major.isdigit():
+        return None
+    if int(major) >= 13 and base not in _ALWAYS_SUFFIXED:
+        return base
+    return f"{base}-cu{major}"
+
+
+@check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
+       needs=("libs.ldd", "libs.loader_choice"))
+def cudart_resolution(facts: Facts):
+    ev = evidence(facts, "libs.ldd", "libs.loader_choice", "torch.version", "torch.cuda_version")
+    ldd = [e for e in (facts.value("libs.ldd") or ()) if isinstance(e, Mapping)]
+    choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
+    py = facts.value("python.executable") or "python"
+    torch_libs = [e for e in ldd if e.get("role") in ("libtorch_cuda", "torch._C")]
+    stuck = [e for e in ldd if e.get("reason") in ("timeout", "crashed")]
+    if stuck:
+        return error("ldd did not finish", detail="; ".join(f"ldd {e.get('file')}: {e.get('reason')} "
+                                                         f"({e.get('detail', '')})" for e in stuck),
+                     evidence=ev, remedy=Remediation("Run the command by hand to see where it stops.",
+                                                     tuple(f"ldd {shlex.quote(str(e.get('file')))}" for e in stuck)))
+
+    missing_by_file = {str(e.get("file")): list(e.get("not_found") or ()) for e in torch_libs if e.get("not_found")}
+    if missing_by_file:
+        sonames = list(dict.fromkeys(s for names in missing_by_file.values() for s in names))
+        driver = [s for s in sonames if s.startswith(_DRIVER_LIBS)]
+        cuda = [s for s in sonames if s not in driver]
+        import_failed = facts.get("torch.version").reason is Reason.FAILED
+        packages = [p for p in (package_for(s, facts) for s in cuda) if p]
+        commands = []
+        if packages:
+            commands.append(f"{py} -m pip install " + " ".join(shlex.quote(p) for p in dict.fromkeys(packages)))
+        version = facts.value("torch.version")
+        variant = torch_variant(facts)
+        if version and variant and variant != "cpu":
+            commands.append(pip_install_torch(str(version).split("+")[0], variant))
+        detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
+        text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
+                "so pip brings the matching nvidia-* packages (second).")
+        if driver:
+            text += (f" {', '.join(driver)} comes with the NVIDIA driver, not from pip: install the driver "
+                     "(see the driver-installed finding).")
+        if import_failed or not facts.get("torch.version").ok:
+            return fail(f"torch cannot resolve {', '.join(sonames)}", detail=detail + ".", evidence=ev,
+                        remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
+        return warn(f"ldd cannot resolve {', '.join(sonames)} for torch",
+                    detail=detail + ". torch still imports because it preloads its nvidia-* wheels from "
+                    "site-packages, but anything that loads libtorch_cuda.so without torch's Python preload "
+                    "(C++/libtorch programs, extensions loaded first) fails with \"cannot open shared object file\".",
+                    evidence=ev, remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
+
+    broken = []
+    for soname, item in sorted(choice.items()):
+        if not isinstance(item, Mapping) or item.get("family") != "cudart":
+            continue
+        if item.get("reason") in ("crashed", "timeout"):
+            broken.append(f"loading {soname} {item.get('reason')}: {item.get('detail', '')}")
+        elif item.get("error") and item.get("predicted"):
+            broken.append(f"{soname} exists at {item.get('predicted')} but does not load: {item.get('error')}")
+    for c in _copies(facts, "cudart"):
+        if c.get("load") in ("crashed", "timeout"):
+            broken.append(f"loading {c.get('path')} {c.get('load')}: {c.get('load_detail', '')}")
+    for e in ldd:
+        if e.get("role") == "libcudart" and e.get("not_found"):
+            broken.append(f"{e.get('file')} needs {', '.join(e['not_found'])} (not found)")
+
+    resolved = []
+    for e in torch_libs:
+        for name, path in (e.get("resolved") or {}).items():
+            if name.startswith("libcudart"):
+                resolved.append(f"{os.path.basename(str(e.get('file')))}: {name} => {path}")
+    runtime = [item for item in choice.values() if isinstance(item, Mapping) and item.get("family") == "cudart"
+               and item.get("file")]
+    if broken:
+        return warn("A CUDA runtime copy does not load", detail="; ".join(broken) + ".", evidence=ev,
+                    remedy=Remediation("Remove the broken copy's folder from LD_LIBRARY_PATH or reinstall the "
+                                       "package that owns it.",
+                                       tuple(f"ls -l {shlex.quote(os.path.dirname(str(c.get('path'))))}"
+                                             for c in _copies(facts, "cudart")
+                                             if c.get("load") in ("crashed", "timeout", "failed"))))
+    if resolved:
+        return ok("torch's CUDA libraries resolve", detail="; ".join(resolved), evidence=ev)
+    if runtime:
+        parts = []
+        for soname, item in sorted(choice.items()):
+            if isinstance(item, Mapping) and item.get("family") == "cudart" and item.get("file"):
+                parts.append(f"{soname} => {item['file']} (CUDA runtime {item.get('version') or 'version unknown'}, "
+                             f"via {item.get('via') or 'search'})")
+        title = "CUDA runtime " + ", ".join(str(i.get("version")) for i in runtime if i.get("version")) + " found"
+        return ok(title if runtime[0].get("version") else "CUDA runtime found", detail="; ".join(parts), evidence=ev)
+    if torch_libs:
+        return ok("torch's libraries resolve", detail="No CUDA library in torch's dependencies (a CPU build).",
+                  evidence=ev)
+    return skip("No CUDA runtime found to resolve", detail="No libcudart copy and no torch CUDA library were found.",
+                evidence=ev)
