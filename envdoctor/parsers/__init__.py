@@ -45,6 +45,8 @@ def decode(data: bytes) -> str:
 def _clean(text: str) -> list[str]:
     # NULs appear when a UTF-16 file was decoded as UTF-8; dropping them recovers ASCII text.
     text = text.replace("\x00", "").replace("\ufeff", "")
+    # Pastes typed through CJK input methods carry full-width colons ("GPU 0： Tesla P100").
+    text = text.replace("\uff1a", ":")
     lines: list[str] = []
     for raw in text.splitlines():
         line = raw[:MAX_LINE]

@@ -52,6 +52,8 @@ KEYS = (
 )
 
 _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*)$")
+# Hand-edited pastes sometimes lose the colon of the first line ("PyTorch version 1.5.0").
+_TORCH_NO_COLON_RE = re.compile(r"^(PyTorch version)\s+(\d\S*)$")
 _PKG_RE = re.compile(r"^\[(pip\d*|conda)\]\s+(.*)$")
 _PIP_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+)|\(\s*([^)\s]+)\s*\)|@\s*\S+)")
 _CONDA_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)")
@@ -102,7 +104,7 @@ def _split(lines: Sequence[str]) -> tuple[dict[str, tuple[str, list[str]]], list
         if _PKG_RE.match(line):
             packages.append(line)
             continue
-        m = _KEY_RE.match(line)
+        m = _KEY_RE.match(line) or _TORCH_NO_COLON_RE.match(line)
         key = _norm_key(m.group(1)) if m else ""
         if m and key in FIELDS:
             # The first occurrence wins: a paste holding two reports is judged by the first.
