@@ -102,6 +102,45 @@ def _find_copy(facts: Facts, path: str) -> Mapping[str, Any] | None:
     return None
 
 
+def _choice_summary(facts: Facts) -> Any:
+    reading = facts.get("libs.loader_choice")
+    if not reading.ok:
+        return reading.describe()
+    return {str(s): (i.get("file") or i.get("error") or i.get("reason")) if isinstance(i, Mapping) else i
+            for s, i in (reading.value or {}).items()}
+
+
+def _copies_summary(facts: Facts) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for family in COPY_FAMILIES:
+        reading = facts.get(f"libs.{family}_copies")
+        if reading.ok:
+            out[family] = [f"{_describe(c)} [{c.get('origin')}]" for c in _copies(facts, family)]
+        else:
+            out[family] = reading.describe()
+    return out
+
+
+def _ldd_summary(facts: Facts) -> Any:
+    reading = facts.get("libs.ldd")
+    if not reading.ok:
+        return reading.describe()
+    out = []
+    for e in reading.value or ():
+        item: dict[str, Any] = {"file": e.get("file"), "role": e.get("role")}
+        if e.get("reason"):
+            item["problem"] = f"{e.get('reason')}: {e.get('detail', '')}"
+        item["not_found"] = list(e.get("not_found") or ())
+        cuda = {k: v for k, v in (e.get("resolved") or {}).items() if re.match(_CUDA_SONAME, k)}
+        if cuda:
+            item["cuda"] = cuda
+        out.append(item)
+    return out
+
+
+_CUDA_SONAME = r"^lib(cudart|cublas|cudnn|nccl|nvJitLink|nvrtc|cusparse|cufft|curand|cusolver|cupti|cuda|nvshmem|cufile)"
+
+
 def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
     kept = [e for e in entries if e not in remove]
     if not kept:
@@ -112,7 +151,12 @@ def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
 @check("library-conflicts", "One copy of each CUDA library, the one torch was built with",
        needs=("libs.cudart_copies", "libs.cudnn_copies", "libs.nccl_copies"))
 def library_conflicts(facts: Facts):
-    ev = evidence(facts, "libs.ld_library_path", "libs.loader_choice", "torch.loaded_libraries", "libs.wheel_dirs")
+    ev = evidence(facts, "libs.ld_library_path", "libs.wheel_dirs")
+    ev["libs.loader_choice"] = _choice_summary(facts)
+    ev["copies"] = _copies_summary(facts)
+    mapped = facts.get("torch.loaded_libraries")
+    ev["torch.loaded_libraries"] = ({k: v for k, v in mapped.value.items() if k in MAPPED_FAMILIES}
+                                    if mapped.ok and isinstance(mapped.value, Mapping) else mapped.describe())
     have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
     loaded = facts.value("torch.loaded_libraries") or {}
     if not have_copies and not loaded:
@@ -245,7 +289,9 @@ def package_for(soname: str, facts: Facts) -> str | None:
 @check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
        needs=("libs.ldd", "libs.loader_choice"))
 def cudart_resolution(facts: Facts):
-    ev = evidence(facts, "libs.ldd", "libs.loader_choice", "torch.version", "torch.cuda_version")
+    ev = evidence(facts, "torch.version", "torch.cuda_version")
+    ev["libs.ldd"] = _ldd_summary(facts)
+    ev["libs.loader_choice"] = _choice_summary(facts)
     ldd = [e for e in (facts.value("libs.ldd") or ()) if isinstance(e, Mapping)]
     choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
     py = facts.value("python.executable") or "python"
@@ -323,8 +369,10 @@ def cudart_resolution(facts: Facts):
             if isinstance(item, Mapping) and item.get("family") == "cudart" and item.get("file"):
                 parts.append(f"{soname} => {item['file']} (CUDA runtime {item.get('version') or 'version unknown'}, "
                              f"via {item.get('via') or 'search'})")
-        title = "CUDA runtime " + ", ".join(str(i.get("version")) for i in runtime if i.get("version")) + " found"
-        return ok(title if runtime[0].get("version") else "CUDA runtime found", detail="; ".join(parts), evidence=ev)
+        first = runtime[0]
+        title = (f"CUDA runtime {first.get('version') or '(version unknown)'} found: {first.get('file')}"
+                 + (f" (and {len(runtime) - 1} more)" if len(runtime) > 1 else ""))
+        return ok(title, detail="; ".join(parts), evidence=ev)
     if torch_libs:
         return ok("torch's libraries resolve", detail="No CUDA library in torch's dependencies (a CPU build).",
                   evidence=ev)
