@@ -1,0 +1,87 @@
+"""Print how the built-in checks judge every case of tests/corpus: a per-case table and the
+accuracy numbers issue 4 sets as the bar (broken cases: the expected check is the first `fail`
+after sort_findings; healthy cases: no `fail` at all).
+
+Run: python bench/corpus_accuracy.py [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.model import Status
+from envdoctor.parsers import ParseError, parse_text
+from envdoctor.registry import load_registry
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+HEALTHY = "healthy"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    file: str
+    expected: str
+    got: str  # first failing check id, "healthy" when none fails, "parse-error: …" when unreadable
+    fails: tuple[str, ...]
+
+    @property
+    def correct(self) -> bool:
+        return self.got == self.expected
+
+
+def load_cases(corpus: Path = CORPUS) -> list[dict]:
+    return list(json.loads((corpus / "cases.json").read_text(encoding="utf-8"))["cases"])
+
+
+def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: ignore[no-untyped-def]
+    text = (corpus / case["file"]).read_bytes().decode("utf-8", errors="replace")
+    try:
+        facts = parse_text(text)
+    except ParseError as exc:
+        return Outcome(case["file"], case["expected"], f"parse-error: {exc}", ())
+    findings = sort_findings(diagnose(facts, registry))
+    fails = tuple(f.id for f in findings if f.status is Status.FAIL)
+    return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails)
+
+
+def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | int]]:
+    registry = load_registry(plugins=False)
+    outcomes = [judge(c, registry, corpus) for c in load_cases(corpus)]
+    broken = [o for o in outcomes if o.expected != HEALTHY]
+    healthy = [o for o in outcomes if o.expected == HEALTHY]
+    right = sum(o.correct for o in broken)
+    false_fails = sum(bool(o.fails) for o in healthy)
+    stats: dict[str, float | int] = {
+        "cases": len(outcomes),
+        "broken": len(broken),
+        "broken_right": right,
+        "broken_accuracy": right / len(broken) if broken else 1.0,
+        "healthy": len(healthy),
+        "healthy_with_fail": false_fails,
+    }
+    return outcomes, stats
+
+
+def main(argv: list[str]) -> int:
+    outcomes, stats = evaluate()
+    if "--json" in argv:
+        print(json.dumps({"cases": [asdict(o) | {"correct": o.correct} for o in outcomes], "stats": stats}, indent=1))
+        return 0
+    width = max(len(o.file) for o in outcomes)
+    print(f"{'case':{width}}  {'expected':24}  {'top fail':24}  ok  other fails")
+    for o in outcomes:
+        rest = ", ".join(f for f in o.fails[1:]) or "-"
+        print(f"{o.file:{width}}  {o.expected:24}  {o.got[:24]:24}  {'✓' if o.correct else '✗'}   {rest}")
+    print()
+    print(f"broken cases: {stats['broken_right']}/{stats['broken']} right "
+          f"({100 * stats['broken_accuracy']:.0f}%, bar 90%)")
+    print(f"healthy cases: {stats['healthy_with_fail']}/{stats['healthy']} with a fail (bar 0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,65 @@
+"""The real-case corpus: every paste parses, every case is well formed, and the built-in checks
+meet issue 4's bar (>= 90% of broken cases get the expected check as the top `fail`; no healthy
+case gets any `fail`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from envdoctor.parsers import parse_text
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+CASES = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("corpus_accuracy", ROOT / "bench" / "corpus_accuracy.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve annotations through sys.modules, so register before executing.
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _known_ids() -> set[str]:
+    import re
+
+    text = (ROOT / "docs" / "FACTS.md").read_text(encoding="utf-8")
+    section = text.split("## Check ids", 1)[1]
+    return set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", section))
+
+
+def test_cases_are_well_formed() -> None:
+    known = _known_ids() | {"healthy"}
+    files = {c["file"] for c in CASES}
+    assert len(files) == len(CASES), "a paste is listed twice"
+    assert files == {p.name for p in CORPUS.glob("*.txt")}, "every .txt is a case and every case has its .txt"
+    for case in CASES:
+        assert case["source"].startswith("https://github.com/"), case["file"]
+        assert case["symptom"].strip() and case["root_cause"].strip(), case["file"]
+        assert case["expected"] in known, f"{case['file']}: unknown check id {case['expected']!r}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_every_paste_parses(case: dict) -> None:
+    facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8"))
+    # Every paste says something about torch or the driver; otherwise it could not be judged.
+    assert facts.get("torch.version").ok or facts.get("nvml.driver_version").ok \
+        or facts.get("nvml.driver_version").detail or facts.get("torch.cuda_version").ok
+
+
+def test_accuracy_bar() -> None:
+    outcomes, stats = _bench().evaluate(CORPUS)
+    wrong = [f"{o.file}: expected {o.expected}, got {o.got}" for o in outcomes
+             if o.expected != "healthy" and not o.correct]
+    false_alarms = [f"{o.file}: {', '.join(o.fails)}" for o in outcomes if o.expected == "healthy" and o.fails]
+    assert not false_alarms, "healthy cases with a fail:\n" + "\n".join(false_alarms)
+    assert stats["broken_accuracy"] >= 0.9, (
+        f"{stats['broken_right']}/{stats['broken']} broken cases right:\n" + "\n".join(wrong))
