@@ -7,5 +7,7 @@ that order is the order findings are shown in. Inside this folder import sibling
 BUILTIN: tuple[str, ...] = (
     "host",
     "torch_build",
+    "driver",
+    "gpu_health",
     "libraries",
 )

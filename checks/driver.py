@@ -1,0 +1,631 @@
+"""Driver, NVML, CUDA driver API, device nodes, container wiring and device visibility checks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..kit import Remediation, error, evidence, fail, ok, skip, warn
+from ..model import Facts, Reason
+from ..registry import check
+
+DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
+DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
+TOOLKIT_INSTALL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+CGROUP_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
+FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+
+_VERSION_IN_NAME = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+# -- shared helpers -------------------------------------------------------------------------------
+def kernel_version(facts: Facts) -> str | None:
+    return facts.value("driver.kernel_module_version")
+
+
+def driver_branch(facts: Facts) -> str:
+    """``570`` from the loaded driver's version, for package names; a placeholder when unknown."""
+    version = kernel_version(facts) or facts.value("nvml.driver_version")
+    return str(version).split(".")[0] if version else "<branch>"
+
+
+def nvml_code(facts: Facts) -> int | None:
+    init = facts.value("nvml.init")
+    return init.get("code") if init else None
+
+
+def cuda_code(facts: Facts) -> int | None:
+    init = facts.value("cuda.init")
+    return init.get("code") if init else None
+
+
+def driver_loaded(facts: Facts) -> tuple[bool | None, str]:
+    """Whether an NVIDIA kernel driver is running, and the evidence."""
+    if kernel_version(facts):
+        return True, f"the nvidia kernel module {kernel_version(facts)} is loaded"
+    if facts.value("nvml.driver_version"):
+        # Some containers and sandboxes hide /proc/driver/nvidia while the driver works.
+        return True, f"NVML reports driver {facts.value('nvml.driver_version')}"
+    if cuda_code(facts) == 0:
+        return True, "cuInit succeeded"
+    km = facts.get("driver.kernel_module_version")
+    if km.reason is Reason.ABSENT:
+        return False, "the nvidia kernel module is not loaded (/proc/driver/nvidia/version and /sys/module/nvidia are absent)"
+    return None, f"kernel module: {km.describe()}"
+
+
+def no_nvidia_pci(facts: Facts) -> bool:
+    """True when the PCI bus was read and holds no NVIDIA GPU. Containers see the host's PCI bus
+    in /sys (sysfs is not namespaced), so this holds inside Docker too."""
+    return facts.get("driver.pci_gpus").ok and not facts.value("driver.pci_gpus")
+
+
+def in_container(facts: Facts) -> str | None:
+    return facts.value("host.container")
+
+
+def version_in_filename(path: str | None) -> str | None:
+    """``570.124.06`` from ``…/libnvidia-ml.so.570.124.06`` (the userspace driver's own version)."""
+    if not path:
+        return None
+    match = _VERSION_IN_NAME.search(str(path))
+    return match.group(1) if match else None
+
+
+def _gpus(facts: Facts) -> list[dict[str, Any]]:
+    return list(facts.value("nvml.gpus") or [])
+
+
+def _reload_commands() -> tuple[str, ...]:
+    return (
+        "sudo reboot   # simplest and always works",
+        "# or, on an idle machine with no display server using the GPU:",
+        "sudo systemctl stop nvidia-persistenced nvidia-fabricmanager 2>/dev/null; "
+        "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia_peermem nvidia 2>/dev/null; "
+        "sudo modprobe nvidia && sudo modprobe nvidia_uvm",
+    )
+
+
+_HOLD = ("sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E '^(nvidia|libnvidia|xserver-xorg-video-nvidia)')"
+         "   # Debian/Ubuntu: stop unattended-upgrades from updating the driver under a running module")
+
+
+# -- driver-installed -------------------------------------------------------------------------------
+@check("driver-installed", "An NVIDIA driver is installed and loaded", healthcheck=True, judges_failures=True,
+       needs=("driver.kernel_module_version", "driver.pci_gpus", "nvml.init"))
+def driver_installed(facts: Facts):
+    ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "driver.pci_scanned",
+                  "nvml.init", "cuda.library_path", "host.container")
+    loaded, why = driver_loaded(facts)
+    if loaded:
+        version = kernel_version(facts) or facts.value("nvml.driver_version")
+        return ok(f"NVIDIA driver {version} is loaded" if version else "An NVIDIA driver is loaded",
+                  detail=why + ".", evidence=ev)
+    pci_reading = facts.get("driver.pci_gpus")
+    pci = list(facts.value("driver.pci_gpus") or [])
+    branch = "<branch, e.g. 570>"
+    if pci:
+        bound = sorted({str(g.get("driver")) for g in pci if g.get("driver")})
+        addresses = ", ".join(g["address"] for g in pci)
+        if "nouveau" in bound:
+            detail = (f"{len(pci)} NVIDIA GPU(s) on the PCI bus ({addresses}) are driven by nouveau, the open-source "
+                      "driver, which CUDA cannot use. See driver-nouveau.")
+        else:
+            detail = (f"An NVIDIA GPU is on the PCI bus but no driver is loaded: {len(pci)} device(s) with vendor "
+                      f"0x10de ({addresses}), bound to {', '.join(bound) if bound else 'no driver'}; {why}. Usual "
+                      "causes: the driver was never installed, a kernel update without a rebuilt DKMS module, or "
+                      "Secure Boot refusing the unsigned module (dmesg: 'Lockdown: modprobe: unsigned module').")
+        return fail("NVIDIA GPU present but no NVIDIA driver loaded", detail=detail, evidence=ev,
+                    remedy=Remediation(
+                        "Install (or rebuild) the driver for the running kernel, then load it.",
+                        ("sudo dmesg | grep -iE 'nvrm|nvidia|nouveau'   # why it did not load",
+                         "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
+                         "sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall   # rebuild for this kernel",
+                         "sudo ubuntu-drivers install   # Ubuntu; or: sudo apt install nvidia-driver-" + branch,
+                         "sudo modprobe nvidia && nvidia-smi"),
+                        (DRIVER_GUIDE, DRIVER_DOWNLOAD)))
+    if pci_reading.ok and loaded is False:
+        scanned = facts.value("driver.pci_scanned")
+        reasons = [f"none of the {scanned} PCI devices the kernel lists in /sys/bus/pci/devices has NVIDIA's vendor "
+                   "id 0x10de, so no NVIDIA GPU is attached to this machine (or passed through to this VM)",
+                   why]
+        if not facts.get("nvml.library_path").ok:
+            reasons.append("no NVIDIA userspace driver either: libnvidia-ml.so.1 is not on the loader path")
+        if not facts.get("cuda.library_path").ok and facts.get("cuda.library_path").reason is Reason.ABSENT:
+            reasons.append("and libcuda.so.1 cannot be loaded")
+        container = in_container(facts)
+        if container:
+            reasons.append(f"this is a {container} container, whose /sys shows the host's PCI bus, so the host has "
+                           "no NVIDIA GPU either")
+        return warn("No NVIDIA GPU and no NVIDIA driver on this machine", detail="; ".join(reasons) + ".",
+                    evidence=ev, remedy=Remediation(
+                        "Nothing to fix here if this machine is meant to be CPU-only. To use CUDA, run on a machine "
+                        "(or VM with PCI passthrough) that has an NVIDIA GPU, then install its driver.",
+                        (), (DRIVER_GUIDE,)))
+    container = in_container(facts)
+    if container and loaded is False:
+        return warn(f"No NVIDIA driver visible in this {container} container",
+                    detail=f"{why}. A container shares the host's driver; none was passed in. See container-gpu.",
+                    evidence=ev,
+                    remedy=Remediation("Start the container with GPU access (host: install nvidia-container-toolkit).",
+                                       ("docker run --gpus all …",), (TOOLKIT_INSTALL,)))
+    if loaded is False:
+        return warn("No NVIDIA driver loaded", detail=f"{why}; the PCI bus could not be read "
+                    f"({pci_reading.describe()}), so whether an NVIDIA GPU is installed is unknown.", evidence=ev,
+                    remedy=Remediation("If this machine has an NVIDIA GPU, install its driver.",
+                                       ("lspci -nn | grep -i nvidia", "sudo ubuntu-drivers install"), (DRIVER_GUIDE,)))
+    return skip("Driver state unknown", detail=why, evidence=ev)
+
+
+# -- driver-nouveau -------------------------------------------------------------------------------------
+@check("driver-nouveau", "nouveau does not own the NVIDIA GPU", healthcheck=True,
+       needs=("driver.modules", "driver.pci_gpus"))
+def driver_nouveau(facts: Facts):
+    ev = evidence(facts, "driver.modules", "driver.pci_gpus")
+    modules = facts.value("driver.modules") or {}
+    pci = list(facts.value("driver.pci_gpus") or [])
+    bound = [g["address"] for g in pci if g.get("driver") == "nouveau"]
+    remedy = Remediation(
+        "Blacklist nouveau, rebuild the initramfs so it is not loaded at boot, and reboot; then install/load the "
+        "NVIDIA driver.",
+        ("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
+         "sudo update-initramfs -u   # Fedora/RHEL: sudo dracut --force",
+         "sudo reboot"),
+        (DRIVER_GUIDE,))
+    if bound:
+        return fail("nouveau is bound to the NVIDIA GPU", detail=f"GPU(s) {', '.join(bound)} are driven by nouveau, "
+                    "the open-source driver; CUDA needs NVIDIA's driver, which cannot bind while nouveau holds the "
+                    "device (dmesg: 'NVRM: nouveau, rivafb, nvidiafb or rivatv was loaded and obtained ownership of "
+                    "the NVIDIA device(s)').", evidence=ev, remedy=remedy)
+    if modules.get("nouveau") and not modules.get("nvidia"):
+        return fail("nouveau is loaded and the nvidia module is not", detail="The nouveau module is loaded; it "
+                    "claims NVIDIA GPUs at boot and keeps the nvidia module from loading.", evidence=ev, remedy=remedy)
+    if modules.get("nouveau"):
+        return ok("nouveau is loaded but not bound to a GPU", detail="Harmless while nvidia owns the GPUs; blacklist "
+                  "it to be sure it never wins the race at boot.", evidence=ev)
+    if not facts.get("driver.modules").ok and not pci:
+        return skip("Kernel modules could not be read", detail=facts.get("driver.modules").describe(), evidence=ev)
+    return ok("nouveau is not in use", evidence=ev)
+
+
+# -- driver-version-mismatch -------------------------------------------------------------------------------
+@check("driver-version-mismatch", "Kernel module and userspace driver are the same version", healthcheck=True,
+       needs=("driver.kernel_module_version", "nvml.init"))
+def driver_version_mismatch(facts: Facts):
+    ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "nvml.library_path", "nvml.init",
+                  "cuda.library_path", "cuda.init")
+    kmod = kernel_version(facts)
+    user_versions = {}
+    nvml_lib = version_in_filename(facts.value("nvml.library_path"))
+    if nvml_lib:
+        user_versions["libnvidia-ml"] = nvml_lib
+    cuda_path = facts.value("cuda.library_path")
+    # A forward-compatibility libcuda (…/compat/) is newer than the kernel module by design.
+    if cuda_path and "/compat/" not in str(cuda_path) and version_in_filename(cuda_path):
+        user_versions["libcuda"] = version_in_filename(cuda_path)
+    if facts.value("nvml.driver_version"):
+        user_versions["NVML"] = facts.value("nvml.driver_version")
+    remedy = Remediation(
+        "The driver packages were updated (often by unattended-upgrades) while the old kernel module stayed "
+        "loaded. Load the new module (reboot, or reload it on an idle machine), then hold the driver packages so "
+        "it does not happen again.",
+        (*_reload_commands(), _HOLD),
+        ("https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/issues/3",))
+    skew = {name: v for name, v in user_versions.items() if kmod and v != kmod}
+    if nvml_code(facts) == 18:
+        detail = "NVML: \"Failed to initialize NVML: Driver/library version mismatch\"."
+        if kmod:
+            detail += f" Kernel module {kmod}"
+            detail += (f", userspace {', '.join(f'{k} {v}' for k, v in user_versions.items())}." if user_versions
+                       else ".")
+        return fail("Driver/library version mismatch", detail=detail, evidence=ev, remedy=remedy)
+    if cuda_code(facts) == 803:
+        return fail("CUDA reports a driver mismatch (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
+                    detail="cuInit: \"system has unsupported display driver / cuda driver combination\": libcuda and "
+                    f"the kernel module are from different driver releases (kernel module {kmod or 'unknown'}).",
+                    evidence=ev, remedy=remedy)
+    if skew:
+        return fail("Kernel module and userspace driver versions differ",
+                    detail=f"Kernel module {kmod}; " + ", ".join(f"{k} {v}" for k, v in skew.items()) + ".",
+                    evidence=ev, remedy=remedy)
+    if kmod and user_versions:
+        return ok(f"Kernel module and userspace driver are both {kmod}", evidence=ev)
+    return skip("Nothing to compare", detail="Needs the kernel module version and a userspace driver version.",
+                evidence=ev)
+
+
+# -- device-nodes ------------------------------------------------------------------------------------------
+@check("device-nodes", "/dev/nvidia* device nodes exist and are accessible", healthcheck=True,
+       needs=("driver.device_nodes",))
+def device_nodes(facts: Facts):
+    ev = evidence(facts, "driver.device_nodes", "driver.kernel_module_version", "driver.modules", "host.container")
+    nodes = dict(facts.value("driver.device_nodes") or {})
+    loaded, why = driver_loaded(facts)
+    container = in_container(facts)
+    if not loaded and (not container or no_nvidia_pci(facts)):
+        return skip("No NVIDIA driver, so no device nodes expected", detail=why + (
+            "; no NVIDIA GPU on the PCI bus" if no_nvidia_pci(facts) else ""), evidence=ev)
+    if not nodes and not facts.get("driver.device_nodes").ok:
+        return skip("Device nodes not examined", detail=facts.get("driver.device_nodes").describe(), evidence=ev)
+    gpu_nodes = {p: s for p, s in nodes.items() if re.fullmatch(r"/dev/nvidia\d+", p)}
+    problems = []
+    commands: list[str] = []
+    if nodes.get("/dev/nvidiactl") == "absent" or not gpu_nodes:
+        missing_nodes = [p for p in ("/dev/nvidiactl",) if nodes.get(p) == "absent"] + ([] if gpu_nodes else ["/dev/nvidia0…N"])
+        problems.append(f"missing {', '.join(missing_nodes)}")
+        if container:
+            commands.append("docker run --gpus all …   # the runtime creates the nodes")
+        else:
+            commands.append("sudo nvidia-modprobe -c 0   # creates /dev/nvidiactl and /dev/nvidia0 (or: nvidia-smi as root)")
+    if nodes.get("/dev/nvidia-uvm") == "absent":
+        problems.append("missing /dev/nvidia-uvm (CUDA needs it: without it cuInit fails with CUDA_ERROR_UNKNOWN, 999)")
+        commands.append("docker run --gpus all …   # or pass --device /dev/nvidia-uvm --device /dev/nvidia-uvm-tools"
+                        if container else "sudo nvidia-modprobe -u -c 0   # loads nvidia_uvm and creates /dev/nvidia-uvm")
+    denied = sorted(p for p, s in nodes.items() if s == "denied")
+    if denied:
+        problems.append(f"this user cannot open {', '.join(denied)} read-write")
+        commands.extend(("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # if the nodes are group video; log in again"))
+    if not problems:
+        return ok(f"{len(gpu_nodes)} GPU device node(s), /dev/nvidiactl and /dev/nvidia-uvm are accessible", evidence=ev)
+    return fail("NVIDIA device nodes are missing or not accessible", detail="; ".join(problems) + ".", evidence=ev,
+                remedy=Remediation("Create the missing nodes (normally done by the driver's udev rules or "
+                                   "nvidia-modprobe) and give this user access.", tuple(commands), (DRIVER_GUIDE,)))
+
+
+# -- container-gpu ------------------------------------------------------------------------------------------
+@check("container-gpu", "The container was started with GPU access", healthcheck=True,
+       needs=("driver.device_nodes", "nvml.init"))
+def container_gpu(facts: Facts):
+    container = in_container(facts)
+    ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
+                  "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities")
+    if not container:
+        if facts.get("host.container").ok:
+            return skip("Not in a container", evidence=ev)
+        return skip("Container context unknown", detail=facts.get("host.container").describe(), evidence=ev)
+    if no_nvidia_pci(facts) and not driver_loaded(facts)[0]:
+        return skip("No NVIDIA GPU to pass into this container", detail=f"The PCI bus seen from this {container} "
+                    "container (the host's) has no NVIDIA device.", evidence=ev)
+    nodes = dict(facts.value("driver.device_nodes") or {})
+    present = [p for p, s in nodes.items() if s != "absent"]
+    nvd = facts.value("visibility.nvidia_visible_devices") or {}
+    caps = facts.value("visibility.nvidia_driver_capabilities") or {}
+    code = nvml_code(facts)
+    if code == 999 and present:
+        return fail("The container lost access to its GPUs (NVML: Unknown Error)",
+                    detail="\"Failed to initialize NVML: Unknown Error\" while /dev/nvidia* exist: the device nodes "
+                    "are there but the container's cgroup no longer allows them. This happens to running containers "
+                    "after `systemctl daemon-reload` (systemd re-applies device rules that drop the injected "
+                    "/dev/nvidia* entries).", evidence=ev,
+                    remedy=Remediation(
+                        "Recreate the container now; to prevent it, create /dev/char symlinks for the NVIDIA nodes on "
+                        "the host (or use CDI), and update the container toolkit.",
+                        ("docker restart <container>   # immediate fix",
+                         "sudo nvidia-ctk system create-dev-char-symlinks --create-all   # on the host",
+                         "# or in /etc/docker/daemon.json: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]"),
+                        (CGROUP_NOTICE,)))
+    mode = nvd.get("mode")
+    if not present and not facts.get("cuda.library_path").ok:
+        detail = (f"No /dev/nvidia* device nodes and no libcuda.so.1 in this {container} container: it was started "
+                  "without GPU access")
+        if mode in ("void", "none"):
+            detail += f" (NVIDIA_VISIBLE_DEVICES={nvd.get('raw')!r} asks the runtime for no GPU)"
+        elif mode == "unset":
+            detail += " (NVIDIA_VISIBLE_DEVICES is unset: the NVIDIA runtime was not asked for a GPU)"
+        return fail("The container has no GPU attached", detail=detail + ".", evidence=ev, remedy=Remediation(
+            "On the host: install nvidia-container-toolkit and register it with Docker; start the container with "
+            "GPUs. On Kubernetes request nvidia.com/gpu in the pod's resources.limits.",
+            ("sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository",
+             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+             "docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all",
+             "# Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}"),
+            (TOOLKIT_INSTALL,)))
+    lacking = list(caps.get("missing") or [])
+    if lacking:
+        return fail(f"NVIDIA_DRIVER_CAPABILITIES lacks {', '.join(lacking)}",
+                    detail=f"NVIDIA_DRIVER_CAPABILITIES={caps.get('raw')!r}: the runtime injects only those parts of "
+                    "the driver. 'compute' brings libcuda (CUDA), 'utility' brings libnvidia-ml and nvidia-smi.",
+                    evidence=ev, remedy=Remediation("Start the container with the capabilities CUDA needs.",
+                                                    ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility …",),
+                                                    ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
+                                                     "latest/docker-specialized.html",)))
+    if present and not nodes.get("/dev/nvidia-uvm") == "absent":
+        return ok(f"GPU device nodes are present in this {container} container", evidence=ev)
+    return warn("The container's GPU wiring is incomplete", detail="Some NVIDIA device nodes or libraries are "
+                "missing; see device-nodes and cuda-init.", evidence=ev,
+                remedy=Remediation("Start the container with --gpus all.", ("docker run --gpus all …",),
+                                   (TOOLKIT_INSTALL,)))
+
+
+# -- nvml-bindings -------------------------------------------------------------------------------------------
+@check("nvml-bindings", "The NVML Python bindings are nvidia-ml-py, not the deprecated pynvml",
+       needs=("python.packages",))
+def nvml_bindings(facts: Facts):
+    packages = facts.value("python.packages")
+    ev = {"python.packages": {k: v for k, v in (packages or {}).items() if k in ("pynvml", "nvidia-ml-py", "nvidia-ml-py3")}}
+    if packages is None:
+        return skip("Installed packages not read", detail=facts.get("python.packages").describe(), evidence=ev)
+    py = facts.value("python.executable") or "python"
+    bad = [name for name in ("pynvml", "nvidia-ml-py3") if name in packages]
+    if not bad:
+        if "nvidia-ml-py" in packages:
+            return ok(f"nvidia-ml-py {packages['nvidia-ml-py']} provides pynvml", evidence=ev)
+        return ok("No NVML Python bindings installed (torch does not need them)", evidence=ev)
+    # Both distributions install a top-level pynvml module; whichever was installed last owns
+    # it. pynvml >= 12 is a shim that warns "The pynvml package is deprecated. Please install
+    # nvidia-ml-py instead."; older pynvml and nvidia-ml-py3 ship stale copies of the bindings.
+    listed = ", ".join(f"{n} {packages[n]}" for n in bad)
+    detail = (f"{listed} installed" + (f" alongside nvidia-ml-py {packages['nvidia-ml-py']}" if "nvidia-ml-py" in packages
+                                      else "") +
+              ". These distributions also provide the `pynvml` module; the deprecated ones cause \"FutureWarning: "
+              "The pynvml package is deprecated. Please install nvidia-ml-py instead.\" (printed when torch.cuda is "
+              "imported) or stale bindings (\"module 'pynvml' has no attribute '_nvmlGetFunctionPointer'\", memory "
+              "numbers that disagree with nvidia-smi).")
+    return warn("Deprecated NVML bindings installed", detail=detail, evidence=ev, remedy=Remediation(
+        "Remove the deprecated distributions and (re)install nvidia-ml-py; the import name stays `pynvml`.",
+        (f"{py} -m pip uninstall -y {' '.join(bad)} nvidia-ml-py", f"{py} -m pip install -U nvidia-ml-py"),
+        ("https://pypi.org/project/nvidia-ml-py/", "https://github.com/gpuopenanalytics/pynvml")))
+
+
+# -- nvml-init -----------------------------------------------------------------------------------------------
+def _hang_remedy(what: str) -> Remediation:
+    return Remediation(
+        f"{what} did not return: the driver is wedged (a process stuck in the kernel, state D) or a GPU is "
+        "unresponsive. Look for Xid errors and stuck processes; reset the GPU or reboot.",
+        ("sudo dmesg | grep -iE 'xid|nvrm' | tail -20", "ps -eo pid,stat,cmd | awk '$2 ~ /D/'",
+         "sudo nvidia-smi -r -i <gpu>   # reset an idle GPU; otherwise: sudo reboot"),
+        ("https://docs.nvidia.com/deploy/xid-errors/index.html",))
+
+
+_NVML_INIT_TEXT: dict[int, tuple[str, str, tuple[str, ...]]] = {
+    # code: (title, explanation, commands)
+    4: ("NVML: insufficient permissions", "This user may not open the NVIDIA device nodes.",
+        ("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # then log in again")),
+    9: ("NVML: driver not loaded", "libnvidia-ml is installed but the nvidia kernel module is not running "
+        "(see driver-installed).", ("sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail")),
+    15: ("NVML: GPU is lost", "A GPU stopped responding (it 'fell off the bus', usually Xid 79): power, "
+         "thermals, PCIe/riser, or failing hardware.",
+         ("sudo dmesg | grep -i xid", "sudo reboot   # if it recurs: check power/cooling, reseat, then RMA")),
+    17: ("NVML: blocked by the operating system", "The OS refused the request (security policy, a hypervisor "
+         "or a sandbox).", ("sudo dmesg | tail",)),
+    18: ("NVML: Driver/library version mismatch", "The userspace driver was updated but the old kernel module "
+         "is still loaded (see driver-version-mismatch).", _reload_commands()),
+    999: ("NVML: Unknown Error", "Inside a container this usually means lost cgroup device access (see "
+          "container-gpu); on a host, a driver in a bad state.", ("sudo dmesg | grep -iE 'xid|nvrm' | tail",
+                                                                  "sudo reboot")),
+}
+
+
+@check("nvml-init", "NVML initialises", healthcheck=True, judges_failures=True, needs=("nvml.init",))
+def nvml_init(facts: Facts):
+    reading = facts.get("nvml.init")
+    ev = evidence(facts, "nvml.init", "nvml.library_path", "nvml.driver_version", "nvml.device_count",
+                  "driver.kernel_module_version")
+    if reading.reason is Reason.TIMEOUT:
+        return error("NVML did not answer (nvmlInit hung)", detail=reading.describe(), evidence=ev,
+                     remedy=_hang_remedy("nvmlInit"))
+    if reading.reason is Reason.CRASHED:
+        return error("NVML crashed the process that loaded it", detail=reading.describe(), evidence=ev,
+                     remedy=Remediation("libnvidia-ml crashed while initialising: a corrupt or mismatched driver "
+                                        "install. Reinstall the driver packages for the loaded kernel module.",
+                                        ("nvidia-smi", "ldconfig -p | grep libnvidia-ml",
+                                         f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"),
+                                        (DRIVER_GUIDE,)))
+    if not reading.ok:
+        if reading.reason is Reason.ABSENT:
+            return warn("NVML was not examined", detail=reading.describe(), evidence=ev,
+                        remedy=Remediation("envdoctor reads NVML through nvidia-ml-py.", ("pip install -U nvidia-ml-py",)))
+        return skip("NVML was not examined", detail=reading.describe(), evidence=ev)
+    init = reading.value
+    code = init.get("code")
+    if code == 0:
+        handle_errors = [g for g in _gpus(facts) if g.get("error")]
+        if handle_errors:
+            errs = "; ".join(f"GPU {g['index']}: {g['error'].get('name')} ({g['error'].get('message')})"
+                             for g in handle_errors)
+            return warn("NVML cannot open some GPUs", detail=errs, evidence=ev, gpus=[g["index"] for g in handle_errors],
+                        remedy=Remediation("Check the kernel log for those GPUs.",
+                                           ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "nvidia-smi")))
+        return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(
+            "NVML : ", "NVML: "), evidence=ev)
+    message = init.get("message") or ""
+    if code == 12:  # library not found
+        loaded, why = driver_loaded(facts)
+        if loaded is False:
+            return skip("No NVML library (no NVIDIA driver installed)", detail=f"libnvidia-ml.so.1 is not on the "
+                        f"loader path; {why}. Judged by driver-installed.", evidence=ev)
+        return fail("libnvidia-ml.so.1 not found", detail=f"The kernel module is loaded ({why}) but the NVML library "
+                    "is not on the loader path: the userspace driver package is missing, or (in a container) the "
+                    "runtime did not inject it (NVIDIA_DRIVER_CAPABILITIES without 'utility').", evidence=ev,
+                    remedy=Remediation("Install the userspace driver matching the kernel module and refresh the "
+                                       "loader cache.",
+                                       ("ldconfig -p | grep libnvidia-ml",
+                                        f"sudo apt install libnvidia-compute-{driver_branch(facts)}",
+                                        "sudo ldconfig"), (DRIVER_GUIDE,)))
+    title, text, commands = _NVML_INIT_TEXT.get(code, (f"NVML failed: {init.get('name')}", "", ("nvidia-smi",
+                                                                                                  "sudo dmesg | tail")))
+    detail = f"\"Failed to initialize NVML: {message}\" ({init.get('name')}, {code}). {text}".strip()
+    return fail(title, detail=detail, evidence=ev, remedy=Remediation(text or "See the NVML error.", commands,
+                                                                       (DRIVER_GUIDE,)))
+
+
+# -- cuda-init -----------------------------------------------------------------------------------------------
+# CUresult codes cuInit returns in practice (cuda.h), with what they mean and the fix.
+_CUDA_INIT_TEXT: dict[int, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
+    3: ("CUDA is not initialised", "cuInit did not complete initialisation.", ("nvidia-smi",), ()),
+    34: ("libcuda.so.1 is the toolkit's stub library",
+         "The loader picked the link-time stub (…/lib64/stubs/libcuda.so) instead of the driver's libcuda. A "
+         "stubs directory is on LD_LIBRARY_PATH or in the loader cache.",
+         ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep stubs   # remove these entries",
+          "ldconfig -p | grep libcuda.so.1"), ()),
+    # 35 is the *runtime* API's cudaErrorInsufficientDriver (torch/cudart print it); cuInit never
+    # returns it, but a parsed report may carry it.
+    35: ("The driver is too old for this CUDA runtime (error 35)",
+         "\"CUDA driver version is insufficient for CUDA runtime version\": the application's CUDA runtime is newer "
+         "than the driver supports.",
+         ("nvidia-smi   # 'CUDA Version' = the newest runtime this driver supports",), (DRIVER_DOWNLOAD,)),
+    46: ("GPUs are busy or unavailable (CUDA_ERROR_DEVICE_UNAVAILABLE)",
+         "The GPUs are in exclusive-process or prohibited compute mode and taken (see gpu-compute-mode).",
+         ("nvidia-smi --query-gpu=index,compute_mode --format=csv", "nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv"), ()),
+    100: ("No CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)",
+          "The driver loads but exposes no device to this process: CUDA_VISIBLE_DEVICES hides them, a container got "
+          "no GPU, or MIG is enabled without instances.",
+          ("echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"", "nvidia-smi -L"), ()),
+    101: ("Invalid device (CUDA_ERROR_INVALID_DEVICE)", "CUDA_VISIBLE_DEVICES names a device that does not exist.",
+          ("nvidia-smi -L",), ()),
+    304: ("The OS blocked CUDA (CUDA_ERROR_OPERATING_SYSTEM)", "An OS call failed: often a sandbox, seccomp "
+          "profile or missing /dev/nvidia-uvm.", ("ls -l /dev/nvidia*",), ()),
+    800: ("CUDA: operation not permitted", "The process is not allowed to use the GPU.", ("ls -l /dev/nvidia*",), ()),
+    802: ("CUDA: system not yet initialized (802) — fabric manager",
+          "On NVSwitch systems (HGX/DGX A100/H100/H200/B200) CUDA refuses to start until nvidia-fabricmanager has "
+          "set up the NVLink fabric; nvidia-smi itself looks healthy. See fabric-manager.",
+          ("systemctl status nvidia-fabricmanager",
+           "sudo apt install nvidia-fabricmanager-<branch>   # exactly the driver's version",
+           "sudo systemctl enable --now nvidia-fabricmanager"), (FABRIC_GUIDE,)),
+    803: ("CUDA: driver mismatch (803)", "\"system has unsupported display driver / cuda driver combination\": "
+          "libcuda and the kernel module come from different releases (see driver-version-mismatch).",
+          _reload_commands(), ()),
+    804: ("CUDA forward compatibility is not supported on this GPU (804)",
+          "\"forward compatibility was attempted on non supported HW\": a cuda-compat libcuda (…/compat/) newer than "
+          "the driver is loaded, and this GPU (GeForce and most non-datacenter parts) cannot use it. See "
+          "cuda-forward-compat.",
+          ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
+           "ldconfig -p | grep libcuda.so.1"), (FORWARD_COMPAT,)),
+    999: ("CUDA: unknown error (999)",
+          "cuInit failed with CUDA_ERROR_UNKNOWN. Usual causes: the nvidia_uvm module or /dev/nvidia-uvm is missing, "
+          "or the driver is in a bad state after suspend/resume.",
+          ("sudo modprobe -r nvidia_uvm && sudo modprobe nvidia_uvm   # or: sudo nvidia-modprobe -u -c 0",
+           "ls -l /dev/nvidia-uvm", "sudo reboot   # if that does not help"),
+          ("https://github.com/pytorch/pytorch/issues/88639",)),
+}
+
+
+@check("cuda-init", "The CUDA driver API initialises (cuInit)", healthcheck=True, judges_failures=True,
+       needs=("cuda.init",))
+def cuda_init(facts: Facts):
+    reading = facts.get("cuda.init")
+    ev = evidence(facts, "cuda.init", "cuda.driver_version", "cuda.device_count", "cuda.library_path",
+                  "driver.kernel_module_version")
+    if reading.reason is Reason.TIMEOUT:
+        return error("cuInit did not return (CUDA initialisation hung)", detail=reading.describe(), evidence=ev,
+                     remedy=_hang_remedy("cuInit"))
+    if reading.reason is Reason.CRASHED:
+        return error("libcuda crashed the process that initialised it", detail=reading.describe(), evidence=ev,
+                     remedy=Remediation("libcuda.so.1 crashed during cuInit: a corrupt driver install or a libcuda "
+                                        "that does not belong to the loaded driver.",
+                                        ("ldconfig -p | grep libcuda.so.1", "python -c \"import ctypes; "
+                                         "print(ctypes.CDLL('libcuda.so.1').cuInit(0))\""), (DRIVER_GUIDE,)))
+    if not reading.ok:
+        loaded, why = driver_loaded(facts)
+        if reading.reason is Reason.ABSENT and loaded is False:
+            return skip("No libcuda.so.1 (no NVIDIA driver)", detail=f"{reading.describe()}; {why}. Judged by "
+                        "driver-installed.", evidence=ev)
+        if reading.reason is Reason.ABSENT:
+            return fail("libcuda.so.1 cannot be loaded", detail=f"{reading.describe()}, although {why}.", evidence=ev,
+                        remedy=Remediation("Install the driver's CUDA library (or, in a container, request the "
+                                           "'compute' capability) and refresh the loader cache.",
+                                           ("ldconfig -p | grep libcuda.so.1",
+                                            f"sudo apt install libnvidia-compute-{driver_branch(facts)}", "sudo ldconfig"),
+                                           (DRIVER_GUIDE,)))
+        return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
+    init = reading.value
+    code = init.get("code")
+    if code == 0:
+        return ok(f"cuInit succeeded: {facts.value('cuda.device_count', 0)} device(s), driver API "
+                  f"{facts.value('cuda.driver_version', '?')}", evidence=ev)
+    name = init.get("name") or f"CUresult {code}"
+    message = init.get("message") or ""
+    title, text, commands, links = _CUDA_INIT_TEXT.get(
+        code, (f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | tail"), ()))
+    if code == 802:
+        commands = tuple(c.replace("<branch>", driver_branch(facts)) for c in commands)
+    return fail(title, detail=f"cuInit returned {code} {name}: \"{message}\". {text}".strip(), evidence=ev,
+                remedy=Remediation(text or "See the CUDA error.", commands, links))
+
+
+# -- cuda-visible-devices ----------------------------------------------------------------------------------------
+@check("cuda-visible-devices", "CUDA_VISIBLE_DEVICES selects the GPUs you expect", healthcheck=True,
+       needs=("visibility.cuda_visible_devices",))
+def cuda_visible_devices(facts: Facts):
+    parsed = facts.value("visibility.cuda_visible_devices") or {}
+    mapping = facts.value("visibility.cuda_devices") or {}
+    ev = evidence(facts, "visibility.cuda_visible_devices", "visibility.cuda_device_order", "visibility.cuda_devices",
+                  "nvml.device_count")
+    gpus = _gpus(facts)
+    raw = parsed.get("raw")
+    devices = list(mapping.get("devices") or [])
+    shown = ", ".join(f"cuda:{d['cuda']} = GPU {d['nvml_index']} ({d.get('name')}, {d.get('pci_bus_id')})" for d in devices)
+    if not parsed.get("set"):
+        if gpus and not mapping.get("order_certain", True):
+            return warn("CUDA numbers these different GPUs fastest-first, not like nvidia-smi",
+                        detail="CUDA_DEVICE_ORDER is unset, so cuda:0 is the fastest GPU, while nvidia-smi and NVML "
+                        "number by PCI bus: 'GPU 0' in nvidia-smi may not be cuda:0.", evidence=ev,
+                        remedy=Remediation("Number GPUs like nvidia-smi does (set it before the process starts).",
+                                           ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",)))
+        return ok("CUDA_VISIBLE_DEVICES is unset: every GPU is visible" + (f" ({shown})" if shown else ""), evidence=ev)
+    if parsed.get("hides_all"):
+        why = {"duplicate": f"it names {parsed.get('stopped_at')!r} twice, and a repeated device makes CUDA hide "
+                            "every device",
+               "negative": "a negative index (-1) ends the list before any device",
+               "invalid": f"its first entry {parsed.get('stopped_at')!r} is not a device index or UUID"}.get(
+            parsed.get("stop_reason") or "", "it is empty")
+        status = fail if gpus else warn
+        return status(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU", detail=f"{why}; torch.cuda.is_available() "
+                      "will be False (CUDA_ERROR_NO_DEVICE).", evidence=ev,
+                      remedy=Remediation("Unset it, or list the GPUs to use (indices or GPU-/MIG- UUIDs from "
+                                         "`nvidia-smi -L`).", ("unset CUDA_VISIBLE_DEVICES", "nvidia-smi -L")))
+    problems = []
+    if parsed.get("stopped_at") is not None:
+        problems.append(f"CUDA stops reading at {parsed['stopped_at']!r} ({parsed.get('stop_reason')}), so "
+                        f"{', '.join(repr(t) for t in parsed.get('ignored') or [])} are ignored")
+    if parsed.get("loose_tokens"):
+        problems.append(f"{', '.join(repr(t) for t in parsed['loose_tokens'])} read as "
+                        "the leading number only")
+    if mapping.get("unmatched") is not None:
+        problems.append(f"{mapping['unmatched']!r} matches no GPU on this machine (NVML sees {len(gpus)}), so the list "
+                        f"ends there and only {len(devices)} device(s) are visible")
+    if gpus and not mapping.get("order_certain", True) and parsed.get("kind") == "index":
+        problems.append("the GPUs are different models and CUDA_DEVICE_ORDER is unset, so these indices count "
+                        "fastest-first, not in nvidia-smi's order")
+    if problems:
+        return warn("CUDA_VISIBLE_DEVICES does not select what it says", detail=f"CUDA_VISIBLE_DEVICES={raw!r}: "
+                    + "; ".join(problems) + "." + (f" Visible: {shown}." if shown else ""), evidence=ev,
+                    remedy=Remediation("Use comma-separated indices or full UUIDs from `nvidia-smi -L`, no spaces or "
+                                       "typos; set CUDA_DEVICE_ORDER=PCI_BUS_ID so indices match nvidia-smi; set both "
+                                       "before the process starts (changing them after CUDA initialised has no effect).",
+                                       ("nvidia-smi -L", "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+                                        "export CUDA_VISIBLE_DEVICES=0,1")))
+    if not mapping:
+        return ok(f"CUDA_VISIBLE_DEVICES={raw!r} is well-formed", detail="NVML did not list the GPUs, so the entries "
+                  "could not be matched to devices.", evidence=ev)
+    return ok(f"CUDA_VISIBLE_DEVICES={raw!r} selects {len(devices)} GPU(s)", detail=shown, evidence=ev,
+              gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
+
+
+# -- cuda-forward-compat -------------------------------------------------------------------------------------------
+@check("cuda-forward-compat", "No unusable CUDA forward-compatibility libcuda is loaded", healthcheck=True,
+       needs=("cuda.library_path",))
+def cuda_forward_compat(facts: Facts):
+    path = facts.value("cuda.library_path")
+    ev = evidence(facts, "cuda.library_path", "cuda.init", "cuda.driver_version", "nvml.cuda_driver_version",
+                  "driver.kernel_module_version")
+    remedy = Remediation(
+        "Forward compatibility (a newer libcuda from the cuda-compat package on an older driver) works only on "
+        "datacenter GPUs. Elsewhere, upgrade the host driver to one that supports the image's CUDA, or use an "
+        "image/wheel built for the host's CUDA, and take …/compat off the loader path.",
+        ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
+         "grep -r compat /etc/ld.so.conf.d/ && sudo ldconfig", "nvidia-smi   # 'CUDA Version' the host driver supports"),
+        (FORWARD_COMPAT,))
+    if cuda_code(facts) == 804:
+        return fail("Forward-compatibility libcuda on a GPU that does not support it (CUDA error 804)",
+                    detail=f"cuInit: \"forward compatibility was attempted on non supported HW\"; libcuda loaded from "
+                    f"{path or 'an unknown path'}.", evidence=ev, remedy=remedy)
+    if not path:
+        return skip("libcuda.so.1 not loaded", detail=facts.get("cuda.library_path").describe(), evidence=ev)
+    if "/compat/" in str(path):
+        nvml_cuda = facts.value("nvml.cuda_driver_version")
+        return ok("A forward-compatibility libcuda is in use and works", detail=f"{path} (driver API "
+                  f"{facts.value('cuda.driver_version', '?')}; the installed driver alone supports {nvml_cuda or '?'}). "
+                  "This is supported on datacenter GPUs only.", evidence=ev)
+    return ok("libcuda.so.1 is the driver's own copy", detail=str(path), evidence=ev)

@@ -1,0 +1,411 @@
+"""GPU health from NVML and the kernel log: memory errors, row remapping, PCIe link, clocks,
+persistence, compute mode, MIG, Xid events and the NVSwitch fabric."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding
+from ..registry import check
+
+XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+DCGM_DIAG = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
+ROW_REMAP_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+
+# nvmlClocksEventReason* bits (nvml.h). Power cap and idle are normal; these mean the GPU is
+# being slowed down by heat or by the board/system protecting itself.
+CLOCK_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown (HW_SLOWDOWN: temperature or power brake asserted by the board)",
+    0x20: "software thermal slowdown (GPU or memory above its maximum operating temperature)",
+    0x40: "hardware thermal slowdown (temperature too high)",
+    0x80: "hardware power brake slowdown (the external power brake assertion, e.g. the PSU)",
+}
+BAD_CLOCK_BITS = 0x8 | 0x20 | 0x40 | 0x80
+
+# NVML_DEVICE_ARCH_*; brand 2 = Tesla, 14 = "NVIDIA" (datacenter parts report one of these).
+DATACENTER_BRANDS = {2, 14}
+
+# Xid codes that mean hardware or driver trouble rather than a bug in the application (which
+# reports 13, 31, 43, 45 for its own faults). From NVIDIA's Xid catalogue.
+XID_SEVERE = {
+    48: "double-bit ECC error", 61: "internal micro-controller breakpoint/warning", 62: "internal micro-controller halt",
+    63: "ECC page retirement or row remapping recording event", 64: "ECC page retirement or row remapper recording failure",
+    74: "NVLink error", 79: "GPU has fallen off the bus", 92: "high single-bit ECC error rate",
+    94: "contained ECC error", 95: "uncontained ECC error", 119: "GSP RPC timeout", 120: "GSP error",
+    140: "ECC unrecovered error", 154: "GPU recovery action changed",
+}
+XID_APP = {13: "graphics engine exception (usually the application)", 31: "GPU memory page fault (usually the "
+           "application)", 43: "GPU stopped processing (usually the application)", 45: "preemptive cleanup after "
+           "an application error"}
+
+
+def _gpus(facts: Facts) -> list[dict[str, Any]]:
+    return [g for g in (facts.value("nvml.gpus") or []) if not g.get("error")]
+
+
+def _label(g: dict[str, Any]) -> str:
+    return f"GPU {g.get('index')} ({g.get('name', '?')}, {g.get('pci_bus_id', '?')})"
+
+
+def _no_gpus(facts: Facts) -> Finding | None:
+    """A skip finding when there are no NVML GPUs to judge (and why), else None."""
+    reading = facts.get("nvml.gpus")
+    if not reading.ok:
+        return skip("No GPU data from NVML", detail=reading.describe(), evidence=evidence(facts, "nvml.gpus"))
+    if not _gpus(facts):
+        return skip("NVML lists no GPUs", evidence=evidence(facts, "nvml.gpus", "nvml.device_count"))
+    return None
+
+
+def _unsupported(gpus: Iterable[dict[str, Any]], fields: Iterable[str]) -> list[str]:
+    out = []
+    fields = list(fields)
+    for g in gpus:
+        for field in fields:
+            info = (g.get("missing") or {}).get(field)
+            if info:
+                out.append(f"GPU {g.get('index')} {field}: {info.get('reason')} ({info.get('detail')})")
+                break
+    return out
+
+
+def _gpu_ev(gpus: Iterable[dict[str, Any]], *fields: str) -> dict[str, Any]:
+    return {f"nvml.gpus[{g.get('index')}]": {f: g.get(f, (g.get("missing") or {}).get(f, {}).get("reason"))
+                                            for f in ("name", "pci_bus_id", *fields)} for g in gpus}
+
+
+def _per_gpu(facts: Facts, judge: Callable[[dict[str, Any]], str | None], fields: tuple[str, ...]) -> tuple[
+        list[dict[str, Any]], list[str]]:
+    bad, notes = [], []
+    for g in _gpus(facts):
+        note = judge(g)
+        if note:
+            bad.append(g)
+            notes.append(f"{_label(g)}: {note}")
+    return bad, notes
+
+
+# -- gpu-ecc ----------------------------------------------------------------------------------------------
+@check("gpu-ecc", "No uncorrectable ECC memory errors", healthcheck=True, needs=("nvml.gpus",))
+def gpu_ecc(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "ecc_mode", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate")
+    volatile = [g for g in gpus if (g.get("ecc_uncorrected_volatile") or 0) > 0]
+    aggregate = [g for g in gpus if (g.get("ecc_uncorrected_aggregate") or 0) > 0 and g not in volatile]
+    pending = [g for g in gpus if (g.get("ecc_mode") or {}).get("pending") not in (None, (g.get("ecc_mode") or {}).get("current"))]
+    if volatile:
+        return fail("Uncorrectable ECC errors since the driver loaded", detail="; ".join(
+            f"{_label(g)}: {g['ecc_uncorrected_volatile']} uncorrectable error(s)" for g in volatile) +
+            ". Work on these GPUs may have produced corrupt results or crashed (Xid 48/94/95).", evidence=ev,
+            gpus=[g["index"] for g in volatile], remedy=Remediation(
+                "Drain the GPU, reset it so the bad memory is retired/remapped, and run a diagnostic; if errors "
+                "return, RMA it.",
+                ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i <gpu>",
+                 "sudo nvidia-smi -r -i <gpu>   # when idle; or reboot", "dcgmi diag -r 3   # if DCGM is installed"),
+                (DCGM_DIAG, ROW_REMAP_DOC)))
+    if pending:
+        return warn("ECC mode change pending", detail="; ".join(f"{_label(g)}: ECC {g['ecc_mode']['current']} -> "
+                    f"{g['ecc_mode']['pending']} after the next reset" for g in pending), evidence=ev,
+                    gpus=[g["index"] for g in pending],
+                    remedy=Remediation("Reset the GPU or reboot to apply it.", ("sudo nvidia-smi -r -i <gpu>",)))
+    if aggregate:
+        return warn("Uncorrectable ECC errors in the GPU's history", detail="; ".join(
+            f"{_label(g)}: {g['ecc_uncorrected_aggregate']} over its lifetime, none since the driver loaded"
+            for g in aggregate) + ".", evidence=ev, gpus=[g["index"] for g in aggregate],
+            remedy=Remediation("Watch for new errors; check that the memory was retired/remapped.",
+                               ("nvidia-smi -q -d ECC,ROW_REMAPPER -i <gpu>",), (ROW_REMAP_DOC,)))
+    off = [g for g in gpus if (g.get("ecc_mode") or {}).get("current") == 0 and g.get("brand") in DATACENTER_BRANDS]
+    unsupported = _unsupported(gpus, ("ecc_mode",))
+    detail = ""
+    if off:
+        detail = "ECC is disabled on " + ", ".join(_label(g) for g in off) + " (datacenter GPU)."
+    elif unsupported:
+        detail = "ECC not reported for: " + "; ".join(unsupported)
+    return ok("No uncorrectable ECC errors", detail=detail, evidence=ev)
+
+
+# -- gpu-row-remap -------------------------------------------------------------------------------------------
+@check("gpu-row-remap", "No pending or failed memory row remapping / page retirement", healthcheck=True,
+       needs=("nvml.gpus",))
+def gpu_row_remap(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "remapped_rows", "retired_pages_pending")
+    failed = [g for g in gpus if (g.get("remapped_rows") or {}).get("failure")]
+    if failed:
+        return fail("Row remapping failed: GPU memory cannot be repaired", detail="; ".join(
+            f"{_label(g)}: remap failure ({g['remapped_rows']})" for g in failed) + ". The GPU ran out of spare rows "
+            "(or remapping failed); it will keep producing memory errors.", evidence=ev, gpus=[g["index"] for g in failed],
+            remedy=Remediation("Drain the GPU and RMA it.", ("nvidia-smi -q -d ROW_REMAPPER -i <gpu>",
+                                                              "dcgmi diag -r 3"), (ROW_REMAP_DOC, DCGM_DIAG)))
+    pending = [g for g in gpus if (g.get("remapped_rows") or {}).get("pending") or g.get("retired_pages_pending")]
+    if pending:
+        return warn("Memory repair pending until the GPU is reset", detail="; ".join(
+            f"{_label(g)}: " + ("row remap pending" if (g.get("remapped_rows") or {}).get("pending")
+                                else "page retirement pending") for g in pending) +
+            ". The faulty memory stays in use until the next GPU reset.", evidence=ev,
+            gpus=[g["index"] for g in pending], remedy=Remediation(
+                "Reset the GPU when it is idle (or reboot) so the remap/retirement takes effect.",
+                ("sudo nvidia-smi -r -i <gpu>   # needs no processes on the GPU", "sudo reboot"), (ROW_REMAP_DOC,)))
+    unc = [g for g in gpus if (g.get("remapped_rows") or {}).get("uncorrectable")]
+    detail = "; ".join(f"{_label(g)}: {g['remapped_rows']['uncorrectable']} row(s) remapped for uncorrectable errors "
+                       "(repaired)" for g in unc)
+    if not any("remapped_rows" in g or "retired_pages_pending" in g for g in gpus):
+        return skip("Neither row remapping nor page retirement is reported", detail="; ".join(
+            _unsupported(gpus, ("remapped_rows", "retired_pages_pending"))), evidence=ev)
+    return ok("No pending or failed memory repairs", detail=detail, evidence=ev)
+
+
+# -- gpu-pcie-link -------------------------------------------------------------------------------------------
+@check("gpu-pcie-link", "PCIe links run at their full width", needs=("nvml.gpus",))
+def gpu_pcie_link(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "pcie", "utilization")
+    narrow = [g for g in gpus if (g.get("pcie") or {}).get("width") and (g.get("pcie") or {}).get("max_width")
+              and g["pcie"]["width"] < g["pcie"]["max_width"]]
+    if narrow:
+        return warn("PCIe link narrower than the GPU supports", detail="; ".join(
+            f"{_label(g)}: x{g['pcie']['width']} of x{g['pcie']['max_width']}" for g in narrow) +
+            ". Host-device copies (DataLoader batches, checkpoints) run at a fraction of the bandwidth. Usual causes: "
+            "a slot wired for fewer lanes, a riser, a badly seated card or a dirty connector.", evidence=ev,
+            gpus=[g["index"] for g in narrow], remedy=Remediation(
+                "Move the GPU to a full-width slot or reseat it; check riser cables and BIOS lane bifurcation.",
+                ("nvidia-smi -q -d PCIE -i <gpu>", "sudo lspci -vv -s <bus id> | grep -E 'LnkCap|LnkSta'")))
+    # The link generation drops at idle to save power and rises under load: only a slow link
+    # on a busy GPU is worth mentioning.
+    slow_busy = [g for g in gpus if (g.get("pcie") or {}).get("gen") and (g.get("pcie") or {}).get("max_gen")
+                 and g["pcie"]["gen"] < g["pcie"]["max_gen"] and (g.get("utilization") or {}).get("gpu", 0) >= 50]
+    if slow_busy:
+        return warn("PCIe link below its maximum generation under load", detail="; ".join(
+            f"{_label(g)}: Gen{g['pcie']['gen']} of Gen{g['pcie']['max_gen']} at {g['utilization']['gpu']}% "
+            "utilisation" for g in slow_busy) + ".", evidence=ev, gpus=[g["index"] for g in slow_busy],
+            remedy=Remediation("Check the slot's generation in the BIOS and the riser; compare with the other GPUs.",
+                               ("nvidia-smi -q -d PCIE -i <gpu>",)))
+    if not any(g.get("pcie") for g in gpus):
+        return skip("PCIe link not reported", detail="; ".join(_unsupported(gpus, ("pcie_width", "pcie_gen"))),
+                    evidence=ev)
+    return ok("PCIe links run at full width", detail="Link generation below the maximum at idle is normal power "
+              "saving.", evidence=ev)
+
+
+# -- gpu-throttle ----------------------------------------------------------------------------------------------
+@check("gpu-throttle", "GPUs are not slowed by heat or power protection", needs=("nvml.gpus",))
+def gpu_throttle(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "clocks_event_reasons", "temperature", "power_usage_mw", "power_limit_mw")
+    bad = [g for g in gpus if (g.get("clocks_event_reasons") or 0) & BAD_CLOCK_BITS]
+    if bad:
+        def reasons(g: dict[str, Any]) -> str:
+            bits = g["clocks_event_reasons"]
+            words = [text for bit, text in CLOCK_REASONS.items() if bits & bit and bit & BAD_CLOCK_BITS]
+            extra = f", {g['temperature']} °C" if g.get("temperature") is not None else ""
+            if g.get("power_usage_mw") is not None and g.get("power_limit_mw"):
+                extra += f", {g['power_usage_mw'] / 1000:.0f} W of {g['power_limit_mw'] / 1000:.0f} W"
+            return f"{_label(g)}: {'; '.join(words)}{extra}"
+        return warn("GPU clocks are being slowed down", detail=". ".join(reasons(g) for g in bad) + ".", evidence=ev,
+                    gpus=[g["index"] for g in bad], remedy=Remediation(
+                        "Improve cooling (airflow, fan curves, dust, ambient temperature) and check the power "
+                        "supply and cables; hardware slowdowns that persist point at the board or PSU.",
+                        ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i <gpu>",
+                         "nvidia-smi dmon -s pct   # watch power/temperature/clocks live")))
+    capped = [g for g in gpus if (g.get("clocks_event_reasons") or 0) & 0x4]
+    if not any("clocks_event_reasons" in g for g in gpus):
+        return skip("Clock event reasons not reported", detail="; ".join(_unsupported(gpus, ("clocks_event_reasons",))),
+                    evidence=ev)
+    detail = ("Power-capped (normal under full load): " + ", ".join(_label(g) for g in capped)) if capped else ""
+    return ok("No thermal or hardware slowdown", detail=detail, evidence=ev)
+
+
+# -- gpu-persistence ----------------------------------------------------------------------------------------------
+@check("gpu-persistence", "Persistence mode is on for datacenter GPUs", needs=("nvml.gpus",))
+def gpu_persistence(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "persistence_mode", "brand")
+    ev.update(evidence(facts, "host.container"))
+    off = [g for g in gpus if g.get("persistence_mode") == 0 and g.get("brand") in DATACENTER_BRANDS]
+    if not off:
+        if not any("persistence_mode" in g for g in gpus):
+            return skip("Persistence mode not reported", detail="; ".join(_unsupported(gpus, ("persistence_mode",))),
+                        evidence=ev)
+        return ok("Persistence mode is on (or not needed on these GPUs)", evidence=ev)
+    detail = (", ".join(_label(g) for g in off) + ": persistence mode is off. Without it the driver tears the GPU "
+              "state down whenever no process uses it, so every new CUDA process pays seconds of initialisation "
+              "and ECC/clock settings can reset.")
+    container = facts.value("host.container")
+    if container:
+        return ok("Persistence mode is off (a host setting)", detail=detail + f" It is set on the host, not in this "
+                  f"{container} container.", evidence=ev)
+    return warn("Persistence mode is off", detail=detail, evidence=ev, gpus=[g["index"] for g in off],
+                remedy=Remediation("Run the persistence daemon (preferred) or enable persistence mode.",
+                                   ("sudo systemctl enable --now nvidia-persistenced", "sudo nvidia-smi -pm 1"),
+                                   ("https://docs.nvidia.com/deploy/driver-persistence/index.html",)))
+
+
+# -- gpu-compute-mode ----------------------------------------------------------------------------------------------
+_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+
+
+@check("gpu-compute-mode", "Compute mode lets this process use the GPUs", healthcheck=True, needs=("nvml.gpus",))
+def gpu_compute_mode(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "compute_mode", "compute_processes")
+    prohibited = [g for g in gpus if g.get("compute_mode") == 2]
+    taken = [g for g in gpus if g.get("compute_mode") in (1, 3) and (g.get("compute_processes") or 0) > 0]
+    remedy = Remediation("Use another GPU, stop the process holding it, or (if policy allows) set the default "
+                         "compute mode.", ("nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
+                                           "sudo nvidia-smi -i <gpu> -c DEFAULT"))
+    if prohibited or taken:
+        notes = [f"{_label(g)}: compute mode Prohibited" for g in prohibited]
+        notes += [f"{_label(g)}: {_MODES[g['compute_mode']]} and already used by {g['compute_processes']} process(es) "
+                  f"(pids {g.get('compute_pids')})" for g in taken]
+        return fail("GPUs are unavailable to new CUDA processes", detail="; ".join(notes) + ". CUDA fails with "
+                    "\"CUDA-capable device(s) is/are busy or unavailable\".", evidence=ev,
+                    gpus=[g["index"] for g in prohibited + taken], remedy=remedy)
+    exclusive = [g for g in gpus if g.get("compute_mode") in (1, 3)]
+    if exclusive:
+        return ok("Exclusive-process compute mode, currently free", detail=", ".join(_label(g) for g in exclusive) +
+                  ": only one process at a time can use each.", evidence=ev)
+    return ok("Default compute mode", evidence=ev)
+
+
+# -- gpu-mig ---------------------------------------------------------------------------------------------------------
+@check("gpu-mig", "MIG configuration exposes CUDA devices", healthcheck=True, needs=("nvml.gpus",))
+def gpu_mig(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "mig_mode", "mig_devices")
+    empty = [g for g in gpus if (g.get("mig_mode") or {}).get("current") == 1 and not g.get("mig_devices")
+             and "mig_devices" not in (g.get("missing") or {})]
+    if empty:
+        return fail("MIG is enabled but no MIG instances exist", detail=", ".join(_label(g) for g in empty) + ": with "
+                    "MIG on, CUDA only sees MIG instances, and there are none, so this GPU gives CUDA no device "
+                    "(CUDA_ERROR_NO_DEVICE / torch.cuda.device_count() == 0).", evidence=ev,
+                    gpus=[g["index"] for g in empty], remedy=Remediation(
+                        "Create GPU and compute instances, or turn MIG off.",
+                        ("sudo nvidia-smi mig -i <gpu> -lgip   # list profiles",
+                         "sudo nvidia-smi mig -i <gpu> -cgi <profile> -C   # create an instance with its compute instance",
+                         "sudo nvidia-smi -i <gpu> -mig 0   # or disable MIG (then reset the GPU)"), (MIG_GUIDE,)))
+    pending = [g for g in gpus if (g.get("mig_mode") or {}).get("pending") not in
+               (None, (g.get("mig_mode") or {}).get("current"))]
+    if pending:
+        return warn("MIG mode change pending", detail=", ".join(
+            f"{_label(g)}: MIG {g['mig_mode']['current']} -> {g['mig_mode']['pending']}" for g in pending) +
+            " after the GPU is reset.", evidence=ev, gpus=[g["index"] for g in pending],
+            remedy=Remediation("Reset the GPU (no processes may use it) or reboot.", ("sudo nvidia-smi -r -i <gpu>",),
+                               (MIG_GUIDE,)))
+    many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
+    cvd = facts.value("visibility.cuda_visible_devices") or {}
+    if many and cvd.get("kind") != "mig":
+        return warn("Several MIG instances, but a CUDA process uses only one", detail=", ".join(
+            f"{_label(g)}: {len(g['mig_devices'])} MIG instances" for g in many) + ". CUDA enumerates a single MIG "
+            "instance per process; select one explicitly per process.", evidence=ev,
+            remedy=Remediation("Run one process per MIG instance, each with its MIG UUID.",
+                               ("nvidia-smi -L   # lists MIG-… UUIDs", "CUDA_VISIBLE_DEVICES=MIG-<uuid> python train.py"),
+                               (MIG_GUIDE,)))
+    enabled = [g for g in gpus if (g.get("mig_mode") or {}).get("current") == 1]
+    if enabled:
+        return ok("MIG instances are configured", detail=", ".join(
+            f"{_label(g)}: {len(g.get('mig_devices') or [])} instance(s)" for g in enabled), evidence=ev)
+    return ok("MIG is off", evidence=ev)
+
+
+# -- gpu-xid ------------------------------------------------------------------------------------------------------------
+@check("gpu-xid", "No GPU hardware/driver errors (Xid) in the kernel log", needs=("driver.xid_events",),
+       judges_failures=True)
+def gpu_xid(facts: Facts):
+    reading = facts.get("driver.xid_events")
+    ev = evidence(facts, "driver.xid_events")
+    if not reading.ok:
+        return skip("Kernel log not readable", detail=reading.describe(), evidence=ev)
+    events = list(reading.value or [])
+    if not events:
+        return ok("No Xid events in the kernel log", evidence=ev)
+    severe = [e for e in events if e["code"] in XID_SEVERE]
+    counts: dict[int, int] = {}
+    for e in events:
+        counts[e["code"]] = counts.get(e["code"], 0) + 1
+    summary = ", ".join(f"Xid {c} x{n} ({XID_SEVERE.get(c) or XID_APP.get(c) or 'see the Xid catalogue'})"
+                        for c, n in sorted(counts.items()))
+    last = events[-1]["line"]
+    if severe:
+        fallen = any(e["code"] == 79 for e in severe)
+        commands = ["sudo dmesg -T | grep -i xid | tail -20", "nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE"]
+        text = ("Check the GPUs named in the Xid lines: reset or reboot, and look at power, cooling and seating; if it "
+                "recurs, run a diagnostic and RMA.")
+        if fallen:
+            text = ("Xid 79 (fallen off the bus): check PSU capacity and power cables, temperatures and seating, update "
+                    "the system BIOS, then reboot; recurring means failing hardware (RMA).")
+        return fail("GPU hardware or driver errors in the kernel log", detail=f"{summary}. Latest: {last}",
+                    evidence=ev, remedy=Remediation(text, tuple(commands), (XID_DOC,)))
+    return warn("Application-level GPU faults in the kernel log", detail=f"{summary}. Latest: {last}. These usually "
+                "come from a crashing program (illegal memory access), not from the hardware.", evidence=ev,
+                remedy=Remediation("If they match your crashes, debug the program (CUDA_LAUNCH_BLOCKING=1, "
+                                   "compute-sanitizer).", ("compute-sanitizer python train.py",), (XID_DOC,)))
+
+
+# -- fabric-manager -------------------------------------------------------------------------------------------------------
+_FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
+
+
+@check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
+       needs=("nvml.gpus",))
+def fabric_manager(facts: Facts):
+    none = _no_gpus(facts)
+    if none:
+        return none
+    gpus = _gpus(facts)
+    ev = _gpu_ev(gpus, "fabric")
+    ev.update(evidence(facts, "cuda.init", "nvml.driver_version"))
+    branch = str(facts.value("nvml.driver_version") or "<driver version>").split(".")[0]
+    remedy = Remediation(
+        "Install nvidia-fabricmanager of exactly the driver's version and start it; CUDA works once the fabric state "
+        "is 'completed'.",
+        (f"sudo apt install nvidia-fabricmanager-{branch}   # must match the driver {facts.value('nvml.driver_version') or ''}".rstrip(),
+         "sudo systemctl enable --now nvidia-fabricmanager", "systemctl status nvidia-fabricmanager",
+         "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE,))
+    with_fabric = [g for g in gpus if (g.get("fabric") or {}).get("state", 0) != 0]
+    not_started = [g for g in with_fabric if g["fabric"]["state"] == 1]
+    failed = [g for g in with_fabric if g["fabric"]["state"] == 3 and g["fabric"].get("status")]
+    in_progress = [g for g in with_fabric if g["fabric"]["state"] == 2]
+    cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
+    if not_started or failed:
+        notes = [f"{_label(g)}: fabric not started" for g in not_started]
+        notes += [f"{_label(g)}: fabric setup finished with error status {g['fabric']['status']}" for g in failed]
+        return fail("The NVSwitch fabric is not set up", detail="; ".join(notes) + ". On NVSwitch systems CUDA fails "
+                    "with error 802 \"system not yet initialized\" until the fabric manager has finished.",
+                    evidence=ev, gpus=[g["index"] for g in not_started + failed], remedy=remedy)
+    if in_progress:
+        return warn("The NVSwitch fabric is still being set up", detail=", ".join(_label(g) for g in in_progress) +
+                    ": fabric state 'in progress'. CUDA returns 802 until it completes (usually seconds after boot).",
+                    evidence=ev, gpus=[g["index"] for g in in_progress], remedy=remedy)
+    if cuda_802:
+        return fail("CUDA error 802: the fabric manager is not running", detail="cuInit returned 802 \"system not yet "
+                    "initialized\"; on NVSwitch systems (HGX/DGX) this means nvidia-fabricmanager is not running or "
+                    "does not match the driver.", evidence=ev, remedy=remedy)
+    if with_fabric:
+        return ok("NVSwitch fabric set up", detail=", ".join(_label(g) for g in with_fabric), evidence=ev)
+    return ok("No NVSwitch fabric on these GPUs", evidence=ev)
