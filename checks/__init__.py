@@ -10,4 +10,5 @@ BUILTIN: tuple[str, ...] = (
     "driver",
     "gpu_health",
     "libraries",
+    "compat",
 )

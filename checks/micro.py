@@ -1,0 +1,453 @@
+"""Microchecks: judge the ``micro.*`` facts — did the stack compute right, fast enough, and
+without hanging or crashing — on every device they ran on.
+
+A wrong result is ``fail`` (the environment is broken); far below the datasheet peak is
+``warn``; a microcheck child that hung or crashed is ``error`` (envdoctor could not finish),
+naming the step it was in and, for a crash, the signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..kit import Remediation, error, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding, Reason, Status, thaw
+from ..registry import check
+
+#: Achieved/peak below this is "far below": a healthy GPU reaches 0.6-0.9 of the dense peak
+#: on a large square GEMM; a throttled, down-clocked or MIG-sliced one sits far lower.
+LOW_RATIO = 0.35
+#: Device-to-device copy vs memory bandwidth: healthy HBM/GDDR copies reach 0.7-0.9.
+LOW_MEMORY_RATIO = 0.3
+#: Pinned host<->device vs what the PCIe link carries: healthy links reach 0.7-0.9.
+LOW_PCIE_RATIO = 0.5
+#: GB/s per lane, one direction, after encoding (PCIe 1-2: 8b/10b; 3-5: 128b/130b; 6: FLIT).
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+HANG_HINT = ("A microcheck that never returns usually means a wedged driver or GPU: look for Xid errors "
+             "(`sudo dmesg -T | grep -i xid`), check `nvidia-smi` answers, then reset the GPU "
+             "(`sudo nvidia-smi -r -i <index>`, with nothing running on it) or reboot.")
+CRASH_HINT = ("A crash inside CUDA/cuBLAS/cuDNN usually means mismatched libraries (see the library "
+              "findings) or a faulty GPU (Xid errors in `dmesg`). Re-run `envdoctor check --micro-only` to "
+              "confirm it repeats.")
+SHM_LINKS = ("https://docs.docker.com/reference/cli/docker/container/run/#shm-size",
+             "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
+             "https://github.com/pytorch/pytorch#docker-image")
+
+
+def _gpu_index(device: str) -> list[int]:
+    if device.startswith("cuda:"):
+        try:
+            return [int(device.split(":", 1)[1])]
+        except ValueError:
+            return []
+    return []
+
+
+def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
+    """The finding for a micro fact that has no value: skip, or error for a hang/crash."""
+    reading = facts.get(key)
+    if reading.ok:
+        return None
+    ev = evidence(facts, key, "micro.run")
+    if reading.reason is Reason.TIMEOUT:
+        return error(f"The {what} microcheck hung", detail=f"{reading.describe()}. Results finished before the hang "
+                     "are kept in the report.", evidence=ev, remedy=Remediation(HANG_HINT, ("nvidia-smi",
+                                                                                            "sudo dmesg -T | grep -i xid")))
+    if reading.reason is Reason.CRASHED:
+        return error(f"The {what} microcheck crashed", detail=reading.describe(), evidence=ev,
+                     remedy=Remediation(CRASH_HINT, ("sudo dmesg -T | grep -i xid",)))
+    if reading.reason is Reason.FAILED:
+        return error(f"The {what} microcheck did not finish", detail=reading.describe(), evidence=ev)
+    return skip(f"The {what} microcheck was not run", detail=reading.describe(), evidence=ev)
+
+
+def _per_device(facts: Facts, key: str) -> dict[str, dict[str, Any]]:
+    value = thaw(facts.get(key).value) or {}
+    return {str(d): r for d, r in value.items() if isinstance(r, dict)}
+
+
+def _combine(findings: list[tuple[Status, str, str, list[int]]], title_ok: str, ev: Mapping[str, Any],
+             remedy: Remediation | None = None) -> Finding:
+    """One finding for a check from per-device verdicts: worst status, every device's line."""
+    order = {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
+    worst = max((s for s, *_ in findings), key=lambda s: order[s], default=Status.OK)
+    bad = [(t, d, g) for s, t, d, g in findings if s is worst]
+    detail = "\n".join(d for _, _, d, _ in findings)
+    gpus = sorted({g for *_, gs in findings for g in gs}) if worst is not Status.OK else []
+    if worst is Status.OK:
+        return ok(title_ok, detail=detail, evidence=ev)
+    title = bad[0][0] if len(bad) == 1 else f"{bad[0][0]} (and {len(bad) - 1} more)"
+    make = {Status.WARN: warn, Status.FAIL: fail, Status.ERROR: error}[worst]
+    if make is error:
+        return error(title, detail=detail, evidence=ev, remedy=remedy)
+    return make(title, detail=detail, evidence=ev, remedy=remedy, gpus=gpus)
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}g}" if isinstance(x, (int, float)) else "?"
+
+
+# -- device touch -------------------------------------------------------------------------------
+
+@check("micro-device", "Each device allocates, copies and runs a kernel correctly",
+       needs=("micro.device",), judges_failures=True, healthcheck=True)
+def micro_device(facts: Facts):
+    missing = _not_run(facts, "micro.device", "device touch")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.device")
+    verdicts = []
+    for dev, r in _per_device(facts, "micro.device").items():
+        name = f"{dev} ({r['name']})" if r.get("name") and dev != "cpu" else dev
+        if r.get("ok"):
+            verdicts.append((Status.OK, "", f"{name}: round trip and kernel correct", _gpu_index(dev)))
+        elif r.get("unusable"):
+            verdicts.append((Status.FAIL, f"{dev} cannot be used", f"{name}: {r.get('error')}", _gpu_index(dev)))
+        elif r.get("error"):
+            verdicts.append((Status.FAIL, f"{dev} fails the device touch", f"{name}: {r['error']}", _gpu_index(dev)))
+        else:
+            what = "host->device->host copy came back different" if not r.get("roundtrip_equal") else \
+                "a trivial kernel computed a wrong sum"
+            verdicts.append((Status.FAIL, f"{dev} corrupts data", f"{name}: {what}", _gpu_index(dev)))
+    if not verdicts:
+        return skip("No device was touched", evidence=ev)
+    remedy = Remediation("A device that cannot copy or run a trivial kernel correctly is unusable. Look for Xid "
+                         "errors, check ECC and row-remapping findings, and reset the GPU or reboot.",
+                         ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+    return _combine(verdicts, f"{len(verdicts)} device(s) pass the device touch", ev, remedy)
+
+
+# -- matmul -------------------------------------------------------------------------------------
+
+def _low_throughput_hint(dev: str) -> str:
+    return ("Far below the datasheet peak usually means the GPU is throttled (power or thermal: "
+            "`nvidia-smi -q -d PERFORMANCE,CLOCK,POWER`), running at reduced clocks (application clocks or a "
+            "power cap: `nvidia-smi -q -d CLOCK`), busy with another process (`nvidia-smi`), or is a MIG slice "
+            "(`nvidia-smi -L`) — a 1g slice has 1/7 of the compute." if dev != "cpu" else "")
+
+
+@check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
+       needs=("micro.matmul",), judges_failures=True)
+def micro_matmul(facts: Facts):
+    missing = _not_run(facts, "micro.matmul", "matmul")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.matmul")
+    verdicts = []
+    low_devices = []
+    for dev, r in _per_device(facts, "micro.matmul").items():
+        gpus = _gpu_index(dev)
+        if r.get("not_run"):
+            verdicts.append((Status.FAIL, f"matmul not run on {dev}", f"{dev}: {r['not_run']}", gpus))
+            continue
+        if r.get("error") and not r.get("dtypes"):
+            verdicts.append((Status.FAIL, f"matmul fails on {dev}", f"{dev}: {r['error']}", gpus))
+            continue
+        for label, d in (r.get("dtypes") or {}).items():
+            where = f"{dev} {label}"
+            if d.get("error"):
+                verdicts.append((Status.FAIL, f"{label} matmul fails on {dev}", f"{where}: {d['error']}", gpus))
+            elif not d.get("finite"):
+                verdicts.append((Status.FAIL, f"{label} matmul on {dev} returns NaN/Inf",
+                                 f"{where}: the {d.get('n')}x{d.get('n')} product of finite random inputs contains "
+                                 "NaN or Inf", gpus))
+            elif not d.get("ok"):
+                verdicts.append((Status.FAIL, f"{label} matmul on {dev} computes wrong results",
+                                 f"{where}: relative error {_fmt(d.get('rel_err'))} vs float64 exceeds "
+                                 f"{_fmt(d.get('tolerance'))}", gpus))
+            else:
+                speed = f"{_fmt(d.get('tflops'))} TFLOP/s"
+                ratio = d.get("ratio")
+                if isinstance(ratio, (int, float)):
+                    speed += f" = {ratio:.0%} of the {r.get('peak_model')} dense peak ({_fmt(d.get('peak_tflops'))})"
+                line = f"{where}: rel err {_fmt(d.get('rel_err'), 2)} (tol {_fmt(d.get('tolerance'))}), {speed}"
+                if isinstance(ratio, (int, float)) and ratio < LOW_RATIO:
+                    low_devices.append(dev)
+                    verdicts.append((Status.WARN, f"{label} matmul on {dev} runs at {ratio:.0%} of peak", line, gpus))
+                else:
+                    verdicts.append((Status.OK, "", line, gpus))
+    if not verdicts:
+        return skip("No matmul results", evidence=ev)
+    worst = max((v[0] for v in verdicts), key=lambda s: {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2}[s])
+    if worst is Status.FAIL:
+        remedy = Remediation("A GEMM that returns wrong numbers or NaN on random inputs means broken math "
+                             "libraries (a mismatched cuBLAS) or a faulty GPU. Check the library findings, look for "
+                             "Xid/ECC errors, and do not trust training results from this device until it passes.",
+                             ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+    else:
+        remedy = Remediation(_low_throughput_hint(low_devices[0] if low_devices else "cpu"),
+                             ("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER", "nvidia-smi -L"))
+    return _combine(verdicts, "Matmul results are correct", ev, remedy)
+
+
+# -- transformer --------------------------------------------------------------------------------
+
+@check("micro-transformer", "A Transformer block trains: finite loss and gradients, autocast close to fp32",
+       needs=("micro.transformer",), judges_failures=True)
+def micro_transformer(facts: Facts):
+    missing = _not_run(facts, "micro.transformer", "Transformer")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.transformer")
+    verdicts = []
+    for dev, r in _per_device(facts, "micro.transformer").items():
+        gpus = _gpu_index(dev)
+        if r.get("not_run") or r.get("error"):
+            verdicts.append((Status.FAIL, f"Transformer step fails on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}",
+                             gpus))
+            continue
+        f32, amp, sdpa = r.get("fp32") or {}, r.get("amp") or {}, r.get("sdpa") or {}
+        usable = sorted(k for k, b in sdpa.items() if isinstance(b, dict) and b.get("usable"))
+        speed = (f"fp32 {_fmt(f32.get('tokens_per_s'))} tokens/s, {amp.get('dtype')} autocast "
+                 f"{_fmt(amp.get('tokens_per_s'))} tokens/s; SDPA backends: {', '.join(usable) or 'none'}")
+        problems = []
+        if not (f32.get("loss_finite") and f32.get("grads_finite") and f32.get("params_finite", True)):
+            problems.append("the fp32 step produced a non-finite loss, gradient or weight")
+        if not (amp.get("loss_finite") and amp.get("grads_finite")):
+            problems.append(f"the {amp.get('dtype')} autocast step produced a non-finite loss or gradient")
+        elif not amp.get("grads_close"):
+            problems.append(f"{amp.get('dtype')} autocast gradients differ from fp32 by {_fmt(amp.get('grad_rel_err'))} "
+                            f"(allowed {_fmt(amp.get('grad_tolerance'))})")
+        if not usable:
+            problems.append("no scaled_dot_product_attention backend gives correct results")
+        if problems:
+            verdicts.append((Status.FAIL, f"Transformer training step is broken on {dev}",
+                             f"{dev}: {'; '.join(problems)}. {speed}", gpus))
+        elif dev != "cpu" and not ({"flash", "mem_efficient", "cudnn"} & set(usable)):
+            why = "; ".join(f"{k}: {b.get('why')}" for k, b in sdpa.items() if isinstance(b, dict) and b.get("why"))
+            verdicts.append((Status.WARN, f"Only the math attention backend works on {dev}",
+                             f"{dev}: fused attention kernels are unusable ({why}); attention falls back to the slow, "
+                             f"memory-hungry math path. {speed}", gpus))
+        else:
+            verdicts.append((Status.OK, "", f"{dev}: {speed}", gpus))
+    if not verdicts:
+        return skip("No Transformer results", evidence=ev)
+    remedy = Remediation("Non-finite or divergent training steps on random data point at broken kernels (cuDNN/"
+                         "cuBLAS mismatch) or a faulty GPU; missing fused attention usually means a torch build "
+                         "without kernels for this GPU architecture (see torch-arch-support).",
+                         ("python -c \"import torch; print(torch.backends.cuda.flash_sdp_enabled(), "
+                          "torch.cuda.get_arch_list())\"",))
+    return _combine(verdicts, "Transformer forward/backward works", ev, remedy)
+
+
+# -- copies -------------------------------------------------------------------------------------
+
+def _pcie_link(facts: Facts, uuid: str | None, index: int | None) -> tuple[int | None, int | None]:
+    """(gen, width) of a GPU's PCIe link from the NVML facts; the maximum the link supports
+    when known (the current gen drops at idle to save power)."""
+    gpus = thaw(facts.value("nvml.gpus") or [])
+    chosen = None
+    for g in gpus:
+        if not isinstance(g, dict):
+            continue
+        g_uuid = str(g.get("uuid") or "").removeprefix("GPU-")
+        if uuid and g_uuid and g_uuid == str(uuid).removeprefix("GPU-"):
+            chosen = g
+            break
+    if chosen is None and len(gpus) == 1 and isinstance(gpus[0], dict):
+        chosen = gpus[0]
+    if chosen is None and index is not None and not uuid and index < len(gpus) and isinstance(gpus[index], dict):
+        chosen = gpus[index]
+    if chosen is None:
+        return None, None
+    flat = dict(chosen)
+    for nested in ("pcie", "pci"):
+        if isinstance(chosen.get(nested), dict):
+            flat.update({f"pcie_{k}": v for k, v in chosen[nested].items()})
+
+    def first(*names: str) -> int | None:
+        for n in names:
+            v = flat.get(n)
+            if isinstance(v, int) and v > 0:
+                return v
+        return None
+
+    gen = first("pcie_link_gen_max", "pcie_gen_max", "pcie_max_link_gen", "pcie_link_gen", "pcie_gen",
+                "pcie_link_gen_current", "pcie_gen_current")
+    width = first("pcie_link_width_max", "pcie_width_max", "pcie_max_link_width", "pcie_link_width",
+                  "pcie_width", "pcie_link_width_current", "pcie_width_current")
+    return gen, width
+
+
+@check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",
+       needs=("micro.copy",), judges_failures=True)
+def micro_copy(facts: Facts):
+    missing = _not_run(facts, "micro.copy", "copy")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.copy", "nvml.gpus")
+    devices = _per_device(facts, "micro.device") if facts.get("micro.device").ok else {}
+    verdicts = []
+    for dev, r in _per_device(facts, "micro.copy").items():
+        gpus = _gpu_index(dev)
+        if r.get("not_run") or r.get("error"):
+            verdicts.append((Status.FAIL, f"Copies fail on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}", gpus))
+            continue
+        if dev == "cpu":
+            h = r.get("h2h") or {}
+            status = Status.OK if h.get("equal") else Status.FAIL
+            verdicts.append((status, "Host memory copy came back different", f"cpu: host copy {_fmt(h.get('gbps'))} GB/s"
+                             + ("" if h.get("equal") else ", data differs"), gpus))
+            continue
+        h2d, d2h, d2d = r.get("h2d") or {}, r.get("d2h") or {}, r.get("d2d") or {}
+        line = (f"{dev}: pinned H->D {_fmt(h2d.get('gbps'))} GB/s, D->H {_fmt(d2h.get('gbps'))} GB/s, "
+                f"D->D {_fmt(d2d.get('gbps'))} GB/s")
+        if not r.get("roundtrip_equal") or not d2d.get("equal", True):
+            verdicts.append((Status.FAIL, f"Copies corrupt data on {dev}", line + "; copied data differs", gpus))
+            continue
+        notes = []
+        gen, width = _pcie_link(facts, (devices.get(dev) or {}).get("uuid"), gpus[0] if gpus else None)
+        if gen in PCIE_LANE_GBPS and width:
+            link = PCIE_LANE_GBPS[gen] * width
+            line += f" (PCIe gen{gen} x{width} carries ~{link:.0f} GB/s each way"
+            worst = min((v for v in (h2d.get("gbps"), d2h.get("gbps")) if isinstance(v, (int, float))), default=None)
+            if worst is not None and worst < LOW_PCIE_RATIO * link:
+                notes.append(f"host<->device copies reach {worst / link:.0%} of the PCIe gen{gen} x{width} link")
+            line += ")"
+        ratio = d2d.get("ratio")
+        if isinstance(ratio, (int, float)):
+            line += f"; D->D is {ratio:.0%} of {_fmt(d2d.get('peak_gbps'))} GB/s ({r.get('peak_model')})"
+            if ratio < LOW_MEMORY_RATIO:
+                notes.append(f"device memory copies reach {ratio:.0%} of the memory bandwidth")
+        if notes:
+            verdicts.append((Status.WARN, f"Slow copies on {dev}", f"{line}. {'; '.join(notes)}", gpus))
+        else:
+            verdicts.append((Status.OK, "", line, gpus))
+    if not verdicts:
+        return skip("No copy results", evidence=ev)
+    remedy = Remediation("Slow host<->device copies mean a PCIe link trained below its rating (a riser, a x8/x4 "
+                         "slot, a bad seat: see gpu-pcie-link), a GPU attached to the other CPU socket, or IOMMU "
+                         "overhead. Slow device copies point at reduced memory clocks or another process on the GPU.",
+                         ("nvidia-smi -q -d PCIE", "nvidia-smi topo -m"))
+    return _combine(verdicts, "Copies are correct", ev, remedy)
+
+
+# -- DataLoader / shared memory -----------------------------------------------------------------
+
+def _shm_remedy(facts: Facts) -> Remediation:
+    container = facts.value("host.container")
+    if container == "kubernetes":
+        return Remediation(
+            "DataLoader workers hand batches to the main process through /dev/shm, and it is too small. Mount a "
+            "memory-backed emptyDir on /dev/shm in the pod (or lower num_workers/batch size).",
+            ("# pod spec:\nvolumes:\n- name: dshm\n  emptyDir: {medium: Memory, sizeLimit: 16Gi}\n"
+             "# container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",), SHM_LINKS)
+    commands: tuple[str, ...] = ("docker run --shm-size=16g …", "docker run --ipc=host …")
+    if not container:
+        commands = ("sudo mount -o remount,size=16G /dev/shm", *commands)
+    return Remediation(
+        "DataLoader workers hand batches to the main process through /dev/shm, and it is too small (Docker's "
+        "default is 64 MiB). Start the container with a bigger /dev/shm or the host's IPC namespace; in Kubernetes "
+        "mount an emptyDir with medium: Memory on /dev/shm. As a stopgap, num_workers=0.", commands, SHM_LINKS)
+
+
+@check("micro-dataloader", "DataLoader workers pass large batches through /dev/shm",
+       needs=("micro.dataloader",), judges_failures=True)
+def micro_dataloader(facts: Facts):
+    missing = _not_run(facts, "micro.dataloader", "DataLoader")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.dataloader", "host.shm_size", "host.container")
+    results = _per_device(facts, "micro.dataloader")
+    if not results:
+        return skip("No DataLoader results", evidence=ev)
+    dev, r = next(iter(results.items()))
+    gpus = _gpu_index(dev)
+    if r.get("ok"):
+        return ok(f"DataLoader with {r.get('workers')} workers and pin_memory moves {_fmt(r.get('mbps'))} MB/s",
+                  detail=f"{r.get('batches')} batches of {int(r.get('batch_bytes') or 0) >> 20} MiB, verified",
+                  evidence=ev)
+    text = r.get("error") or r.get("not_run") or ""
+    worker_lines = [ln for ln in r.get("worker_stderr") or [] if "error" in ln.lower()]
+    if r.get("bus_error"):
+        shown = worker_lines[0] if worker_lines else "ERROR: Unexpected bus error encountered in worker."
+        return fail("DataLoader workers die of SIGBUS: /dev/shm is too small",
+                    detail=f"{text} (worker said: {shown})", evidence=ev, remedy=_shm_remedy(facts), gpus=gpus)
+    if r.get("wrong_batches"):
+        return fail("DataLoader delivered corrupted batches", detail=f"batches {r['wrong_batches']} differ from what the "
+                    "workers produced", evidence=ev, gpus=gpus,
+                    remedy=Remediation("Data corrupted between workers and the main process points at shared "
+                                       "memory or RAM faults; re-run, then test memory (memtest86+)."))
+    if r.get("killed"):
+        return fail("DataLoader workers die", detail=text, evidence=ev, gpus=gpus,
+                    remedy=Remediation("Workers killed by a signal are usually out of memory (the OOM killer: "
+                                       "`dmesg | grep -i oom`) or out of /dev/shm. Lower num_workers or batch size, "
+                                       "or raise the memory and shared-memory limits.", ("sudo dmesg -T | grep -i -E 'oom|killed'",)))
+    return fail("DataLoader with workers fails", detail=text, evidence=ev, gpus=gpus)
+
+
+# -- multi-GPU ----------------------------------------------------------------------------------
+
+@check("micro-multi-gpu", "GPUs reach each other: peer access and an NCCL all-reduce",
+       needs=("micro.multi_gpu",), judges_failures=True)
+def micro_multi_gpu(facts: Facts):
+    missing = _not_run(facts, "micro.multi_gpu", "multi-GPU")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.multi_gpu")
+    r = thaw(facts.value("micro.multi_gpu") or {})
+    devices = r.get("devices") or []
+    gpus = [g for d in devices for g in _gpu_index(d)]
+    if r.get("error") and "nccl" not in r:
+        return fail("Multi-GPU check failed", detail=r["error"], evidence=ev, gpus=gpus)
+    matrix = r.get("peer_access") or []
+    no_peer = [f"{devices[i]}->{devices[j]}" for i, row in enumerate(matrix) for j, v in enumerate(row)
+               if not v and i < len(devices) and j < len(devices)]
+    peers = "all pairs have peer access" if not no_peer else f"no peer access: {', '.join(no_peer)}"
+    nccl = r.get("nccl") or {}
+    status = nccl.get("status")
+    warnings = nccl.get("nccl_warnings") or []
+    tail = f" NCCL said: {' | '.join(warnings[-3:])}" if warnings else ""
+    remedy = Remediation(
+        "NCCL between local GPUs fails most often because PCIe ACS or the IOMMU blocks peer-to-peer traffic "
+        "(all-reduce hangs), because fabric manager is not running on NVSwitch systems, or because of mismatched "
+        "NCCL libraries. Test with P2P disabled; if that works, disable ACS in the BIOS or set iommu=pt.",
+        ("NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 envdoctor check --micro-only", "nvidia-smi topo -m",
+         "systemctl status nvidia-fabricmanager"),
+        ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",))
+    if status == "hung":
+        return fail("NCCL all-reduce between local GPUs hangs", detail=f"{nccl.get('detail')}; {peers}.{tail}",
+                    evidence=ev, remedy=remedy, gpus=gpus)
+    if status == "wrong":
+        return fail("NCCL all-reduce returns wrong sums", detail=f"{nccl.get('detail')}; {peers}.{tail}", evidence=ev,
+                    remedy=remedy, gpus=gpus)
+    if status != "ok":
+        return fail("NCCL all-reduce fails", detail=f"{nccl.get('detail')}; {peers}.{tail}", evidence=ev,
+                    remedy=remedy, gpus=gpus)
+    return ok(f"NCCL all-reduce across {len(devices)} GPUs is correct ({_fmt(nccl.get('seconds'))} s)",
+              detail=f"{peers}.", evidence=ev)
+
+
+# -- torch.compile ------------------------------------------------------------------------------
+
+@check("micro-compile", "torch.compile (Inductor) compiles and matches eager",
+       needs=("micro.compile",), judges_failures=True)
+def micro_compile(facts: Facts):
+    missing = _not_run(facts, "micro.compile", "torch.compile")
+    if missing:
+        return missing
+    ev = evidence(facts, "micro.compile")
+    verdicts = []
+    for dev, r in _per_device(facts, "micro.compile").items():
+        gpus = _gpu_index(dev)
+        if r.get("error") or r.get("not_run"):
+            text = str(r.get("error") or r.get("not_run"))
+            verdicts.append((Status.FAIL, f"torch.compile fails on {dev}", f"{dev}: {text}", gpus))
+        elif not r.get("ok"):
+            verdicts.append((Status.FAIL, f"Compiled step differs from eager on {dev}",
+                             f"{dev}: loss rel err {_fmt(r.get('loss_rel_err'))}, grad rel err "
+                             f"{_fmt(r.get('grad_rel_err'))} (allowed {_fmt(r.get('tolerance'))})", gpus))
+        else:
+            verdicts.append((Status.OK, "", f"{dev}: compiled in {_fmt(r.get('compile_seconds'))} s, matches eager", gpus))
+    if not verdicts:
+        return skip("No torch.compile results", evidence=ev)
+    remedy = Remediation("Inductor needs Triton (bundled with CUDA torch wheels as `triton`) on a GPU and a working "
+                         "C++ compiler (gcc/g++) for CPU code and its launchers; a Python.h from the python3-dev "
+                         "package is needed too. Check the error text for which is missing.",
+                         ("python -c \"import triton; print(triton.__version__)\"", "gcc --version"))
+    return _combine(verdicts, "torch.compile works", ev, remedy)
+
+
+CHECKS = [micro_device, micro_matmul, micro_transformer, micro_copy, micro_dataloader, micro_multi_gpu, micro_compile]

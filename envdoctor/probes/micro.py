@@ -1,0 +1,327 @@
+"""Probe: run the microchecks (``envdoctor/child/micro.py``) in the target interpreter with a
+deadline, and turn what the child printed — all of it, or as much as it printed before it hung
+or crashed — into ``micro.*`` facts.
+
+Deciding to run is cheap and happens here: ``--no-micro`` skips everything, and without
+``--device cpu`` the microchecks run only when the NVIDIA driver's device nodes exist (the child
+then confirms ``torch.cuda.is_available()``). The datasheet peaks used for the "achieved vs
+expected" ratios live here too, so the ratio is written into the facts next to the figure it
+judges and a saved report carries both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..host import ChildResult, Host
+from ..model import Reading, Reason, missing, ok
+from . import Options, ProbeSpec
+
+SOURCE = "child:micro"
+
+#: Checks in the order the child runs them; each has the fact ``micro.<name>``.
+CHECKS = ("device", "matmul", "transformer", "copy", "compile", "dataloader", "multi_gpu")
+KEYS = ("micro.run", *(f"micro.{c}" for c in CHECKS))
+
+#: Self-test hooks the child honours (see envdoctor/child/micro.py); tests pass one through
+#: ``Options.extra["micro_inject"]``. Never set in production. ``Options.extra`` also takes
+#: ``micro_checks`` (run a subset) and ``micro_budget`` (seconds per timed loop).
+INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker")
+
+# Files whose presence says an NVIDIA driver is loaded (Linux) or exposed through WSL2.
+_GPU_NODES = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Dense (no 2:4 sparsity) datasheet peaks of one GPU model."""
+
+    model: str
+    tflops: Mapping[str, float]  # fp32 / tf32 / bf16 / fp16, TFLOP/s
+    memory_gbps: float  # memory bandwidth, GB/s
+    source: str
+
+
+_H100_SXM = {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}
+_NVL = {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5}
+_A100 = {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}
+_H100_URL = "https://www.nvidia.com/en-us/data-center/h100/"
+_H200_URL = "https://www.nvidia.com/en-us/data-center/h200/"
+_A100_URL = ("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+             "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+
+#: (pattern on torch's device name, peak). First match wins, so variants precede the family.
+#: NVIDIA's datasheets print Tensor Core figures "with sparsity" (marked *); the dense figure
+#: is half of it. GeForce cards run fp16/bf16 with FP32 accumulate (what cuBLAS uses for torch)
+#: at half the FP16-accumulate rate: the whitepapers list both. As of 2025-06.
+PEAKS: tuple[tuple[str, Peak], ...] = (
+    (r"H200 NVL", Peak("H200 NVL", _NVL, 4800.0, _H200_URL)),
+    (r"H200", Peak("H200 SXM", _H100_SXM, 4800.0, _H200_URL)),
+    (r"H100 NVL", Peak("H100 NVL", _NVL, 3900.0, _H100_URL)),
+    (r"H100 PCIe", Peak("H100 PCIe", {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}, 2000.0,
+                        _H100_URL)),
+    (r"H100", Peak("H100 SXM", _H100_SXM, 3350.0, _H100_URL)),
+    (r"A100.*80GB.*PCI|A100.*PCI.*80GB", Peak("A100 80GB PCIe", _A100, 1935.0, _A100_URL)),
+    (r"A100.*40GB", Peak("A100 40GB", _A100, 1555.0, _A100_URL)),
+    (r"A100", Peak("A100 80GB SXM", _A100, 2039.0, _A100_URL)),
+    (r"\bL4\b", Peak("L4", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}, 300.0,
+                     "https://www.nvidia.com/en-us/data-center/l4/")),
+    (r"RTX 4090", Peak("GeForce RTX 4090", {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2}, 1008.0,
+                       "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf")),
+    (r"RTX 5090", Peak("GeForce RTX 5090", {"fp32": 104.8, "tf32": 104.8, "bf16": 209.5, "fp16": 209.5}, 1792.0,
+                       "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/"
+                       "nvidia-rtx-blackwell-gpu-architecture.pdf")),
+)
+
+
+def peak_for(name: str | None) -> Peak | None:
+    """The datasheet peak for a device name as torch reports it, from the compatibility data
+    when it carries ``peak_tflops``, else from :data:`PEAKS`."""
+    if not name:
+        return None
+    found = _peak_from_compat(name)
+    if found is not None:
+        return found
+    for pattern, peak in PEAKS:
+        if re.search(pattern, name):
+            return peak
+    return None
+
+
+def _peak_from_compat(name: str) -> Peak | None:
+    """Look for a ``peak_tflops`` entry in envdoctor/data/compat.json (the compat issue may add
+    one per GPU); absent or malformed data means "not there", never an error."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "compat.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    gpus = data.get("gpus") if isinstance(data, dict) else None
+    if not isinstance(gpus, list):
+        return None
+    for gpu in gpus:
+        if not isinstance(gpu, dict) or not isinstance(gpu.get("peak_tflops"), dict):
+            continue
+        pattern = gpu.get("match") or gpu.get("name")
+        if not isinstance(pattern, str):
+            continue
+        try:
+            hit = re.search(pattern, name)
+        except re.error:
+            hit = pattern in name
+        if hit:
+            tflops = {k: float(v) for k, v in gpu["peak_tflops"].items() if isinstance(v, (int, float))}
+            bw = gpu.get("memory_bandwidth_gbps")
+            return Peak(str(gpu.get("name", pattern)), tflops, float(bw) if isinstance(bw, (int, float)) else 0.0,
+                        str(gpu.get("source", "envdoctor/data/compat.json")))
+    return None
+
+
+# -- deciding and running ---------------------------------------------------------------------
+
+class MicroProbeSpec(ProbeSpec):
+    """The deadline grows with ``--compile``: Inductor's first compile takes tens of seconds."""
+
+    def deadline(self, options: Options) -> float:
+        return options.timeout * (self.scale + (COMPILE_SCALE if options.compile else 0.0))
+
+
+# With the default --timeout 5: 120 s for the whole set (CUDA init, ~6 s per GPU, and room for
+# eight GPUs), plus 180 s when compiling.
+SCALE = 24.0
+COMPILE_SCALE = 36.0
+
+
+def _skipped(detail: str) -> dict[str, Reading]:
+    return {k: missing(Reason.SKIPPED, SOURCE, detail) for k in KEYS}
+
+
+def plan(host: Host, options: Options) -> tuple[list[str] | None, str]:
+    """(devices for the child, "") or (None, why the microchecks are skipped). An empty list
+    means "every visible CUDA device"."""
+    if not options.micro:
+        return None, "--no-micro"
+    device = (options.device or "").strip()
+    if device == "cpu":
+        return ["cpu"], ""
+    if device.startswith("cuda:"):
+        return [device], ""
+    if device not in ("", "cuda"):
+        return None, f"unknown --device {device!r} (use cpu, cuda or cuda:N)"
+    if not device and not any(host.exists(p) for p in _GPU_NODES):
+        return None, ("no NVIDIA GPU here (no /dev/nvidiactl, /proc/driver/nvidia/version or /dev/dxg); "
+                      "run with --device cpu to exercise the microchecks on the CPU")
+    return [], ""
+
+
+def probe_micro(host: Host, options: Options) -> dict[str, Reading]:
+    devices, why = plan(host, options)
+    if devices is None:
+        return _skipped(why)
+    inject = str(options.extra.get("micro_inject") or "")
+    args: dict[str, Any] = {"devices": devices, "compile": bool(options.compile)}
+    if options.healthcheck:
+        args["checks"] = ["device"]  # healthcheck --micro: only the device touch
+    elif isinstance(options.extra.get("micro_checks"), (list, tuple)):
+        args["checks"] = [str(c) for c in options.extra["micro_checks"]]  # a subset, for tests and debugging
+    if inject:
+        if inject not in INJECTIONS:
+            return _skipped(f"unknown self-test injection {inject!r}")
+        args["inject"] = inject
+    budget = options.extra.get("micro_budget")
+    if isinstance(budget, (int, float)):
+        args["budget"] = float(budget)
+    deadline = PROBE.deadline(options)
+    result = host.run_child("micro", args, timeout=deadline, python=options.python)
+    return readings_from_child(result, args, deadline)
+
+
+# -- turning the child's records into facts ---------------------------------------------------
+
+def _results(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"matmul": {"cuda:0": {...}}, ...}`` from the child's ``matmul@cuda:0`` records."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        name, sep, device = key.partition("@")
+        if sep and name in CHECKS and isinstance(value, dict):
+            out.setdefault(name, {})[device] = value
+    return out
+
+
+def _with_peaks(name: str, per_device: dict[str, Any], devices: Mapping[str, Any]) -> dict[str, Any]:
+    """Add datasheet peaks and achieved/peak ratios to matmul and copy results."""
+    if name not in ("matmul", "copy"):
+        return per_device
+    out: dict[str, Any] = {}
+    for dev, result in per_device.items():
+        result = dict(result)
+        peak = peak_for((devices.get(dev) or {}).get("name")) if dev != "cpu" else None
+        if peak is not None:
+            result["peak_model"] = peak.model
+            result["peak_source"] = peak.source
+            if name == "matmul":
+                dtypes = {}
+                for label, r in (result.get("dtypes") or {}).items():
+                    r = dict(r)
+                    p = peak.tflops.get(label)
+                    if p and isinstance(r.get("tflops"), (int, float)):
+                        r["peak_tflops"] = p
+                        r["ratio"] = round(r["tflops"] / p, 4)
+                    dtypes[label] = r
+                result["dtypes"] = dtypes
+            elif peak.memory_gbps and isinstance(result.get("d2d"), dict):
+                d2d = dict(result["d2d"])
+                if isinstance(d2d.get("gbps"), (int, float)):
+                    d2d["peak_gbps"] = peak.memory_gbps
+                    d2d["ratio"] = round(d2d["gbps"] / peak.memory_gbps, 4)
+                result["d2d"] = d2d
+        out[dev] = result
+    return out
+
+
+def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: float) -> dict[str, Reading]:
+    """Facts from what the child printed. The check the child was in when it hung or crashed
+    gets that reason; checks it never reached are ``skipped`` ("not reached"), so one hang is
+    one finding, not seven."""
+    data = result.data
+    if result.status == "absent":
+        return {k: missing(Reason.ABSENT, SOURCE, result.detail) for k in KEYS}
+    run: dict[str, Any] = {
+        "status": result.status, "seconds": round(result.seconds, 3), "deadline": deadline,
+        "stage": result.stage or None, "torch": data.get("torch_version"),
+        "cuda_init_seconds": data.get("cuda_init_seconds"), "checks_seconds": data.get("checks_seconds"),
+        "requested": list(args.get("devices") or []) or "all visible CUDA devices",
+    }
+    if args.get("inject"):
+        run["self_test_inject"] = args["inject"]
+    if not result.ok:
+        run["detail"] = result.explain()
+        run["stderr_tail"] = [ln for ln in result.stderr.strip().splitlines() if ln.strip()][-8:]
+    fatal = data.get("fatal")
+    plan_: Mapping[str, Any] | None = data.get("plan")
+    out: dict[str, Reading] = {}
+
+    if isinstance(fatal, dict):
+        run["error"] = fatal.get("error")
+        out["micro.run"] = Reading(run, Reason.FAILED, SOURCE, f"import torch failed: {fatal.get('error')}")
+        out.update({f"micro.{c}": missing(Reason.SKIPPED, SOURCE, "torch does not import (see torch-import)")
+                    for c in CHECKS})
+        return out
+    if isinstance(plan_, dict):
+        run["devices"] = list(plan_.get("devices") or [])
+        if plan_.get("unusable"):
+            run["unusable"] = dict(plan_["unusable"])
+    out["micro.run"] = Reading(run, result.reason, SOURCE, result.explain() if not result.ok else "")
+
+    if isinstance(plan_, dict) and not plan_.get("devices"):
+        why = plan_.get("why") or "no usable device"
+        out.update({f"micro.{c}": missing(Reason.SKIPPED, SOURCE, f"no usable GPU: {why}") for c in CHECKS})
+        unusable = plan_.get("unusable") or {}
+        if unusable:  # the user named a device that cannot be used: that is the device touch failing
+            out["micro.device"] = ok({d: {"ok": False, "error": e, "unusable": True} for d, e in unusable.items()},
+                                     SOURCE)
+        return out
+
+    planned: list[str]
+    if isinstance(plan_, dict):
+        planned = [c for c in CHECKS if c in (plan_.get("checks") or [])]
+        devices = list(plan_.get("devices") or [])
+    else:  # died before planning (in import torch or CUDA enumeration)
+        planned = [c for c in CHECKS if c in (args.get("checks") or CHECKS)
+                   and (c != "compile" or args.get("compile")) and c != "multi_gpu"]
+        devices = list(args.get("devices") or [])
+    results = _results(data)
+    device_info = results.get("device", {})
+    blamed = False
+    for name in CHECKS:
+        key = f"micro.{name}"
+        got = results.get(name, {})
+        if name not in planned:
+            out[key] = missing(Reason.SKIPPED, SOURCE, _not_planned(name, args, plan_))
+            continue
+        if name == "multi_gpu":
+            complete = "all" in got
+            value: Any = got.get("all")
+        elif name == "dataloader":
+            complete = bool(got)
+            value = got
+        else:
+            complete = (bool(devices) and all(d in got for d in devices)) or (not devices and bool(got))
+            value = _with_peaks(name, got, device_info)
+        if complete or (result.ok and got):
+            out[key] = ok(value, SOURCE)
+        elif result.ok:
+            out[key] = missing(Reason.FAILED, SOURCE, "the microcheck child finished without reporting this check")
+        elif not blamed:
+            blamed = True
+            reason = result.reason or Reason.FAILED
+            out[key] = Reading(value or None, reason, SOURCE, result.explain())
+        else:
+            what = {"timeout": "hung", "crashed": "crashed"}.get(result.status, "stopped")
+            out[key] = Reading(value or None, Reason.SKIPPED, SOURCE,
+                               f"not reached: the microcheck child {what} earlier ({result.stage or 'before any check'})")
+    return out
+
+
+def _not_planned(name: str, args: Mapping[str, Any], plan_: Mapping[str, Any] | None) -> str:
+    subset = args.get("checks")
+    if subset == ["device"]:
+        return "healthcheck runs only the device touch"
+    if subset and name not in subset:
+        return "not requested"
+    if name == "compile":
+        return "--compile not given"
+    if name == "multi_gpu":
+        why = (plan_ or {}).get("multi_gpu_skipped") or "fewer than 2 CUDA devices"
+        return f"needs at least 2 visible GPUs ({why})"
+    return "not requested"
+
+
+PROBE = MicroProbeSpec("micro", probe_micro, KEYS, scale=SCALE, healthcheck=True, micro=True)
+PROBES = [PROBE]
