@@ -15,9 +15,20 @@ def _python(facts: Facts) -> str:
 
 
 def suggested_variant(facts: Facts) -> tuple[str, str]:
-    """The CUDA wheel variant to install for this driver, and why. Uses the compatibility table."""
-    from .. import compat
+    """The CUDA wheel variant to install for this driver and these GPUs, and why (the compatibility table).
 
+    The newest release whose wheels carry kernels for every GPU and run on the driver; without GPU
+    facts, the newest variant the driver runs natively."""
+    from .. import compat
+    from .compat import gpus
+
+    ccs = [g.cc for g in gpus(facts) if g.cc]
+    cap = compat.driver_cuda(facts)
+    if ccs:
+        rec = compat.recommend(ccs, cap, facts.value("python.version"), compat.platform_of(facts))
+        if rec is not None:
+            why = (f"{rec.reason}; {rec.driver_note}." if rec.driver_note else f"{rec.reason}.")
+            return rec.variant, why[0].upper() + why[1:]
     return compat.variant_for_driver(facts)
 
 

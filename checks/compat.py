@@ -1,0 +1,731 @@
+"""Compatibility checks: do driver, GPU, torch wheel, its bundled libraries and companions fit together?
+
+Each check judges facts (from a live probe or a parsed paste) against the table in
+``envdoctor/data/compat.json`` through :mod:`envdoctor.compat`. What the installed torch says about
+itself (``torch.arch_list``) wins over the table. When the table decided, the finding's detail
+carries its ``as_of`` date; a version the table does not know yields a note, never a ``fail``, and a
+table row marked unverified can at most ``warn``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import compat
+from packaging.version import Version
+
+from ..compat import CC, ArchList
+from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding
+from ..registry import check
+from ._common import torch_variant
+
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
+DRIVERS = "https://www.nvidia.com/Download/index.aspx"
+MVC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the facts
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    cc: CC | None
+    cc_from: str  # "nvml", "torch" or "table"
+
+    def label(self) -> str:
+        return self.name or f"GPU {self.index}"
+
+
+def gpus(facts: Facts) -> list[Gpu]:
+    """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
+    torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, dict)]
+    by_name = {str(d.get("name")): compat.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
+    out: list[Gpu] = []
+    nvml = [g for g in (facts.value("nvml.gpus") or []) if isinstance(g, dict)]
+    for pos, g in enumerate(nvml):
+        name = str(g.get("name") or "")
+        cc, origin = compat.parse_cc(g.get("compute_capability")), "nvml"
+        if cc is None and by_name.get(name):
+            cc, origin = by_name[name], "torch"
+        if cc is None and name:
+            cc, origin = compat.cc_for_gpu(name), "table"
+        out.append(Gpu(_int(g.get("index"), pos), name, cc, origin))
+    if out:
+        return out
+    for pos, d in enumerate(torch_devs):
+        name = str(d.get("name") or "")
+        cc, origin = compat.parse_cc(d.get("capability")), "torch"
+        if cc is None and name:
+            cc, origin = compat.cc_for_gpu(name), "table"
+        out.append(Gpu(_int(d.get("index"), pos), name, cc, origin))
+    return out
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str  # "2.6.0+cu126"
+    public: str  # "2.6.0"
+    variant: str | None  # "cu126", "cpu", None
+    cuda: str | None  # "12.6"
+
+
+def torch_build(facts: Facts) -> TorchBuild | None:
+    ver = facts.value("torch.version")
+    if not ver or compat.version(ver) is None:
+        return None
+    text = str(ver)
+    cuda = facts.value("torch.cuda_version")
+    variant = torch_variant(facts)
+    if not cuda and variant:
+        cuda = compat.variant_cuda(variant)
+    return TorchBuild(text, text.split("+", 1)[0], variant, str(cuda) if cuda else None)
+
+
+def installed_arch(facts: Facts, build: TorchBuild) -> ArchList | None:
+    """What the installed torch reports (``get_arch_list()``), else the table's list for its build.
+
+    ``get_arch_list()`` is empty whenever CUDA is unavailable, so an empty list means "unknown"."""
+    reported = facts.value("torch.arch_list")
+    if reported:
+        parsed = compat.parse_arch_list(reported)
+        if parsed.targets:
+            return parsed
+    if build.variant:
+        return compat.arch_list(build.public, build.variant, compat.platform_of(facts))
+    return None
+
+
+def _python(facts: Facts) -> str | None:
+    return facts.value("python.version")
+
+
+def _packages(facts: Facts) -> dict[str, str]:
+    pkgs = facts.value("python.packages") or {}
+    return {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
+
+
+def _companion_extras(facts: Facts) -> tuple[str, ...]:
+    """Reinstall torchvision/torchaudio with torch (unpinned: their exact torch pin picks the match)."""
+    pkgs = _packages(facts)
+    return tuple(p for p in ("torchvision", "torchaudio") if p in pkgs)
+
+
+def _as_of() -> str:
+    return f"(compatibility table as of {compat.as_of()})"
+
+
+def _driver_text(facts: Facts) -> str:
+    drv = compat.driver_version(facts)
+    cap = compat.driver_cuda(facts)
+    if cap is None:
+        return ""
+    cuda = compat.cuda_from_int(cap)
+    return f"your driver {drv} supports CUDA {cuda}" if drv else f"your driver supports CUDA {cuda}"
+
+
+# ---------------------------------------------------------------------------------------------
+# driver-too-old
+
+@check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
+       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
+def driver_too_old(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
+                  "cuda.driver_version")
+    build = torch_build(facts)
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    cap = compat.driver_cuda(facts)
+    drv = compat.driver_version(facts)
+    os_name = compat.driver_os(facts)
+    if cap is None:
+        return skip("No NVIDIA driver version was read", detail="Judged by the driver checks.", evidence=ev)
+    from_table = not (isinstance(facts.value("nvml.cuda_driver_version"), int) or
+                      isinstance(facts.value("cuda.driver_version"), int))
+    have = compat.cuda_from_int(cap)
+    need = compat.min_driver(build.cuda, os_name)
+    how = compat.driver_runs(build.cuda, cap)
+    table_note = f" The driver's CUDA was derived from its version {_as_of()}." if from_table else ""
+    findings: list[Finding] = []
+    # A GPU generation can need more than the CUDA floor (Blackwell: R570+).
+    for g in gpus(facts):
+        if g.cc is None or not drv:
+            continue
+        req = compat.gpu_driver_requirement(g.cc, os_name)
+        if req and (compat.version(drv) or Version("0")) < (compat.version(req[0]) or Version("0")):
+            row = req[1]
+            findings.append(fail(
+                f"{g.label()} needs NVIDIA driver ≥ {req[0]}; this one is {drv}",
+                detail=f"{row.get('architecture', 'This')} GPUs (CC {compat.cc_text(g.cc)}) need CUDA ≥ {row['min_cuda']} "
+                       f"and a driver that knows them (≥ {req[0]} on {os_name}, {row['source']}). {_as_of()}",
+                evidence=ev, gpus=[g.index],
+                remedy=Remediation(f"Install an NVIDIA driver ≥ {req[0]} (R570 or newer).", (), (DRIVERS,))))
+    if how == "native":
+        findings.append(ok(f"Driver supports CUDA {have}; torch {build.version} needs CUDA {build.cuda}",
+                           detail=table_note.strip(), evidence=ev))
+        return findings
+    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+                           current=build.public, extras=_companion_extras(facts))
+    minimum = need.minimum or need.floor
+    upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {build.cuda} natively; the CUDA "
+               f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
+        if minimum else "upgrade the NVIDIA driver"
+    commands = (rec.command(),) if rec else ()
+    alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
+           if rec else "no wheel in the table runs on this driver and GPU")
+    drv_text = f"driver {drv}" if drv else "the driver"
+    if how == "mvc":
+        findings.append(warn(
+            f"Driver supports CUDA {have}; torch {build.version} is built with CUDA {build.cuda}",
+            detail=f"{drv_text} supports CUDA {have}. torch's CUDA {build.cuda} runtime runs on it through CUDA "
+                   f"minor-version compatibility (same major, driver ≥ {need.floor or 'the major floor'}); features "
+                   f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
+                   f"{table_note} {_as_of()}".strip(),
+            evidence=ev, remedy=Remediation(f"For full support {upgrade}; {alt}.", commands, (MVC, DRIVERS))))
+        return findings
+    findings.append(fail(
+        f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})",
+        detail=f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
+               f"major, so CUDA initialisation fails (\"The NVIDIA driver on your system is too old (found version "
+               f"{cap})\" / \"CUDA driver version is insufficient for CUDA runtime version\"). CUDA "
+               f"{build.cuda.split('.')[0]}.x needs driver ≥ {need.floor or need.minimum or '?'} on {os_name}."
+               f"{table_note} {_as_of()}",
+        evidence=ev, remedy=Remediation(f"Either {upgrade}, {alt}.", commands, (DRIVERS, PREVIOUS))))
+    return findings
+
+
+# ---------------------------------------------------------------------------------------------
+# torch-arch-support
+
+def _certain_absent(build: TorchBuild, arch: ArchList, cc: CC) -> bool:
+    """True when no variant of this CUDA could carry code for ``cc`` (measured toolkit targets), or
+    when the list came from torch itself or a verified row."""
+    if arch.origin == "torch" or arch.verified:
+        return True
+    rng = compat.toolkit_range(build.cuda or "")
+    if rng is None:
+        return False
+    lo, hi = rng
+    return (cc < lo) or (cc > hi and not arch.ptx)
+
+
+@check("torch-arch-support", "The installed torch has kernels for every GPU",
+       needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
+def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "torch.version", "torch.arch_list", "nvml.gpus", "torch.devices")
+    build = torch_build(facts)
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    devices = gpus(facts)
+    if not devices:
+        return skip("No GPU was read", evidence=ev)
+    arch = installed_arch(facts, build)
+    if arch is None:
+        return skip(f"Architectures of torch {build.version} unknown",
+                    detail=compat.not_in_table(f"torch {build.version} ({compat.platform_of(facts)})")
+                    + " and torch did not report get_arch_list().", evidence=ev)
+    origin = ("torch.cuda.get_arch_list()" if arch.origin == "torch"
+              else f"the table ({arch.source}{'' if arch.verified else ', unverified'}) {_as_of()}")
+    unknown = [g for g in devices if g.cc is None]
+    bad: list[Gpu] = []
+    jit: list[str] = []
+    for g in devices:
+        if g.cc is None:
+            continue
+        sup = compat.runs_on(arch, g.cc)
+        if not sup.runs:
+            bad.append(g)
+        elif sup.how == "ptx":
+            jit.append(f"{g.label()}: {sup.explain(g.cc)}")
+    if not bad:
+        note = f" Unknown compute capability for: {', '.join(g.label() for g in unknown)} " \
+               f"({compat.not_in_table('their product names')})." if unknown else ""
+        if jit:
+            return warn(f"torch {build.version} runs on the GPU only through PTX JIT",
+                        detail="; ".join(jit) + f". The first CUDA call compiles kernels (minutes), cached in "
+                        f"~/.nv/ComputeCache; a wheel with SASS for the GPU avoids it. Source: {origin}.{note}",
+                        evidence=ev)
+        return ok(f"torch {build.version} has kernels for every GPU ({arch.span()})",
+                  detail=f"Source: {origin}.{note}".strip(), evidence=ev)
+    ccs = [g.cc for g in devices if g.cc]
+    cap = compat.driver_cuda(facts)
+    plat = compat.platform_of(facts)
+    rec = compat.recommend(ccs, cap, _python(facts), plat, current=build.public,
+                           exclude={(build.public, build.variant or "")}, extras=_companion_extras(facts))
+    first = bad[0]
+    assert first.cc is not None
+    cc_s = compat.sm(first.cc)
+    newest_sass = max(arch.sass) if arch.sass else None
+    direction = ("newer than anything in this wheel" if newest_sass and first.cc > newest_sass
+                 else "dropped from (or never in) this wheel")
+    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in bad if g.cc)
+    head = (f"{who}; torch {build.version} carries {arch.span()} and no PTX that can run on it"
+            if not arch.ptx else f"{who}; torch {build.version} carries {arch.describe()}")
+    integrated = any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc)
+    if rec:
+        drv = _driver_text(facts)
+        arrow = f" → {rec.command()}" + (f" ({drv})" if drv else "")
+        text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
+                + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
+                   "torch.cuda.get_arch_list() after installing."))
+        remedy = Remediation(text, (rec.command(),), (PREVIOUS,))
+    else:
+        last = compat.last_release_for(first.cc, plat)
+        arrow = ""
+        if last:
+            text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
+                    f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
+                    f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}.")
+            remedy = Remediation(text, (compat.Recommendation(last[0], last[1], "", True).command(),), (PREVIOUS,))
+        else:
+            text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
+                    f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
+            remedy = Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
+    detail = (f"{head}{arrow}. The GPU's architecture is {direction}: CUDA kernels fail with \"no kernel image is "
+              f"available for execution on the device\" although torch.cuda.is_available() is True. "
+              f"Arch list from {origin}.")
+    if integrated:
+        return warn(f"torch {build.version} has no kernels for {first.label()} (Jetson/integrated GPU)",
+                    detail=detail + " Jetson modules need NVIDIA's JetPack builds of torch, not the "
+                    "download.pytorch.org wheels.", evidence=ev, gpus=[g.index for g in bad],
+                    remedy=Remediation("Install the torch wheel NVIDIA publishes for your JetPack release.", (),
+                                       ("https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html",)))
+    certain = all(_certain_absent(build, arch, g.cc) for g in bad if g.cc)
+    make = fail if certain else warn
+    return make(f"torch {build.version} has no kernels for {first.label()} ({cc_s})", detail=detail, evidence=ev,
+                gpus=[g.index for g in bad], remedy=remedy)
+
+
+# ---------------------------------------------------------------------------------------------
+# gpu-eol
+
+@check("gpu-eol", "Current torch releases still ship wheels for the GPU", needs=("nvml.gpus", "torch.devices"))
+def gpu_eol(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "nvml.gpus", "torch.devices", "torch.version")
+    devices = [g for g in gpus(facts) if g.cc]
+    if not devices:
+        return skip("No GPU compute capability was read", evidence=ev)
+    plat = compat.platform_of(facts)
+    current = compat.current_release()
+    out: list[Finding] = []
+    seen: set[CC] = set()
+    for g in devices:
+        assert g.cc is not None
+        if g.cc in seen:
+            continue
+        seen.add(g.cc)
+        same = [d.index for d in devices if d.cc == g.cc]
+        newest = compat.supported_by_newest(g.cc, plat)
+        arch = compat.architecture(g.cc)
+        arch_name = arch["name"] if arch else "this architecture"
+        if newest is None:
+            out.append(skip(f"Support for {g.label()} unknown", detail=compat.not_in_table(f"torch {current} ({plat})"),
+                            evidence=ev))
+            continue
+        if newest:
+            out.append(ok(f"torch {current} still ships wheels for {g.label()} ({compat.sm(g.cc)})",
+                          detail=_as_of(), evidence=ev, gpus=same))
+            continue
+        last = compat.last_release_for(g.cc, plat)
+        branch = arch.get("last_driver_branch") if arch else None
+        drv_note = (f" NVIDIA's last driver branch for {arch_name} is R{branch} (news quoting NVIDIA, unverified)."
+                    if branch else "")
+        if last is None:
+            out.append(fail(
+                f"No torch wheel runs on {g.label()} ({compat.sm(g.cc)})",
+                detail=f"{arch_name} (CC {compat.cc_text(g.cc)}) is not carried by any torch wheel in the table; "
+                       f"the last CUDA able to target it is {arch.get('last_cuda') if arch else '?'}.{drv_note} {_as_of()}",
+                evidence=ev, gpus=same,
+                remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} and a "
+                                   "CUDA toolkit that still targets it, or use a newer GPU.", (),
+                                   ("https://github.com/pytorch/pytorch#from-source",))))
+            continue
+        version, variant = last
+        cmd = compat.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command()
+        out.append(warn(
+            f"{g.label()} ({arch_name}, {compat.sm(g.cc)}) is end of life for torch: last wheels in torch {version}",
+            detail=f"No wheel of torch {current} carries {compat.sm(g.cc)}; the newest release that does is torch "
+                   f"{version} ({variant}). Pin it so upgrades do not break this machine.{drv_note} {_as_of()}",
+            evidence=ev, gpus=same,
+            remedy=Remediation(f"Stay on torch {version}+{variant} (pin torch=={version} in a constraints file).",
+                               (cmd,), (PREVIOUS,))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# cudnn-mismatch
+
+def _pkg_version(pkgs: dict[str, str], stem: str) -> tuple[str, str] | None:
+    """The installed ``nvidia-<stem>-cuNN`` (or unsuffixed) distribution and its version."""
+    for name in sorted(pkgs):
+        if re.fullmatch(rf"nvidia-{stem}(-cu\d+)?", name):
+            return name, pkgs[name]
+    return None
+
+
+def _outside_wheel(paths: Iterable[str]) -> list[str]:
+    """Mapped libraries that are not a pip wheel's copy (site-packages/nvidia/… or torch/lib)."""
+    out = []
+    for p in paths:
+        norm = str(p).replace("\\", "/")
+        if "/site-packages/" in norm or "/dist-packages/" in norm:
+            continue
+        out.append(str(p))
+    return out
+
+
+@check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
+       needs=("torch.version", "torch.cudnn_version"))
+def cudnn_mismatch(facts: Facts) -> Finding:
+    ev = evidence(facts, "torch.version", "torch.cudnn_version", "libs.cudnn_copies", "torch.loaded_libraries")
+    build = torch_build(facts)
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    row = compat.bundled_libs(build.public, build.variant or "")
+    expected = compat.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None
+    pkgs = _packages(facts)
+    pkg = _pkg_version(pkgs, "cudnn")
+    runtime = compat.cudnn_tuple(facts.value("torch.cudnn_version"))
+    loaded = list((facts.value("torch.loaded_libraries") or {}).get("cudnn", []) or [])
+    foreign = _outside_wheel(loaded)
+    ev["expected_cudnn"] = row["cudnn"] if row and row.get("cudnn") else None
+    py = facts.value("python.executable") or "python"
+    variant = build.variant or "cu" + build.cuda.replace(".", "")
+    fix = Remediation(
+        "Let torch load the cuDNN it ships: remove other cuDNN directories from LD_LIBRARY_PATH and reinstall "
+        "torch with its pinned nvidia-cudnn wheel.",
+        ("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it",
+         f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}"),
+        ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",))
+    observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
+        ((compat.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
+    table_row = f"{row['source']}{'' if row['verified'] else ', unverified'}" if row else ""
+    if observed and expected:
+        obs, exp = ".".join(map(str, observed)), ".".join(map(str, expected))
+        if observed[0] != expected[0] or observed[1] < expected[1]:
+            verdict = fail if row and row["verified"] else warn
+            return verdict(f"cuDNN {obs} is loaded; torch {build.version} was built with cuDNN {exp}",
+                           detail=f"{what} is {obs} but torch {build.version} ships cuDNN {row['cudnn'] if row else exp} "
+                                  f"({table_row}). torch refuses a different major or an older minor (\"cuDNN version "
+                                  f"incompatibility: PyTorch was compiled against {expected[:3]} but found runtime "
+                                  f"version {observed[:3]}\")."
+                                  + (f" Loaded from outside the wheel: {', '.join(foreign)}." if foreign else "")
+                                  + f" {_as_of()}", evidence=ev, remedy=fix)
+    if foreign:
+        return warn("torch loaded cuDNN from outside its wheel",
+                    detail=f"Mapped: {', '.join(foreign)}. A system or LD_LIBRARY_PATH copy shadows the nvidia-cudnn "
+                           "wheel torch pins; it works only while its version happens to fit.", evidence=ev, remedy=fix)
+    majors = {m.group(1) for p in loaded if (m := re.search(r"libcudnn[a-z_]*\.so\.(\d+)", str(p)))}
+    if len(majors) > 1:
+        return warn("Two cuDNN majors are loaded in one process", detail=f"Loaded: {', '.join(loaded)}.",
+                    evidence=ev, remedy=fix)
+    if observed is None:
+        if expected is None:
+            return skip("cuDNN version not read", detail=compat.not_in_table(f"torch {build.version}"), evidence=ev)
+        return skip("cuDNN version not read", detail=f"torch {build.version} ships cuDNN {row['cudnn'] if row else ''}; "
+                    "the loaded version was not collected.", evidence=ev)
+    obs = ".".join(map(str, observed))
+    if expected is None:
+        return ok(f"cuDNN {obs}", detail=compat.not_in_table(f"torch {build.version} ({build.variant})") +
+                  "; not compared.", evidence=ev)
+    return ok(f"cuDNN {obs} fits torch {build.version} (built with {'.'.join(map(str, expected))})",
+              detail=f"Table row: {table_row} {_as_of()}", evidence=ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# nccl-mismatch
+
+@check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
+       needs=("torch.version", "torch.nccl_version"))
+def nccl_mismatch(facts: Facts) -> Finding:
+    ev = evidence(facts, "torch.version", "torch.nccl_version", "libs.nccl_copies", "torch.loaded_libraries")
+    build = torch_build(facts)
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    if build.variant and facts.value("host.os") == "Windows":
+        return skip("Windows builds of torch do not use NCCL", evidence=ev)
+    row = compat.bundled_libs(build.public, build.variant or "")
+    expected = compat.version(row["nccl"]) if row and row.get("nccl") else None
+    pkgs = _packages(facts)
+    pkg = _pkg_version(pkgs, "nccl")
+    runtime = compat.version(facts.value("torch.nccl_version"))
+    loaded = list((facts.value("torch.loaded_libraries") or {}).get("nccl", []) or [])
+    foreign = _outside_wheel(loaded)
+    ev["expected_nccl"] = row["nccl"] if row else None
+    py = facts.value("python.executable") or "python"
+    variant = build.variant or "cu" + build.cuda.replace(".", "")
+    pin = f"nvidia-nccl-cu{build.cuda.split('.')[0]}"
+    pkg_v = compat.version(pkg[1]) if pkg else None
+    fix_cmds = ((f"{py} -m pip install --force-reinstall {pin}=={row['nccl']}",) if row and row.get("nccl") else ()) + \
+        (f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}",)
+    fix = Remediation("Restore the NCCL torch pins (another package or LD_LIBRARY_PATH/LD_PRELOAD replaced it).",
+                      fix_cmds, ("https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html",))
+    if runtime and pkg_v and (runtime.release[:2] != pkg_v.release[:2]):
+        return warn(f"torch uses NCCL {runtime} but {pkg[0]} {pkg[1]} is installed",  # type: ignore[index]
+                    detail="torch loaded a different NCCL than the pip wheel (a system libnccl via LD_LIBRARY_PATH "
+                           "or LD_PRELOAD?)." + (f" Mapped: {', '.join(foreign)}." if foreign else ""),
+                    evidence=ev, remedy=fix)
+    observed = runtime or pkg_v
+    if observed and expected and observed < expected and observed.release[:2] != expected.release[:2]:
+        verdict = fail if row and row["verified"] else warn
+        return verdict(f"NCCL {observed} is older than the {expected} torch {build.version} was built with",
+                       detail=f"torch {build.version} pins NCCL {expected} ({row['source'] if row else ''}"
+                              f"{'' if row and row['verified'] else ', unverified'}); an older NCCL lacks symbols it "
+                              f"uses (\"undefined symbol: nccl…\" at import) or behaves differently in collectives. "
+                              f"{_as_of()}", evidence=ev, remedy=fix)
+    if foreign:
+        return warn("torch loaded NCCL from outside its wheel", detail=f"Mapped: {', '.join(foreign)}.",
+                    evidence=ev, remedy=fix)
+    if observed is None:
+        return skip("NCCL version not read", evidence=ev)
+    if expected is None:
+        return ok(f"NCCL {observed}", detail=compat.not_in_table(f"NCCL of torch {build.version}") + "; not compared.",
+                  evidence=ev)
+    return ok(f"NCCL {observed} fits torch {build.version} (built with {expected})", detail=_as_of(), evidence=ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# toolkit-mismatch
+
+_BUILDS_EXTENSIONS = ("deepspeed", "flash-attn", "apex", "mmcv", "mmcv-full", "torch-scatter", "torch-sparse",
+                      "torch-cluster", "pytorch3d", "detectron2")
+
+
+@check("toolkit-mismatch", "The CUDA toolkit (nvcc) matches torch's CUDA for building extensions",
+       needs=("toolkit.nvcc_version", "torch.cuda_version"))
+def toolkit_mismatch(facts: Facts) -> Finding:
+    ev = evidence(facts, "toolkit.nvcc_version", "torch.cuda_version", "env.vars")
+    build = torch_build(facts)
+    nvcc = facts.value("toolkit.nvcc_version")
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    nv = compat.version(nvcc)
+    if nv is None:
+        return skip("No CUDA toolkit (nvcc) found", detail="Only needed to build CUDA extensions; pip wheels bring "
+                    "their own CUDA runtime.", evidence=ev)
+    tv = compat.version(build.cuda)
+    assert tv is not None
+    env = dict(facts.value("env.vars") or {})
+    pkgs = _packages(facts)
+    hints = [k for k in ("CUDA_HOME", "TORCH_CUDA_ARCH_LIST") if env.get(k)] + [p for p in _BUILDS_EXTENSIONS if p in pkgs]
+    nvs = ".".join(map(str, nv.release[:2]))
+    if nv.release[0] == tv.release[0]:
+        return ok(f"nvcc {nvs} and torch's CUDA {build.cuda} share a major",
+                  detail="Extensions build (torch.utils.cpp_extension only warns about a minor difference); running "
+                         "torch does not use the toolkit.", evidence=ev)
+    detail = (f"nvcc is CUDA {nvs}, torch {build.version} is built with CUDA {build.cuda}. Running torch does not use "
+              "the toolkit (the wheel brings its runtime), but building a CUDA extension stops with \"The detected "
+              f"CUDA version ({nvs}) mismatches the version that was used to compile PyTorch ({build.cuda})\".")
+    remedy = Remediation(f"When building extensions, point CUDA_HOME at a CUDA {build.cuda.split('.')[0]}.x toolkit "
+                         f"(ideally {build.cuda}), e.g. from pip or conda.",
+                         (f"pip install 'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
+                          if tv.release[0] <= 12 else f"pip install 'nvidia-cuda-nvcc=={build.cuda}.*'",
+                          f"conda install -c nvidia cuda-nvcc={build.cuda}"),
+                         ("https://pytorch.org/docs/stable/cpp_extension.html",))
+    if hints:
+        return warn(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} while extensions are likely built",
+                    detail=detail + f" Signals: {', '.join(hints)}.", evidence=ev, remedy=remedy)
+    return ok(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} (informational)", detail=detail, evidence=ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch-companions
+
+def _tag(version: str) -> str | None:
+    return version.split("+", 1)[1] if "+" in version else None
+
+
+def _tag_major(tag: str | None) -> str | None:
+    if tag is None:
+        return None
+    if tag == "cpu":
+        return "cpu"
+    cuda = compat.variant_cuda(tag)
+    return cuda.split(".")[0] if cuda else tag
+
+
+@check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
+def torch_companions(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "torch.version", "python.packages")
+    build = torch_build(facts)
+    pkgs = _packages(facts)
+    present = [p for p in ("torchvision", "torchaudio") if p in pkgs]
+    if build is None:
+        return skip("torch was not read", evidence=ev)
+    if not present:
+        return skip("No torchvision/torchaudio installed", evidence=ev)
+    torch_minor = compat.minor_of(build.public)
+    torch_tag = _tag(build.version)
+    problems: list[str] = []
+    severe = False
+    notes: list[str] = []
+    row = compat.companions(build.public)
+    for name in present:
+        ver = pkgs[name]
+        built_for = compat.companion_torch(name, ver)
+        expected = row.get(name) if row else None
+        if built_for is None:
+            notes.append(compat.not_in_table(f"{name} {ver}"))
+        elif built_for != torch_minor:
+            if name == "torchaudio" and row and row.get("torchaudio") is None:
+                notes.append(f"no torchaudio release is pinned to torch {torch_minor} (PyPI as of {compat.as_of()}); "
+                             f"{name} {ver} not judged")
+            else:
+                problems.append(f"{name} {ver} is built for torch {built_for}, not {build.public}"
+                                + (f" (torch {torch_minor} pairs with {name} {expected})" if expected else ""))
+                severe = True
+        tag = _tag(ver)
+        if tag and torch_tag and tag != torch_tag:
+            if _tag_major(tag) != _tag_major(torch_tag):
+                problems.append(f"{name} {ver} is a {tag} build but torch is {torch_tag}")
+                severe = True
+            else:
+                problems.append(f"{name} {ver} is a {tag} build, torch is {torch_tag} (same CUDA major)")
+    variant = build.variant or "cpu"
+    cmd = (f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
+           f"--index-url {compat.index_url(variant)}")
+    if problems:
+        make = fail if severe else warn
+        return make("torchvision/torchaudio do not match torch",
+                    detail="; ".join(problems) + ". Each domain library pins one torch release and is compiled for its "
+                    "CUDA variant: a mismatch fails at import (\"undefined symbol\", \"operator torchvision::nms does "
+                    f"not exist\", \"compiled with different CUDA major versions\"). {_as_of()}",
+                    evidence=ev, remedy=Remediation("Reinstall them together from torch's index (pip picks the "
+                                                    "companions whose pin matches).", (cmd,), (PREVIOUS,)))
+    return ok(f"{', '.join(f'{p} {pkgs[p]}' for p in present)} match torch {build.version}",
+              detail="; ".join(notes), evidence=ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda-major-mix
+
+def _package_cuda_major(name: str, ver: str) -> str | None:
+    for rx in (r"nvidia-.+-cu(\d+)", r"cupy-cuda(\d+)x", r"jax-cuda(\d+)-(?:plugin|pjrt)", r"jaxlib-cuda(\d+)"):
+        m = re.fullmatch(rx, name)
+        if m:
+            return m.group(1)
+    m = re.fullmatch(r"cupy-cuda(\d\d)\d", name)  # cupy-cuda117, cupy-cuda102
+    if m:
+        return str(int(m.group(1)))
+    if name in ("cuda-toolkit", "nvidia-cuda-runtime", "cuda-bindings", "cuda-python"):
+        v = compat.version(ver)
+        return str(v.release[0]) if v else None
+    return None
+
+
+@check("cuda-major-mix", "Installed CUDA packages target one CUDA major", needs=("python.packages",))
+def cuda_major_mix(facts: Facts) -> Finding:
+    ev = evidence(facts, "python.packages", "torch.cuda_version")
+    pkgs = _packages(facts)
+    if not pkgs:
+        return skip("No package list was read", evidence=ev)
+    by_major: dict[str, list[str]] = {}
+    for name, ver in sorted(pkgs.items()):
+        major = _package_cuda_major(name, ver)
+        if major:
+            by_major.setdefault(major, []).append(name)
+    build = torch_build(facts)
+    torch_major = build.cuda.split(".")[0] if build and build.cuda else None
+    if len(by_major) <= 1 and (torch_major is None or not by_major or torch_major in by_major):
+        return ok("CUDA packages target one CUDA major" if by_major else "No CUDA packages besides torch",
+                  detail=", ".join(f"CUDA {m}: {len(v)} package(s)" for m, v in by_major.items()), evidence=ev)
+    keep = torch_major or max(by_major, key=lambda m: len(by_major[m]))
+    others = {m: v for m, v in by_major.items() if m != keep}
+    listing = "; ".join(f"CUDA {m}: {', '.join(v)}" for m, v in sorted(others.items()))
+    commands: list[str] = []
+    leftovers: list[str] = []
+    for m, names in sorted(others.items()):
+        for n in names:
+            if n.startswith("cupy-cuda"):
+                commands.append(f"pip uninstall -y {n} && pip install cupy-cuda{keep}x")
+            elif n.startswith(("jax-cuda", "jaxlib-cuda")):
+                commands.append(f"pip uninstall -y {n} && pip install -U 'jax[cuda{keep}]'")
+            else:
+                leftovers.append(n)
+    if leftovers:
+        commands.insert(0, "pip uninstall -y " + " ".join(leftovers)
+                        + "   # after checking nothing needs them: pip show <name> (Required-by)")
+    who = f"torch is built for CUDA {torch_major}" if torch_major else f"most CUDA packages target CUDA {keep}"
+    return warn(f"CUDA packages for another major next to CUDA {keep}",
+                detail=f"{who}, but these target another CUDA major: {listing}. Two majors of the same library "
+                       "(libcublas.so.12 and .so.13, libcudnn from -cu12 and -cu13) can be loaded into one process, and "
+                       "a package built for the other major needs its own runtime and a driver for it.",
+                evidence=ev, remedy=Remediation("Keep one CUDA major: remove leftovers, or install the variants built "
+                                                f"for CUDA {keep}.", tuple(commands)))
+
+
+# ---------------------------------------------------------------------------------------------
+# python-supported
+
+@check("python-supported", "The Python version is supported by the torch release", needs=("python.version", "torch.version"),
+       judges_failures=False)
+def python_supported(facts: Facts) -> Finding:
+    ev = evidence(facts, "python.version", "torch.version")
+    py = facts.value("python.version")
+    if not py or compat.minor_of(py) is None:
+        return skip("Python version not read", evidence=ev)
+    pym = compat.minor_of(py)
+    build = torch_build(facts)
+    torch_reading = facts.get("torch.version")
+    good = [m for m in compat.releases_newest_first() if pym in compat.releases()[m]["python"]]
+    if build is None:
+        dist = _packages(facts).get("torch")
+        if torch_reading.reason is not None and torch_reading.reason.value == "failed" and compat.version(dist):
+            build = TorchBuild(str(dist), str(dist).split("+", 1)[0], torch_variant(facts), None)
+        elif torch_reading.reason is not None and torch_reading.reason.value in ("absent", "failed"):
+            if good:
+                return ok(f"torch wheels exist for Python {pym} (newest: torch {compat.latest_patch(good[0])})",
+                          detail=_as_of(), evidence=ev)
+            newest = compat.newest_release()
+            pys = compat.releases()[newest]["python"] if newest else []
+            return warn(f"No torch wheel in the table supports Python {pym}",
+                        detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `pip install torch` answers "
+                               f"\"No matching distribution found for torch\". {compat.not_in_table(f'Python {pym}')}.",
+                        evidence=ev, remedy=Remediation(f"Use Python {pys[-1] if pys else '3.12'} (e.g. a venv or "
+                                                        "conda env) for torch.", ()))
+        else:
+            return skip("torch was not read", evidence=ev)
+    ans = compat.python_supported(build.public, py)
+    if ans.value is None:
+        return ok(f"Python {pym}", detail=ans.note + "; not judged.", evidence=ev)
+    if ans.value:
+        return ok(f"torch {build.public} ships wheels for Python {pym}", detail=_as_of(), evidence=ev)
+    minor = compat.minor_of(build.public) or ""
+    pys = compat.releases()[minor]["python"]
+    cur = Version(minor)
+    newer = sorted((m for m in good if Version(m) >= cur), key=Version)
+    older = sorted((m for m in good if Version(m) < cur), key=Version, reverse=True)
+    near = (newer + older)[0] if (newer or older) else None
+    variant = build.variant if build.variant and build.variant in compat.release_variants(near or "", compat.platform_of(facts)) else None
+    commands: tuple[str, ...] = ()
+    if near:
+        patch = compat.latest_patch(near)
+        commands = ((f"pip install torch=={patch} --index-url {compat.index_url(variant)}" if variant
+                     else f"pip install torch=={patch}"),)
+    text = (f"Install torch {near} (wheels for Python {pym}), or use Python {pys[-1]}." if near
+            else f"Use Python {pys[-1]} for torch {minor}.")
+    detail = (f"torch {build.public} ships wheels for Python {', '.join(pys)} only; this is Python {py}. "
+              f"{_as_of()}")
+    if torch_reading.ok:
+        return warn(f"Python {pym} is not supported by torch {build.public}",
+                    detail=detail + " It imports, so it came from a source build or another channel; expect "
+                    "untested combinations.", evidence=ev, remedy=Remediation(text, commands, (GET_STARTED,)))
+    return fail(f"Python {pym} is not supported by torch {build.public}", detail=detail, evidence=ev,
+                remedy=Remediation(text, commands, (GET_STARTED,)))
+
+
+CHECKS = [driver_too_old, torch_arch_support, cudnn_mismatch, nccl_mismatch, toolkit_mismatch, torch_companions,
+          cuda_major_mix, python_supported, gpu_eol]

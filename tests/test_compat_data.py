@@ -1,0 +1,169 @@
+"""The shipped compatibility table: schema, parseable versions, non-overlapping ranges, sources."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import pytest
+from packaging.version import Version
+
+from envdoctor import compat
+
+DATA = compat.data()
+TABLES = [k for k, v in DATA.items() if isinstance(v, dict) and "rows" in v]
+
+
+def _rows(table: str) -> list[dict[str, Any]]:
+    rows = DATA[table]["rows"]
+    return list(rows.values()) if isinstance(rows, dict) else list(rows)
+
+
+def test_validates_against_its_schema() -> None:
+    schema = json.loads(resources.files("envdoctor").joinpath("data/compat.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(DATA), key=lambda e: list(e.path))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+
+
+def test_as_of_is_a_date() -> None:
+    assert datetime.date.fromisoformat(DATA["as_of"]) <= datetime.date.today()
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_every_table_and_row_names_known_sources(table: str) -> None:
+    known = set(DATA["sources"])
+    listed = set(DATA[table]["sources"])
+    assert listed and listed <= known, listed - known
+    for row in _rows(table):
+        sources = row["source"] if isinstance(row["source"], list) else [row["source"]]
+        assert set(sources) <= known, (table, row)
+        assert isinstance(row["verified"], bool)
+
+
+def test_every_source_is_used_and_linkable() -> None:
+    text = json.dumps({k: v for k, v in DATA.items() if k != "sources"})
+    for sid in DATA["sources"]:
+        assert f'"{sid}"' in text, f"source {sid} is not cited by any row"
+        assert compat.source_url(sid).startswith("https://"), sid
+
+
+def test_versions_parse_with_packaging() -> None:
+    for row in _rows("driver_floors") + _rows("toolkit_drivers") + _rows("cudnn_cuda") + _rows("gpu_driver_requirements"):
+        for key in ("linux", "windows"):
+            if row.get(key):
+                Version(row[key])
+    for minor, row in DATA["torch_releases"]["rows"].items():
+        Version(minor)
+        for patch in row["patches"]:
+            assert compat.minor_of(patch) == minor, (minor, patch)
+        for py in row["python"]:
+            Version(py)
+    for row in _rows("torch_bundled_libs"):
+        Version(row["torch"])
+        for key in ("cudnn", "nccl"):
+            if row[key]:
+                Version(row[key])
+    for row in _rows("companions"):
+        Version(row["torchvision"])
+        if row["torchaudio"]:
+            Version(row["torchaudio"])
+
+
+def test_toolkit_minimum_drivers_never_go_down() -> None:
+    for os_key in ("linux", "windows"):
+        rows = [r for r in _rows("toolkit_drivers") if r[os_key]]
+        rows.sort(key=lambda r: (Version(r["cuda"]), r["update"]))
+        keys = [(r["cuda"], r["update"]) for r in rows]
+        assert len(keys) == len(set(keys)), "duplicate toolkit rows"
+        drivers = [Version(r[os_key]) for r in rows]
+        assert drivers == sorted(drivers), os_key
+
+
+def test_driver_branches_and_floors_do_not_overlap() -> None:
+    branches = _rows("driver_branches")
+    assert [b["branch"] for b in branches] == sorted({b["branch"] for b in branches})
+    cudas = [Version(b["native_cuda"]) for b in branches]
+    assert cudas == sorted(cudas) and len(set(cudas)) == len(cudas)
+    majors = [r["cuda_major"] for r in _rows("driver_floors")]
+    assert len(majors) == len(set(majors))
+    floors = [Version(r["linux"]) for r in sorted(_rows("driver_floors"), key=lambda r: r["cuda_major"])]
+    assert floors == sorted(floors)
+
+
+def test_cc_ranges_do_not_overlap() -> None:
+    seen: dict[str, str] = {}
+    for row in _rows("architectures"):
+        for cc in row["ccs"]:
+            assert cc not in seen, (cc, seen.get(cc), row["name"])
+            seen[cc] = row["name"]
+    spans = sorted((compat.parse_cc(r["cc_min"]), compat.parse_cc(r["cc_max"])) for r in _rows("gpu_driver_requirements"))
+    for (_, hi), (lo, _) in zip(spans, spans[1:]):
+        assert hi < lo
+    for row in _rows("toolkit_targets"):
+        assert compat.parse_cc(row["min_cc"]) <= compat.parse_cc(row["max_cc"])
+
+
+def test_arch_rows_are_unique_and_fit_their_toolkit() -> None:
+    keys = [(r["torch"], r["platform"], r["variant"]) for r in _rows("torch_arch_lists")]
+    assert len(keys) == len(set(keys))
+    for row in _rows("torch_arch_lists"):
+        assert row["torch"] in DATA["torch_releases"]["rows"], row
+        rng = compat.toolkit_range(compat.variant_cuda(row["variant"]) or "")
+        if rng is None:
+            continue
+        for cc in row["sass"] + row["ptx"]:
+            parsed = compat.parse_cc(cc)
+            assert parsed is not None and rng[0] <= parsed <= rng[1], (row["torch"], row["variant"], cc)
+
+
+def test_release_variants_have_index_names() -> None:
+    for row in DATA["torch_releases"]["rows"].values():
+        for variants in row["variants"].values():
+            assert variants[0] == "cpu"
+            assert all(v == "cpu" or compat.variant_cuda(v) for v in variants)
+
+
+def test_every_gpu_row_resolves_to_itself() -> None:
+    for row in _rows("gpus"):
+        if "series" in row["name"]:
+            continue  # a family row; its members are checked below
+        info = compat.gpu_by_name(row["name"].split(" / ")[0])
+        assert info is not None and info.cc == compat.parse_cc(row["cc"]), (row["name"], info)
+
+
+@pytest.mark.parametrize(("name", "cc"), [
+    # Names as NVML / torch.cuda.get_device_name() print them.
+    ("NVIDIA GeForce RTX 5090", (12, 0)), ("NVIDIA GeForce RTX 2080 Ti", (7, 5)), ("NVIDIA GeForce RTX 3090", (8, 6)),
+    ("NVIDIA GeForce RTX 3060 Laptop GPU", (8, 6)), ("NVIDIA GeForce GTX 1660 SUPER", (7, 5)),
+    ("Tesla V100-SXM2-16GB", (7, 0)), ("NVIDIA A100-SXM4-80GB", (8, 0)), ("NVIDIA H100 80GB HBM3", (9, 0)),
+    ("NVIDIA TITAN X (Pascal)", (6, 1)), ("NVIDIA GeForce GTX TITAN X", (5, 2)), ("NVIDIA RTX 6000 Ada Generation", (8, 9)),
+    ("Quadro RTX 6000", (7, 5)), ("NVIDIA A10G", (8, 6)), ("NVIDIA A10", (8, 6)), ("Tesla T4", (7, 5)),
+    ("NVIDIA GH200 480GB", (9, 0)), ("NVIDIA B200", (10, 0)), ("Orin (nvgpu)", (8, 7)),
+])
+def test_real_device_names(name: str, cc: tuple[int, int]) -> None:
+    assert compat.cc_for_gpu(name) == cc
+
+
+def test_unknown_device_name_is_none() -> None:
+    assert compat.cc_for_gpu("NVIDIA Future GPU 9000") is None
+    assert compat.cc_for_gpu("") is None
+
+
+def test_companion_rows_are_one_per_release() -> None:
+    torches = [r["torch"] for r in _rows("companions")]
+    assert len(torches) == len(set(torches))
+    vision = [Version(r["torchvision"]) for r in sorted(_rows("companions"), key=lambda r: Version(r["torch"]))]
+    assert vision == sorted(vision)
+
+
+def test_loading_is_fast() -> None:
+    text = resources.files("envdoctor").joinpath("data/compat.json").read_text(encoding="utf-8")
+    start = time.perf_counter()
+    for _ in range(10):
+        json.loads(text)
+    assert (time.perf_counter() - start) / 10 < 0.030
