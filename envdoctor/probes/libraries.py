@@ -279,10 +279,13 @@ class _Scan:
         copy.package_version = version
 
 
-def _child_loads(host: Host, options: Options, files: list[dict[str, str]], deadline: float
+def _child_loads(host: Host, options: Options, files: list[dict[str, str]], deadline: float, per_child: float
                  ) -> tuple[dict[str, Any], dict[str, tuple[str, str]], str]:
     """Run the load child until every task answered, crashed or hung; returns (records,
-    task -> (reason, detail) for tasks that killed a child, a note when the child could not run)."""
+    task -> (reason, detail) for tasks that killed a child, a note when the child could not run).
+
+    Each child gets at most ``per_child`` seconds, so one library stuck in its constructor leaves
+    time for a fresh child to load the others."""
     records: dict[str, Any] = {}
     failed: dict[str, tuple[str, str]] = {}
     note = ""
@@ -293,7 +296,7 @@ def _child_loads(host: Host, options: Options, files: list[dict[str, str]], dead
             break
         skip = sorted(k for k in records if k.startswith(("so:", "file:"))) + sorted(failed)
         result = host.run_child("lib_probe", {"mode": "load", "files": files, "skip": skip},
-                                timeout=remaining, python=options.python)
+                                timeout=min(remaining, per_child), python=options.python)
         records.update(result.data)
         if result.ok:
             note = ""
@@ -315,7 +318,7 @@ def _run_ldd(host: Host, path: str, role: str, timeout: float) -> dict[str, Any]
         entry.update(reason=res.status, detail=res.detail)
         return entry
     resolved, not_found, notes = parse_ldd(res.stdout)
-    entry.update(resolved=resolved, not_found=not_found)
+    entry.update(resolved={k: os.path.normpath(v) for k, v in resolved.items()}, not_found=not_found)
     if res.returncode != 0:
         text = (res.stderr.strip() or res.stdout.strip()).splitlines()
         entry.update(reason="failed", detail=(text[-1] if text else f"ldd exited with {res.returncode}")[:300])
@@ -482,7 +485,10 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
                 ldd_targets.append((os.path.join(torch_path, name), "torch._C"))
     ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
     ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
-    records, failed, load_note = (_child_loads(host, options, files, deadline - 0.05) if files else ({}, {}, ""))
+    # Loading is milliseconds per library when warm; a cold network filesystem can take a second.
+    per_child = max(1.5, budget * 0.45)
+    records, failed, load_note = (_child_loads(host, options, files, deadline - 0.05, per_child)
+                                  if files else ({}, {}, ""))
     elf: Mapping[str, str | None] = records.get("elf") or {}
 
     # Copies, per family.
