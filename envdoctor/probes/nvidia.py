@@ -177,7 +177,9 @@ def parse_cuda_visible_devices(raw: str | None) -> dict[str, Any]:
     stop_reason = None
     loose: list[str] = []
     kind = "index"
-    if raw.startswith(("GPU-", "MIG-")):
+    if raw.strip() == "":
+        kind = "empty"
+    elif raw.startswith(("GPU-", "MIG-")):
         prefix = raw[:4]
         kind = "uuid" if prefix == "GPU-" else "mig"
         for i, token in enumerate(tokens):
@@ -200,8 +202,6 @@ def parse_cuda_visible_devices(raw: str | None) -> dict[str, Any]:
             if token.strip() != str(value):
                 loose.append(token)
             entries.append(value)
-    if raw.strip() == "":
-        kind = "empty"
     return {"raw": raw, "set": True, "kind": kind, "entries": entries, "ignored": ignored, "stopped_at": stopped_at,
             "stop_reason": stop_reason, "hides_all": not entries, "loose_tokens": loose}
 
