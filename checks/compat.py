@@ -10,7 +10,7 @@ table row marked unverified can at most ``warn``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +45,10 @@ class Gpu:
 
 def gpus(facts: Facts) -> list[Gpu]:
     """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
-    torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, dict)]
+    torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, Mapping)]
     by_name = {str(d.get("name")): compat.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
     out: list[Gpu] = []
-    nvml = [g for g in (facts.value("nvml.gpus") or []) if isinstance(g, dict)]
+    nvml = [g for g in (facts.value("nvml.gpus") or []) if isinstance(g, Mapping)]
     for pos, g in enumerate(nvml):
         name = str(g.get("name") or "")
         cc, origin = compat.parse_cc(g.get("compute_capability")), "nvml"
@@ -158,7 +158,10 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     have = compat.cuda_from_int(cap)
     need = compat.min_driver(build.cuda, os_name)
     how = compat.driver_runs(build.cuda, cap)
-    table_note = f" The driver's CUDA was derived from its version {_as_of()}." if from_table else ""
+    table_note = " The driver's CUDA was derived from its version with the table." if from_table else ""
+    if from_table and drv and how != "native" and compat.highest_cuda_for_driver(drv, os_name).at_least:
+        return ok(f"Driver {drv} is newer than the table; not judged against CUDA {build.cuda}",
+                  detail=compat.highest_cuda_for_driver(drv, os_name).note + ".", evidence=ev)
     findings: list[Finding] = []
     # A GPU generation can need more than the CUDA floor (Blackwell: R570+).
     for g in gpus(facts):

@@ -24,8 +24,10 @@ def suggested_variant(facts: Facts) -> tuple[str, str]:
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
     cap = compat.driver_cuda(facts)
+    installed = facts.value("torch.version")
+    current = str(installed).split("+", 1)[0] if installed and compat.version(installed) else None
     if ccs:
-        rec = compat.recommend(ccs, cap, facts.value("python.version"), compat.platform_of(facts))
+        rec = compat.recommend(ccs, cap, facts.value("python.version"), compat.platform_of(facts), current=current)
         if rec is not None:
             why = (f"{rec.reason}; {rec.driver_note}." if rec.driver_note else f"{rec.reason}.")
             return rec.variant, why[0].upper() + why[1:]

@@ -1,0 +1,330 @@
+"""Compatibility rules at the facts level: a healthy node, change one thing, assert the finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envdoctor import compat
+from envdoctor.checks import compat as rules
+from envdoctor.checks.torch_build import suggested_variant
+from envdoctor.model import Facts, Finding, Reason, Status, missing
+from envdoctor.registry import CheckSpec
+
+from .builders import facts
+
+AS_OF = compat.as_of()
+
+
+def run(spec: CheckSpec, f: Facts) -> list[Finding]:
+    result = spec.func(f)
+    if result is None:
+        return []
+    return [result] if isinstance(result, Finding) else list(result)
+
+
+def worst(spec: CheckSpec, f: Facts) -> Finding:
+    order = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
+    found = run(spec, f)
+    assert found, spec.id
+    return max(found, key=lambda x: order[x.status])
+
+
+def gpu(name: str, cc: str | None, index: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": index, "name": name}
+    if cc:
+        out["compute_capability"] = cc
+    return out
+
+
+def torch26_on(name: str, cc: str, **changes: Any) -> Facts:
+    """The healthy node (torch 2.6.0+cu126, driver 570.124.06) with another GPU."""
+    major, minor = (int(p) for p in cc.split("."))
+    base: dict[str, Any] = {
+        "nvml__gpus": [gpu(name, cc)],
+        "torch__devices": [{"index": 0, "name": name, "capability": [major, minor]}],
+    }
+    base.update(changes)
+    return facts(**base)
+
+
+def pasted(**changes: Any) -> dict[str, Any]:
+    """What a collect_env paste leaves out: arch list, CC, the driver's CUDA, loaded libraries."""
+    gone = missing(Reason.NOT_IN_REPORT)
+    base: dict[str, Any] = {"torch__arch_list": gone, "torch__devices": gone, "nvml__cuda_driver_version": gone,
+                            "torch__loaded_libraries": gone}
+    base.update(changes)
+    return base
+
+
+@pytest.mark.parametrize("spec", rules.CHECKS, ids=lambda s: s.id)
+def test_healthy_node_has_no_complaint(spec: CheckSpec) -> None:
+    for finding in run(spec, facts()):
+        assert finding.status in (Status.OK, Status.SKIP), (finding.title, finding.detail)
+
+
+# ------------------------------------------------------------------------------- torch-arch-support
+
+def test_rtx_5090_on_cu126_gets_the_cu128_wheel() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0")
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.FAIL
+    assert "GeForce RTX 5090 is sm_120" in found.detail
+    assert "torch 2.6.0+cu126 carries sm_50…sm_90 and no PTX that can run on it" in found.detail
+    cmd = "pip install --force-reinstall torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128"
+    assert cmd in found.detail and found.remediation.commands == (cmd,)
+    assert "your driver 570.124.06 supports CUDA 12.8" in found.detail
+    assert found.gpus == (0,)
+
+
+def test_rtx_5090_from_a_paste_uses_the_table_and_says_as_of() -> None:
+    f = facts(**pasted(nvml__gpus=[gpu("NVIDIA GeForce RTX 5090", None)]))
+    found = worst(rules.torch_arch_support, f)
+    # the table's 2.6 cu126 row is unverified, but CUDA 12.6 cannot target sm_120 at all (measured ptxas range)
+    assert found.status is Status.FAIL
+    assert AS_OF in found.detail
+    assert "torch==2.7.1" in found.remediation.commands[0] and "/whl/cu128" in found.remediation.commands[0]
+
+
+def test_companions_are_reinstalled_with_torch() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0",
+                   python__packages={"torch": "2.6.0+cu126", "torchvision": "0.21.0+cu126"})
+    assert worst(rules.torch_arch_support, f).remediation.commands[0].startswith(
+        "pip install --force-reinstall torch==2.7.1 torchvision --index-url")
+
+
+def test_pascal_on_cu130_gets_cu126_of_the_same_release() -> None:
+    f = torch26_on("NVIDIA GeForce GTX 1080 Ti", "6.1", torch__version="2.13.0+cu130", torch__cuda_version="13.0",
+                   torch__arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"],
+                   nvml__driver_version="580.95.05", nvml__cuda_driver_version=13000)
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.FAIL
+    assert "dropped" in found.detail
+    assert found.remediation.commands == (
+        "pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126",)
+
+
+def test_same_major_lower_minor_sass_runs() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 4090", "8.9")  # sm_86 SASS runs on 8.9
+    assert worst(rules.torch_arch_support, f).status is Status.OK
+
+
+def test_ptx_only_is_a_warning() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__arch_list=["sm_80", "sm_90", "compute_90"])
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.WARN and "JIT" in found.title
+
+
+def test_arch_specific_target_does_not_run_elsewhere() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__arch_list=["sm_90", "sm_100a"])
+    assert worst(rules.torch_arch_support, f).status is Status.FAIL
+
+
+def test_empty_arch_list_falls_back_to_the_table() -> None:
+    # get_arch_list() is [] whenever CUDA is unavailable: not evidence of "no kernels"
+    f = facts(torch__arch_list=[])
+    assert worst(rules.torch_arch_support, f).status is Status.OK
+
+
+def test_jetson_is_a_warning_pointing_to_jetpack() -> None:
+    f = torch26_on("Orin (nvgpu)", "8.7", torch__arch_list=["sm_90"], host__arch="aarch64")
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.WARN and "JetPack" in found.detail
+
+
+def test_future_versions_are_noted_never_failed() -> None:
+    f = facts(**pasted(torch__version="2.99.0+cu150", torch__cuda_version="15.0",
+                       nvml__gpus=[gpu("NVIDIA Quantum Z9", None)], nvml__driver_version="700.10.01",
+                       python__packages={"torch": "2.99.0+cu150", "torchvision": "0.99.0+cu150"}))
+    for spec in rules.CHECKS:
+        for finding in run(spec, f):
+            assert finding.status not in (Status.FAIL, Status.ERROR), (spec.id, finding.title, finding.detail)
+    assert "not in envdoctor's compatibility table as of" in worst(rules.torch_arch_support, f).detail
+
+
+def test_malformed_versions_do_not_crash() -> None:
+    f = facts(torch__version="garbage", nvml__driver_version="n/a", nvml__cuda_driver_version="12.8",
+              python__version="three", nvml__gpus=[{"name": None, "compute_capability": "x"}])
+    for spec in rules.CHECKS:
+        run(spec, f)
+
+
+# ------------------------------------------------------------------------------- driver-too-old
+
+def test_driver_older_major_fails_and_offers_an_older_cuda_wheel() -> None:
+    f = facts(nvml__driver_version="470.82.01", nvml__cuda_driver_version=11040)
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL
+    assert "supports CUDA up to 11.4" in found.detail and "525.60.13" in found.detail
+    assert "/whl/cu118" in found.remediation.commands[0]
+    assert "torch==2.6.0" in found.remediation.commands[0]
+
+
+def test_driver_cuda_derived_from_version_string_in_a_paste() -> None:
+    f = facts(**pasted(nvml__driver_version="470.82.01"))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL and AS_OF in found.detail
+
+
+def test_same_major_older_minor_runs_through_minor_version_compatibility() -> None:
+    f = facts(nvml__driver_version="535.183.01", nvml__cuda_driver_version=12020)
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.WARN and "minor-version compatibility" in found.detail
+
+
+def test_blackwell_needs_r570() -> None:
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__version="2.7.1+cu128", torch__cuda_version="12.8",
+                   nvml__driver_version="560.35.03", nvml__cuda_driver_version=12060)
+    statuses = [x.status for x in run(rules.driver_too_old, f)]
+    assert Status.FAIL in statuses
+
+
+def test_windows_driver_numbers_apply_under_wsl() -> None:
+    f = facts(**pasted(nvml__driver_version="560.94", host__wsl=True))
+    assert compat.driver_cuda(f) == 12060
+    assert worst(rules.driver_too_old, f).status is Status.OK
+
+
+# ------------------------------------------------------------------------------- gpu-eol
+
+def test_kepler_is_end_of_life_with_the_last_release() -> None:
+    f = torch26_on("Tesla K80", "3.7")
+    found = worst(rules.gpu_eol, f)
+    assert found.status is Status.WARN
+    assert "2.7.1" in found.title and "/whl/cu118" in found.remediation.commands[0]
+
+
+def test_gpu_without_any_wheel_fails() -> None:
+    f = torch26_on("Tesla K40m", "3.5")
+    assert worst(rules.gpu_eol, f).status is Status.FAIL
+
+
+def test_pascal_still_has_current_wheels() -> None:
+    assert worst(rules.gpu_eol, torch26_on("Tesla P100-PCIE-16GB", "6.0")).status is Status.OK
+
+
+# ------------------------------------------------------------------------------- cudnn / nccl
+
+def cu124(**changes: Any) -> Facts:
+    """torch 2.6.0+cu124 from PyPI (measured pins: cuDNN 9.1.0.70, NCCL 2.21.5)."""
+    base: dict[str, Any] = {"torch__version": "2.6.0+cu124", "torch__cuda_version": "12.4",
+                            "torch__cudnn_version": 90100, "torch__nccl_version": "2.21.5",
+                            "python__packages": {"torch": "2.6.0", "nvidia-cudnn-cu12": "9.1.0.70",
+                                                 "nvidia-nccl-cu12": "2.21.5"}}
+    base.update(changes)
+    return facts(**base)
+
+
+def test_cudnn_matching_is_ok() -> None:
+    assert worst(rules.cudnn_mismatch, cu124()).status is Status.OK
+
+
+def test_cudnn_other_major_fails() -> None:
+    found = worst(rules.cudnn_mismatch, cu124(torch__cudnn_version=8902))
+    assert found.status is Status.FAIL and "8.9.2" in found.title and "9.1.0" in found.title
+
+
+def test_cudnn_from_the_system_is_a_warning() -> None:
+    found = worst(rules.cudnn_mismatch, cu124(torch__loaded_libraries={"cudnn": ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9"]}))
+    assert found.status is Status.WARN and "LD_LIBRARY_PATH" in found.remediation.commands[0]
+
+
+def test_cudnn_package_older_than_the_pin_fails_in_a_paste() -> None:
+    f = cu124(torch__cudnn_version=missing(Reason.NOT_IN_REPORT),
+              python__packages={"torch": "2.6.0", "nvidia-cudnn-cu12": "8.9.2.26"})
+    assert worst(rules.cudnn_mismatch, f).status is Status.FAIL
+
+
+def test_nccl_older_than_built_with_fails() -> None:
+    found = worst(rules.nccl_mismatch, cu124(torch__nccl_version="2.18.1",
+                                            python__packages={"torch": "2.6.0", "nvidia-nccl-cu12": "2.18.1"}))
+    assert found.status is Status.FAIL and "nvidia-nccl-cu12==2.21.5" in found.remediation.commands[0]
+
+
+def test_nccl_other_copy_loaded_warns() -> None:
+    found = worst(rules.nccl_mismatch, cu124(torch__nccl_version="2.19.3"))
+    assert found.status is Status.WARN
+
+
+# ------------------------------------------------------------------------------- toolkit-mismatch
+
+def test_nvcc_other_major_is_informational() -> None:
+    assert worst(rules.toolkit_mismatch, facts(toolkit__nvcc_version="11.8.89")).status is Status.OK
+
+
+def test_nvcc_other_major_warns_when_extensions_are_built() -> None:
+    found = worst(rules.toolkit_mismatch, facts(toolkit__nvcc_version="11.8.89",
+                                                env__vars={"CUDA_HOME": "/usr/local/cuda-11.8"}))
+    assert found.status is Status.WARN and "CUDA_HOME" in found.detail
+
+
+# ------------------------------------------------------------------------------- torch-companions
+
+@pytest.mark.parametrize(("vision", "status"), [
+    ("0.21.0+cu126", Status.OK), ("0.21.0", Status.OK), ("0.20.1+cu126", Status.FAIL),
+    ("0.21.0+cu124", Status.WARN), ("0.21.0+cpu", Status.FAIL), ("0.99.0", Status.OK),
+])
+def test_torchvision_pairs(vision: str, status: Status) -> None:
+    f = facts(python__packages={"torch": "2.6.0+cu126", "torchvision": vision})
+    found = worst(rules.torch_companions, f)
+    assert found.status is status, found.detail
+    if status is not Status.OK:
+        assert "torchvision" in found.remediation.commands[0] and "/whl/cu126" in found.remediation.commands[0]
+
+
+def test_torchaudio_without_a_paired_release_is_not_judged() -> None:
+    f = facts(torch__version="2.13.0+cu130", torch__cuda_version="13.0",
+              python__packages={"torch": "2.13.0+cu130", "torchaudio": "2.11.1"})
+    assert worst(rules.torch_companions, f).status is Status.OK
+
+
+# ------------------------------------------------------------------------------- cuda-major-mix
+
+def test_cu13_leftovers_next_to_a_cu12_torch_warn() -> None:
+    pkgs = {"torch": "2.6.0+cu126", "nvidia-cublas-cu12": "12.6.4.1", "nvidia-cublas-cu13": "13.0.0.19"}
+    found = worst(rules.cuda_major_mix, facts(python__packages=pkgs))
+    assert found.status is Status.WARN and "nvidia-cublas-cu13" in found.remediation.commands[0]
+
+
+def test_cupy_for_cuda_11_next_to_torch_cu12() -> None:
+    found = worst(rules.cuda_major_mix, facts(python__packages={"torch": "2.6.0+cu126", "cupy-cuda11x": "13.3.0"}))
+    assert found.status is Status.WARN
+    assert "pip uninstall -y cupy-cuda11x && pip install cupy-cuda12x" in found.remediation.commands
+
+
+# ------------------------------------------------------------------------------- python-supported
+
+def test_python_newer_than_the_release_warns_when_torch_imports() -> None:
+    found = worst(rules.python_supported, facts(python__version="3.14.0"))
+    assert found.status is Status.WARN and "3.9, 3.10, 3.11, 3.12, 3.13" in found.detail
+    assert found.remediation.commands == ("pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu126",)
+
+
+def test_python_unsupported_and_import_failing_fails() -> None:
+    f = facts(python__version="3.14.0", torch__version=missing(Reason.FAILED, detail="ImportError"),
+              python__packages={"torch": "2.6.0"})
+    assert worst(rules.python_supported, f).status is Status.FAIL
+
+
+def test_no_wheel_for_this_python_at_all() -> None:
+    f = facts(python__version="3.99.0", torch__version=missing(Reason.ABSENT))
+    assert worst(rules.python_supported, f).status is Status.WARN
+
+
+# ------------------------------------------------------------------------------- lookups used by other checks
+
+def test_suggested_variant_fits_gpu_and_driver() -> None:
+    variant, why = suggested_variant(torch26_on("NVIDIA GeForce RTX 5090", "12.0"))
+    assert variant == "cu128" and "12.8" in why
+
+
+def test_variant_for_driver_keeps_its_contract() -> None:
+    variant, why = compat.variant_for_driver(facts(nvml__cuda_driver_version=12060))
+    assert variant == "cu126" and "12.6" in why
+    assert compat.variant_for_driver(Facts())[0].startswith("cu")
+
+
+def test_highest_cuda_for_a_driver_newer_than_the_table() -> None:
+    ans = compat.highest_cuda_for_driver("999.1.2")
+    assert ans.at_least and AS_OF in ans.note
