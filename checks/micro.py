@@ -235,40 +235,24 @@ def micro_transformer(facts: Facts):
 # -- copies -------------------------------------------------------------------------------------
 
 def _pcie_link(facts: Facts, uuid: str | None, index: int | None) -> tuple[int | None, int | None]:
-    """(gen, width) of a GPU's PCIe link from the NVML facts; the maximum the link supports
-    when known (the current gen drops at idle to save power)."""
-    gpus = thaw(facts.value("nvml.gpus") or [])
+    """(gen, width) of a GPU's PCIe link from ``nvml.gpus[*].pcie``: the maximum the GPU and
+    system support (NVML's Max* calls), since the current generation drops at idle to save power.
+    The GPU is found by UUID (torch's has no ``GPU-`` prefix), else it is the only one."""
+    gpus = [g for g in thaw(facts.value("nvml.gpus") or []) if isinstance(g, dict)]
     chosen = None
-    for g in gpus:
-        if not isinstance(g, dict):
-            continue
-        g_uuid = str(g.get("uuid") or "").removeprefix("GPU-")
-        if uuid and g_uuid and g_uuid == str(uuid).removeprefix("GPU-"):
-            chosen = g
-            break
-    if chosen is None and len(gpus) == 1 and isinstance(gpus[0], dict):
+    if uuid:
+        want = str(uuid).removeprefix("GPU-")
+        chosen = next((g for g in gpus if str(g.get("uuid") or "").removeprefix("GPU-") == want), None)
+    if chosen is None and len(gpus) == 1:
         chosen = gpus[0]
-    if chosen is None and index is not None and not uuid and index < len(gpus) and isinstance(gpus[index], dict):
-        chosen = gpus[index]
-    if chosen is None:
-        return None, None
-    flat = dict(chosen)
-    for nested in ("pcie", "pci"):
-        if isinstance(chosen.get(nested), dict):
-            flat.update({f"pcie_{k}": v for k, v in chosen[nested].items()})
+    if chosen is None and not uuid and index is not None:
+        chosen = next((g for g in gpus if g.get("index") == index), None)
+    pcie = (chosen or {}).get("pcie") or {}
 
     def first(*names: str) -> int | None:
-        for n in names:
-            v = flat.get(n)
-            if isinstance(v, int) and v > 0:
-                return v
-        return None
+        return next((pcie[n] for n in names if isinstance(pcie.get(n), int) and pcie[n] > 0), None)
 
-    gen = first("pcie_link_gen_max", "pcie_gen_max", "pcie_max_link_gen", "pcie_link_gen", "pcie_gen",
-                "pcie_link_gen_current", "pcie_gen_current")
-    width = first("pcie_link_width_max", "pcie_width_max", "pcie_max_link_width", "pcie_link_width",
-                  "pcie_width", "pcie_link_width_current", "pcie_width_current")
-    return gen, width
+    return first("max_gen", "gen"), first("max_width", "width")
 
 
 @check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",

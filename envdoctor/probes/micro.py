@@ -92,35 +92,28 @@ def peak_for(name: str | None) -> Peak | None:
 
 
 def _peak_from_compat(name: str) -> Peak | None:
-    """Look for a ``peak_tflops`` entry in envdoctor/data/compat.json (the compat issue may add
-    one per GPU); absent or malformed data means "not there", never an error."""
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "data" / "compat.json"
+    """The ``peak_tflops`` of the compatibility table's GPU row for ``name`` (same matching as
+    :func:`envdoctor.compat.gpu_by_name`: normalised name, longest match wins), when the row has
+    one. Missing or malformed data means "not there", never an error."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        from .. import compat
+
+        text = compat.normalize_gpu_name(name)
+        best: tuple[int, Mapping[str, Any]] | None = None
+        for row in compat.data()["gpus"]["rows"]:
+            for pat in row.get("match") or ():
+                m = re.search(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])", text)
+                if m and (best is None or len(m.group(0)) > best[0]):
+                    best = (len(m.group(0)), row)
+    except Exception:  # noqa: BLE001 - the compat data is optional here
         return None
-    gpus = data.get("gpus") if isinstance(data, dict) else None
-    if not isinstance(gpus, list):
+    if best is None or not isinstance(best[1].get("peak_tflops"), Mapping):
         return None
-    for gpu in gpus:
-        if not isinstance(gpu, dict) or not isinstance(gpu.get("peak_tflops"), dict):
-            continue
-        pattern = gpu.get("match") or gpu.get("name")
-        if not isinstance(pattern, str):
-            continue
-        try:
-            hit = re.search(pattern, name)
-        except re.error:
-            hit = pattern in name
-        if hit:
-            tflops = {k: float(v) for k, v in gpu["peak_tflops"].items() if isinstance(v, (int, float))}
-            bw = gpu.get("memory_bandwidth_gbps")
-            return Peak(str(gpu.get("name", pattern)), tflops, float(bw) if isinstance(bw, (int, float)) else 0.0,
-                        str(gpu.get("source", "envdoctor/data/compat.json")))
-    return None
+    row = best[1]
+    tflops = {str(k): float(v) for k, v in row["peak_tflops"].items() if isinstance(v, (int, float))}
+    bw = row.get("memory_bandwidth_gbps")
+    return Peak(str(row.get("name")), tflops, float(bw) if isinstance(bw, (int, float)) else 0.0,
+                f"envdoctor/data/compat.json ({row.get('source', 'gpus')})")
 
 
 # -- deciding and running ---------------------------------------------------------------------

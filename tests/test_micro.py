@@ -1,0 +1,169 @@
+"""The microcheck child run for real on the CPU with the installed torch, through the real probe
+and checks: everything passes on a healthy CPU, and each self-test injection (wrong result,
+NaN, hang, segfault, SIGBUS in a DataLoader worker) becomes the finding it should.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from .conftest import make_exe, test_env
+
+from envdoctor.checks import micro as micro_checks
+from envdoctor.diagnose import diagnose
+from envdoctor.host import Host
+from envdoctor.model import Facts, Finding, Reason, Status
+from envdoctor.probes import Options
+from envdoctor.probes.micro import PROBE, probe_micro
+
+
+def run(options: Options, host: Host | None = None) -> tuple[Facts, dict[str, Finding], float]:
+    start = time.monotonic()
+    facts = Facts(probe_micro(host or Host(environ=test_env()), options))
+    seconds = time.monotonic() - start
+    return facts, {f.id: f for f in diagnose(facts, micro_checks.CHECKS)}, seconds
+
+
+def cpu(*checks: str, inject: str = "", timeout: float = 5.0, compile: bool = False) -> Options:
+    extra: dict[str, object] = {}
+    if checks:
+        extra["micro_checks"] = list(checks)
+    if inject:
+        extra["micro_inject"] = inject
+    return Options(device="cpu", timeout=timeout, compile=compile, extra=extra)
+
+
+def statuses(findings: dict[str, Finding], ids: Iterable[str]) -> dict[str, Status]:
+    return {i: findings[i].status for i in ids}
+
+
+def test_full_cpu_run_passes_and_is_fast() -> None:
+    facts, findings, seconds = run(cpu())
+    core = ("micro-device", "micro-matmul", "micro-transformer", "micro-copy", "micro-dataloader")
+    assert statuses(findings, core) == {i: Status.OK for i in core}, {i: findings[i].detail for i in core}
+    assert findings["micro-multi-gpu"].status is Status.SKIP
+    assert findings["micro-compile"].status is Status.SKIP
+    assert "--compile" in facts["micro.compile"].detail
+
+    matmul = facts.value("micro.matmul")["cpu"]["dtypes"]
+    assert set(matmul) == {"fp32", "bf16", "fp16"}
+    for label, r in matmul.items():
+        assert r["finite"] and r["rel_err"] <= r["tolerance"], (label, r)
+        assert r["tflops"] > 0 and r["repeats"] >= 3
+    assert matmul["fp32"]["rel_err"] < 1e-5  # fp32 against float64 is far inside its tolerance
+
+    tr = facts.value("micro.transformer")["cpu"]
+    assert tr["amp"]["dtype"] == "bf16" and tr["amp"]["grad_scaler"] is False
+    assert tr["fp32"]["tokens_per_s"] > 0 and tr["amp"]["grads_close"]
+    assert tr["sdpa"]["math"]["usable"] is True
+    assert tr["sdpa"]["cudnn"]["usable"] is False  # no cuDNN attention on a CPU
+
+    dl = facts.value("micro.dataloader")["cpu"]
+    assert dl["ok"] and dl["workers"] >= 2 and dl["pin_memory"] and dl["batch_bytes"] >= 16 << 20
+
+    run_info = facts.value("micro.run")
+    assert run_info["status"] == "ok" and list(run_info["devices"]) == ["cpu"]
+    # The checks themselves take a couple of seconds on 2 shared cores; torch's import the rest.
+    assert run_info["checks_seconds"] < 20, run_info
+    assert seconds < PROBE.deadline(cpu())
+
+
+def test_corrupted_matmul_output_fails_the_comparison() -> None:
+    facts, findings, _ = run(cpu("matmul", inject="corrupt_matmul"))
+    assert findings["micro-matmul"].status is Status.FAIL
+    assert "wrong results" in findings["micro-matmul"].title
+    for label, r in facts.value("micro.matmul")["cpu"]["dtypes"].items():
+        assert r["finite"] and not r["ok"] and r["rel_err"] > r["tolerance"], (label, r)
+        # Both the sampled-row comparison and the whole-matrix Freivalds test see it.
+        assert r["row_rel_err"] > r["tolerance"] and r["freivalds_rel_err"] > r["tolerance"]
+    assert findings["micro-matmul"].remediation.commands
+
+
+def test_nan_in_matmul_output_never_passes() -> None:
+    facts, findings, _ = run(cpu("matmul", inject="nan_matmul"))
+    assert findings["micro-matmul"].status is Status.FAIL
+    assert "NaN" in findings["micro-matmul"].title
+    for r in facts.value("micro.matmul")["cpu"]["dtypes"].values():
+        assert r["finite"] is False and r["ok"] is False and r["rel_err"] is None
+
+
+def test_hanging_child_is_a_timeout_within_the_deadline_and_keeps_earlier_results() -> None:
+    options = cpu("device", "matmul", "transformer", inject="hang", timeout=0.5)
+    deadline = PROBE.deadline(options)
+    facts, findings, seconds = run(options)
+    assert seconds < deadline + 3.0, (seconds, deadline)
+    assert facts["micro.matmul"].reason is Reason.TIMEOUT
+    assert "injected hang" in facts["micro.matmul"].detail
+    assert facts["micro.device"].ok  # finished before the hang, kept
+    assert facts["micro.transformer"].reason is Reason.SKIPPED
+    assert "not reached" in facts["micro.transformer"].detail
+    assert facts["micro.run"].reason is Reason.TIMEOUT
+    assert findings["micro-matmul"].status is Status.ERROR  # the CLI maps error to exit code 3
+    assert "hung" in findings["micro-matmul"].title
+    assert findings["micro-device"].status is Status.OK
+    assert findings["micro-transformer"].status is Status.SKIP
+
+
+def test_segfaulting_child_is_reported_as_crashed_with_the_signal() -> None:
+    facts, findings, _ = run(cpu("device", "matmul", inject="segfault"))
+    assert facts["micro.matmul"].reason is Reason.CRASHED
+    assert "SIGSEGV" in facts["micro.matmul"].detail and "matmul@cpu" in facts["micro.matmul"].detail
+    assert findings["micro-matmul"].status is Status.ERROR
+    assert "SIGSEGV" in findings["micro-matmul"].detail
+    assert findings["micro-device"].status is Status.OK
+
+
+def test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding() -> None:
+    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker"))
+    result = facts.value("micro.dataloader")["cpu"]
+    assert result["ok"] is False and result["bus_error"] is True
+    assert any("Unexpected bus error encountered in worker" in ln for ln in result["worker_stderr"])
+    finding = findings["micro-dataloader"]
+    assert finding.status is Status.FAIL
+    assert "/dev/shm" in finding.title
+    commands = " ".join(finding.remediation.commands)
+    assert "--shm-size=16g" in commands and "--ipc=host" in commands
+    assert "emptyDir" in finding.remediation.text
+
+
+def test_compile_runs_inductor_on_the_cpu() -> None:
+    # The first Inductor compile on 2 cores takes ~25 s; later runs hit its on-disk cache.
+    facts, findings, _ = run(cpu("compile", compile=True))
+    assert findings["micro-compile"].status is Status.OK, findings["micro-compile"].detail
+    r = facts.value("micro.compile")["cpu"]
+    assert r["grad_rel_err"] <= r["tolerance"] and r["compile_seconds"] > 0
+
+
+def test_no_micro_skips_everything_without_starting_a_child() -> None:
+    facts, findings, seconds = run(Options(micro=False))
+    assert all(facts[k].reason is Reason.SKIPPED and facts[k].detail == "--no-micro" for k in PROBE.keys)
+    assert all(f.status is Status.SKIP for f in findings.values())
+    assert seconds < 1.0
+
+
+def test_without_a_gpu_or_device_cpu_the_microchecks_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    host = Host(environ=test_env(), root=tmp_path)  # an empty root: no /dev/nvidiactl, no /proc/driver/nvidia
+    facts, findings, _ = run(Options(), host)
+    assert facts["micro.matmul"].reason is Reason.SKIPPED
+    assert "--device cpu" in facts["micro.matmul"].detail
+    assert findings["micro-matmul"].status is Status.SKIP
+
+
+def test_a_named_device_that_does_not_exist_fails_the_device_touch() -> None:
+    facts, findings, _ = run(Options(device="cuda:99"))
+    assert findings["micro-device"].status is Status.FAIL
+    assert "cuda:99" in findings["micro-device"].title
+    assert facts["micro.matmul"].reason is Reason.SKIPPED
+
+
+def test_an_interpreter_without_torch_is_a_failed_run_not_a_crash(tmp_path: Path) -> None:
+    # -S drops site-packages, so this interpreter has no torch.
+    python = make_exe(tmp_path, "python-no-torch", f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    facts, findings, _ = run(Options(device="cpu", python=str(python)))
+    assert facts["micro.run"].reason is Reason.FAILED
+    assert "torch" in facts["micro.run"].detail
+    assert facts["micro.matmul"].reason is Reason.SKIPPED
+    assert all(f.status is Status.SKIP for f in findings.values())
