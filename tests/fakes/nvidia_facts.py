@@ -58,8 +58,8 @@ def healthy_nvidia_readings(gpus: list[dict[str, Any]] | None = None) -> dict[st
         "visibility.nvidia_driver_capabilities": ok({"raw": None, "capabilities": ["compute", "utility"],
                                                      "default": True, "missing": []}),
         "visibility.cuda_devices": ok({"devices": [
-            {"cuda": g["index"], "nvml_index": g["index"], "uuid": g["uuid"], "pci_bus_id": g["pci_bus_id"],
-             "name": g["name"]} for g in gpus], "unmatched": None, "order": "FASTEST_FIRST", "order_certain": True}),
+            {"cuda": g["index"], "nvml_index": g["index"], "uuid": g.get("uuid"), "pci_bus_id": g.get("pci_bus_id"),
+             "name": g.get("name")} for g in gpus], "unmatched": None, "order": "FASTEST_FIRST", "order_certain": True}),
     })
     return data
 
