@@ -71,17 +71,15 @@ def _per_device(facts: Facts, key: str) -> dict[str, dict[str, Any]]:
 def _combine(findings: list[tuple[Status, str, str, list[int]]], title_ok: str, ev: Mapping[str, Any],
              remedy: Remediation | None = None) -> Finding:
     """One finding for a check from per-device verdicts: worst status, every device's line."""
-    order = {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
+    order = {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2}
     worst = max((s for s, *_ in findings), key=lambda s: order[s], default=Status.OK)
     bad = [(t, d, g) for s, t, d, g in findings if s is worst]
     detail = "\n".join(d for _, _, d, _ in findings)
-    gpus = sorted({g for *_, gs in findings for g in gs}) if worst is not Status.OK else []
+    gpus = sorted({g for s, *_, gs in findings if s is worst for g in gs}) if worst is not Status.OK else []
     if worst is Status.OK:
         return ok(title_ok, detail=detail, evidence=ev)
     title = bad[0][0] if len(bad) == 1 else f"{bad[0][0]} (and {len(bad) - 1} more)"
-    make = {Status.WARN: warn, Status.FAIL: fail, Status.ERROR: error}[worst]
-    if make is error:
-        return error(title, detail=detail, evidence=ev, remedy=remedy)
+    make = warn if worst is Status.WARN else fail
     return make(title, detail=detail, evidence=ev, remedy=remedy, gpus=gpus)
 
 

@@ -1,0 +1,392 @@
+"""Facts-level tests of the microcheck judgement: a healthy two-GPU result, one thing changed,
+the finding that follows. Also how the probe turns a child's (partial) output into facts.
+
+The healthy results are synthetic (shaped like the child's records, figures in the range an
+H100 SXM node gives), not a recording of a real machine.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from envdoctor.checks import micro as checks
+from envdoctor.diagnose import run_check
+from envdoctor.host import ChildResult
+from envdoctor.model import Facts, Finding, Reading, Reason, Status, missing, ok
+from envdoctor.probes.micro import KEYS, peak_for, readings_from_child
+
+ARGS: dict[str, Any] = {"devices": [], "compile": True}
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _matmul(tflops: dict[str, float], n: int = 8192) -> dict[str, Any]:
+    tol = {"fp32": 1e-4, "tf32": 5e-3, "bf16": 1e-2, "fp16": 1e-2}
+    err = {"fp32": 1.1e-6, "tf32": 3.2e-4, "bf16": 1.7e-3, "fp16": 2.1e-4}
+    return {"n": n, "ok": True, "dtypes": {
+        k: {"n": n, "ok": True, "finite": True, "rel_err": err[k], "row_rel_err": err[k], "freivalds_rel_err": err[k],
+            "tolerance": tol[k], "seconds": 2 * n ** 3 / (v * 1e12), "repeats": 10, "tflops": v}
+        for k, v in tflops.items()}}
+
+
+def healthy_child() -> dict[str, Any]:
+    """What the child prints on a healthy 2 x H100 SXM node (merged records)."""
+    data: dict[str, Any] = {
+        "torch_version": "2.7.1+cu126",
+        "plan": {"devices": ["cuda:0", "cuda:1"], "checks": list(checks_order()), "unusable": {},
+                 "multi_gpu_skipped": None},
+        "cuda_init_seconds": 1.9, "seconds": 14.2, "checks_seconds": 11.8,
+    }
+    for i in (0, 1):
+        dev = f"cuda:{i}"
+        data[f"device@{dev}"] = {"device": dev, "name": H100, "capability": [9, 0], "total_memory": 85 << 30,
+                                 "uuid": f"5a1c0d3e-0000-4000-8000-00000000000{i}", "roundtrip_equal": True,
+                                 "kernel_ok": True, "ok": True}
+        data[f"matmul@{dev}"] = _matmul({"fp32": 51.0, "tf32": 370.0, "bf16": 720.0, "fp16": 700.0})
+        data[f"transformer@{dev}"] = {
+            "fp32": {"loss": 1.38, "loss_finite": True, "grads_finite": True, "params_finite": True,
+                     "tokens_per_s": 2.1e5},
+            "amp": {"dtype": "bf16", "loss": 1.38, "loss_finite": True, "grads_finite": True, "grad_rel_err": 7e-3,
+                    "grad_tolerance": 0.1, "grads_close": True, "grad_scaler": False, "tokens_per_s": 1.1e6},
+            "sdpa": {"flash": {"usable": True}, "mem_efficient": {"usable": True}, "cudnn": {"usable": True},
+                     "math": {"usable": True}},
+            "ok": True}
+        data[f"copy@{dev}"] = {"h2d": {"gbps": 53.0}, "d2h": {"gbps": 52.0}, "d2d": {"gbps": 2900.0, "equal": True},
+                               "roundtrip_equal": True, "ok": True}
+        data[f"compile@{dev}"] = {"compile_seconds": 31.0, "loss_rel_err": 1e-7, "grad_rel_err": 2e-7,
+                                  "tolerance": 1e-3, "ok": True}
+    data["dataloader@cuda:0"] = {"workers": 4, "batch_bytes": 64 << 20, "batches": 8, "pin_memory": True, "ok": True,
+                                 "wrong_batches": [], "mbps": 2400.0, "worker_stderr": []}
+    data["multi_gpu@all"] = {"devices": ["cuda:0", "cuda:1"], "peer_access": [[True, True], [True, True]],
+                             "nccl": {"status": "ok", "seconds": 2.3, "nccl_warnings": []}, "ok": True}
+    return data
+
+
+def checks_order() -> tuple[str, ...]:
+    return ("device", "matmul", "transformer", "copy", "compile", "dataloader", "multi_gpu")
+
+
+def facts_from(data: dict[str, Any], status: str = "ok", stage: str = "", detail: str = "",
+               extra: dict[str, Reading] | None = None) -> Facts:
+    result = ChildResult(status, copy.deepcopy(data), stage, seconds=12.0, detail=detail)  # type: ignore[arg-type]
+    facts = Facts(readings_from_child(result, ARGS, 120.0))
+    return facts.merged(extra or {})
+
+
+def judge(facts: Facts, spec: Any) -> Finding:
+    found = run_check(spec, facts)
+    assert len(found) == 1
+    return found[0]
+
+
+ALL = (checks.micro_device, checks.micro_matmul, checks.micro_transformer, checks.micro_copy,
+       checks.micro_dataloader, checks.micro_multi_gpu, checks.micro_compile)
+
+
+# -- healthy ------------------------------------------------------------------------------------
+
+def test_healthy_two_gpu_node_passes_every_microcheck() -> None:
+    facts = facts_from(healthy_child())
+    assert set(KEYS) <= set(facts)
+    for spec in ALL:
+        finding = judge(facts, spec)
+        assert finding.status is Status.OK, (spec.id, finding.title, finding.detail)
+
+
+def test_matmul_ratio_to_the_datasheet_peak_is_in_the_facts_and_the_finding() -> None:
+    facts = facts_from(healthy_child())
+    bf16 = facts.value("micro.matmul")["cuda:0"]["dtypes"]["bf16"]
+    assert bf16["peak_tflops"] == pytest.approx(989.4)
+    assert bf16["ratio"] == pytest.approx(720.0 / 989.4, rel=1e-3)
+    assert facts.value("micro.matmul")["cuda:0"]["peak_model"] == "H100 SXM"
+    assert "of the H100 SXM dense peak" in judge(facts, checks.micro_matmul).detail
+
+
+def test_facts_round_trip_through_json_and_judge_the_same() -> None:
+    facts = facts_from(healthy_child())
+    again = Facts.from_dict(facts.to_dict())
+    for spec in ALL:
+        assert judge(again, spec).to_dict() == judge(facts, spec).to_dict()
+
+
+@pytest.mark.parametrize(("name", "model"), [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H200", "H200 SXM"),
+    ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"), ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+    ("NVIDIA L4", "L4"), ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"), ("NVIDIA GeForce RTX 5090", "GeForce RTX 5090"),
+])
+def test_peak_table_matches_torch_device_names(name: str, model: str) -> None:
+    peak = peak_for(name)
+    assert peak is not None and peak.model == model
+    assert peak.tflops["bf16"] > peak.tflops["fp32"] and peak.source.startswith("https://")
+
+
+def test_unknown_gpus_and_the_cpu_have_no_peak_and_no_ratio() -> None:
+    assert peak_for("NVIDIA L40S") is None
+    data = healthy_child()
+    for i in (0, 1):
+        data[f"device@cuda:{i}"]["name"] = "NVIDIA Imaginary X1"
+    facts = facts_from(data)
+    assert "ratio" not in facts.value("micro.matmul")["cuda:0"]["dtypes"]["bf16"]
+    assert judge(facts, checks.micro_matmul).status is Status.OK
+
+
+# -- matmul ---------------------------------------------------------------------------------------
+
+def test_wrong_matmul_result_fails_naming_device_and_dtype() -> None:
+    data = healthy_child()
+    r = data["matmul@cuda:1"]["dtypes"]["tf32"]
+    r.update(ok=False, rel_err=0.12)
+    finding = judge(facts_from(data), checks.micro_matmul)
+    assert finding.status is Status.FAIL
+    assert "tf32" in finding.title and "cuda:1" in finding.title and finding.gpus == (1,)
+    assert "Xid" in finding.remediation.text
+
+
+def test_nan_matmul_fails() -> None:
+    data = healthy_child()
+    data["matmul@cuda:0"]["dtypes"]["fp16"].update(ok=False, finite=False, rel_err=None)
+    finding = judge(facts_from(data), checks.micro_matmul)
+    assert finding.status is Status.FAIL and "NaN" in finding.title
+
+
+def test_matmul_far_below_peak_warns_with_throttle_clock_and_mig_hints() -> None:
+    data = healthy_child()
+    data["matmul@cuda:0"]["dtypes"]["bf16"]["tflops"] = 140.0  # 14% of 989
+    finding = judge(facts_from(data), checks.micro_matmul)
+    assert finding.status is Status.WARN
+    assert "14%" in finding.title and finding.gpus == (0,)
+    for hint in ("throttled", "clocks", "MIG"):
+        assert hint in finding.remediation.text
+
+
+def test_cublas_error_in_one_dtype_fails() -> None:
+    data = healthy_child()
+    data["matmul@cuda:0"]["dtypes"]["bf16"] = {"ok": False, "error": "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED"}
+    finding = judge(facts_from(data), checks.micro_matmul)
+    assert finding.status is Status.FAIL and "CUBLAS_STATUS_EXECUTION_FAILED" in finding.detail
+
+
+# -- hangs and crashes ---------------------------------------------------------------------------
+
+def partial(upto: str) -> dict[str, Any]:
+    """The healthy output cut where the child stopped: every check before ``upto`` finished."""
+    data = healthy_child()
+    order = checks_order()
+    cut = order.index(upto)
+    for key in [k for k in data if "@" in k]:
+        if order.index(key.split("@")[0]) >= cut:
+            del data[key]
+    del data["seconds"], data["checks_seconds"]
+    return data
+
+
+def test_hang_is_an_error_on_the_check_it_hung_in_and_later_ones_are_not_reached() -> None:
+    facts = facts_from(partial("transformer"), status="timeout", stage="transformer@cuda:0: autocast bf16 step")
+    assert facts["micro.transformer"].reason is Reason.TIMEOUT
+    assert facts["micro.matmul"].ok and facts["micro.device"].ok
+    finding = judge(facts, checks.micro_transformer)
+    assert finding.status is Status.ERROR and "hung" in finding.title
+    assert "autocast bf16 step" in finding.detail
+    assert "nvidia-smi" in finding.remediation.commands
+    for spec in (checks.micro_copy, checks.micro_dataloader, checks.micro_multi_gpu, checks.micro_compile):
+        later = judge(facts, spec)
+        assert later.status is Status.SKIP and "not reached" in later.detail
+    assert judge(facts, checks.micro_matmul).status is Status.OK
+
+
+def test_hang_on_the_second_gpu_keeps_the_first_gpus_results_in_the_fact() -> None:
+    data = partial("matmul")
+    data["matmul@cuda:0"] = healthy_child()["matmul@cuda:0"]
+    facts = facts_from(data, status="timeout", stage="matmul@cuda:1: bf16 compute")
+    reading = facts["micro.matmul"]
+    assert reading.reason is Reason.TIMEOUT and "cuda:0" in reading.value
+    assert Facts.from_dict(facts.to_dict())["micro.matmul"].value["cuda:0"]["n"] == 8192
+
+
+def test_hang_before_any_check_blames_the_device_touch() -> None:
+    facts = facts_from({}, status="timeout", stage="cuda init")
+    assert facts["micro.device"].reason is Reason.TIMEOUT
+    assert judge(facts, checks.micro_device).status is Status.ERROR
+
+
+def test_crash_is_an_error_with_the_signal() -> None:
+    facts = facts_from(partial("matmul"), status="crashed", stage="matmul@cuda:0: fp16 compute",
+                       detail="python was killed by SIGSEGV")
+    finding = judge(facts, checks.micro_matmul)
+    assert finding.status is Status.ERROR and "crashed" in finding.title
+    assert "SIGSEGV" in finding.detail and "fp16 compute" in finding.detail
+
+
+# -- device touch -------------------------------------------------------------------------------
+
+def test_roundtrip_mismatch_fails_the_device_touch() -> None:
+    data = healthy_child()
+    data["device@cuda:1"].update(ok=False, roundtrip_equal=False)
+    finding = judge(facts_from(data), checks.micro_device)
+    assert finding.status is Status.FAIL and "corrupts" in finding.title and finding.gpus == (1,)
+
+
+def test_cuda_error_in_device_touch_fails_and_later_checks_say_why_they_did_not_run() -> None:
+    data = healthy_child()
+    data["device@cuda:1"] = {"ok": False, "error": "RuntimeError: CUDA error: an illegal memory access was encountered"}
+    data["matmul@cuda:1"] = {"ok": False, "not_run": "an earlier check broke cuda:1"}
+    facts = facts_from(data)
+    assert judge(facts, checks.micro_device).status is Status.FAIL
+    matmul = judge(facts, checks.micro_matmul)
+    assert matmul.status is Status.FAIL and "earlier check broke" in matmul.detail
+
+
+# -- transformer --------------------------------------------------------------------------------
+
+def test_autocast_gradients_far_from_fp32_fail() -> None:
+    data = healthy_child()
+    data["transformer@cuda:0"]["amp"].update(grad_rel_err=0.8, grads_close=False)
+    finding = judge(facts_from(data), checks.micro_transformer)
+    assert finding.status is Status.FAIL and "differ from fp32" in finding.detail
+
+
+def test_non_finite_loss_fails() -> None:
+    data = healthy_child()
+    data["transformer@cuda:1"]["fp32"]["loss_finite"] = False
+    assert judge(facts_from(data), checks.micro_transformer).status is Status.FAIL
+
+
+def test_only_math_attention_on_a_gpu_warns() -> None:
+    data = healthy_child()
+    for name in ("flash", "mem_efficient", "cudnn"):
+        data["transformer@cuda:0"]["sdpa"][name] = {"usable": False, "why": "No available kernel"}
+    finding = judge(facts_from(data), checks.micro_transformer)
+    assert finding.status is Status.WARN and "math" in finding.title
+
+
+# -- copies -------------------------------------------------------------------------------------
+
+def _nvml(gen: int, width: int) -> dict[str, Reading]:
+    gpus = [{"index": i, "uuid": f"GPU-5a1c0d3e-0000-4000-8000-00000000000{i}",
+             "pcie": {"gen": 1, "max_gen": gen, "width": width, "max_width": width}} for i in (0, 1)]
+    return {"nvml.gpus": ok(gpus, "nvml")}
+
+
+def test_copies_at_pcie_speed_pass() -> None:
+    finding = judge(facts_from(healthy_child(), extra=_nvml(5, 16)), checks.micro_copy)
+    assert finding.status is Status.OK and "gen5 x16" in finding.detail
+
+
+def test_host_copies_far_below_the_link_warn() -> None:
+    data = healthy_child()
+    data["copy@cuda:1"]["h2d"]["gbps"] = 6.0  # a gen5 x16 link carries ~63 GB/s
+    finding = judge(facts_from(data, extra=_nvml(5, 16)), checks.micro_copy)
+    assert finding.status is Status.WARN and finding.gpus == (1,)
+    assert "nvidia-smi -q -d PCIE" in finding.remediation.commands
+
+
+def test_device_copies_far_below_memory_bandwidth_warn() -> None:
+    data = healthy_child()
+    data["copy@cuda:0"]["d2d"]["gbps"] = 500.0
+    finding = judge(facts_from(data), checks.micro_copy)
+    assert finding.status is Status.WARN and "memory bandwidth" in finding.detail
+
+
+def test_copy_that_changes_data_fails() -> None:
+    data = healthy_child()
+    data["copy@cuda:0"]["roundtrip_equal"] = False
+    assert judge(facts_from(data), checks.micro_copy).status is Status.FAIL
+
+
+# -- DataLoader ---------------------------------------------------------------------------------
+
+SIGBUS = {"workers": 4, "ok": False, "bus_error": True, "killed": True,
+          "error": "RuntimeError: DataLoader worker (pid 812) is killed by signal: Bus error. It is possible that "
+                   "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+          "worker_stderr": ["ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+                            "shared memory (shm)."]}
+
+
+def test_sigbus_worker_in_docker_fails_with_shm_size_and_ipc_host() -> None:
+    data = healthy_child()
+    data["dataloader@cuda:0"] = dict(SIGBUS)
+    facts = facts_from(data, extra={"host.container": ok("docker"), "host.shm_size": ok(64 << 20)})
+    finding = judge(facts, checks.micro_dataloader)
+    assert finding.status is Status.FAIL and "/dev/shm" in finding.title
+    assert "docker run --shm-size=16g …" in finding.remediation.commands
+    assert "docker run --ipc=host …" in finding.remediation.commands
+    assert finding.evidence["host.shm_size"] == 64 << 20
+    assert "Unexpected bus error" in finding.detail
+
+
+def test_sigbus_worker_in_kubernetes_gets_the_emptydir_remedy() -> None:
+    data = healthy_child()
+    data["dataloader@cuda:0"] = dict(SIGBUS)
+    finding = judge(facts_from(data, extra={"host.container": ok("kubernetes")}), checks.micro_dataloader)
+    assert finding.status is Status.FAIL and "medium: Memory" in finding.remediation.commands[0]
+
+
+def test_worker_killed_otherwise_fails_with_the_oom_hint() -> None:
+    data = healthy_child()
+    data["dataloader@cuda:0"] = {"ok": False, "killed": True, "bus_error": False,
+                                 "error": "RuntimeError: DataLoader worker (pid(s) 99) exited unexpectedly"}
+    finding = judge(facts_from(data), checks.micro_dataloader)
+    assert finding.status is Status.FAIL and "oom" in finding.remediation.text.lower()
+
+
+# -- multi-GPU ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("status", "words"), [("hung", "hangs"), ("wrong", "wrong"), ("error", "fails")])
+def test_nccl_hung_wrong_and_error_are_told_apart(status: str, words: str) -> None:
+    data = healthy_child()
+    data["multi_gpu@all"]["nccl"] = {"status": status, "detail": "x", "nccl_warnings": ["NCCL WARN Cuda failure 'peer access'"]}
+    finding = judge(facts_from(data), checks.micro_multi_gpu)
+    assert finding.status is Status.FAIL and words in finding.title and finding.gpus == (0, 1)
+    assert "NCCL WARN" in finding.detail
+    assert any("NCCL_P2P_DISABLE=1" in c for c in finding.remediation.commands)
+
+
+def test_single_gpu_skips_multi_gpu_with_the_reason() -> None:
+    data = healthy_child()
+    data["plan"]["checks"].remove("multi_gpu")
+    data["plan"]["multi_gpu_skipped"] = "1 CUDA device(s)"
+    del data["multi_gpu@all"]
+    finding = judge(facts_from(data), checks.micro_multi_gpu)
+    assert finding.status is Status.SKIP and "2 visible GPUs" in finding.detail
+
+
+# -- compile ------------------------------------------------------------------------------------
+
+def test_compile_error_fails_with_triton_and_compiler_hints() -> None:
+    data = healthy_child()
+    data["compile@cuda:0"] = {"ok": False, "error": "torch._inductor.exc.InductorError: RuntimeError: Cannot find a working triton installation"}
+    finding = judge(facts_from(data), checks.micro_compile)
+    assert finding.status is Status.FAIL and "triton" in finding.detail
+    assert "Triton" in finding.remediation.text
+
+
+def test_compile_not_requested_is_skipped() -> None:
+    data = healthy_child()
+    data["plan"]["checks"].remove("compile")
+    for i in (0, 1):
+        del data[f"compile@cuda:{i}"]
+    facts = Facts(readings_from_child(ChildResult("ok", data), {"devices": [], "compile": False}, 120.0))
+    finding = judge(facts, checks.micro_compile)
+    assert finding.status is Status.SKIP and "--compile" in finding.detail
+
+
+# -- skipped runs ---------------------------------------------------------------------------------
+
+def test_no_usable_gpu_skips_with_torchs_reason() -> None:
+    data = {"torch_version": "2.7.1+cu126", "plan": {"devices": [], "checks": [], "why": "torch.cuda.is_available() is False"}}
+    facts = facts_from(data)
+    for spec in ALL:
+        finding = judge(facts, spec)
+        assert finding.status is Status.SKIP and "is_available" in finding.detail
+
+
+def test_no_micro_reading_is_a_skip_for_every_check() -> None:
+    facts = Facts({k: missing(Reason.SKIPPED, "child:micro", "--no-micro") for k in KEYS})
+    assert {judge(facts, spec).status for spec in ALL} == {Status.SKIP}
+
+
+def test_a_report_without_micro_facts_skips_instead_of_crashing() -> None:
+    facts = Facts({})
+    assert {judge(facts, spec).status for spec in ALL} == {Status.SKIP}
