@@ -4,11 +4,14 @@ One module per area; each module's CheckSpecs are registered in the order listed
 that order is the order findings are shown in. Inside this folder import siblings relatively.
 """
 
+# Root causes before symptoms: when several checks fail, the first failing finding is the one
+# to fix first. torch_build comes after the driver, library and compatibility checks because
+# "torch.cuda.is_available() is False" is usually the consequence of one of them.
 BUILTIN: tuple[str, ...] = (
     "host",
-    "torch_build",
     "driver",
     "gpu_health",
     "libraries",
     "compat",
+    "torch_build",
 )

@@ -14,24 +14,47 @@ def _python(facts: Facts) -> str:
     return facts.value("python.executable") or "python"
 
 
-def suggested_variant(facts: Facts) -> tuple[str, str]:
-    """The CUDA wheel variant to install for this driver and these GPUs, and why (the compatibility table).
+def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
+    """(torch version to pin, CUDA wheel variant, why) for this driver, these GPUs and this Python.
 
-    The newest release whose wheels carry kernels for every GPU and run on the driver; without GPU
-    facts, the newest variant the driver runs natively."""
+    With GPU facts: the nearest release whose wheels carry kernels for every GPU and run on the
+    driver (compat.recommend). Without them: a variant the installed release is offered in, else the
+    newest release, matched to the driver."""
     from .. import compat
     from .compat import gpus
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
     cap = compat.driver_cuda(facts)
-    installed = facts.value("torch.version")
+    installed = facts.value("torch.version") or (facts.value("python.packages") or {}).get("torch")
     current = str(installed).split("+", 1)[0] if installed and compat.version(installed) else None
+    plat = compat.platform_of(facts)
     if ccs:
-        rec = compat.recommend(ccs, cap, facts.value("python.version"), compat.platform_of(facts), current=current)
+        rec = compat.recommend(ccs, cap, facts.value("python.version"), plat, current=current)
         if rec is not None:
             why = (f"{rec.reason}; {rec.driver_note}." if rec.driver_note else f"{rec.reason}.")
-            return rec.variant, why[0].upper() + why[1:]
-    return compat.variant_for_driver(facts)
+            return rec.torch, rec.variant, why[0].upper() + why[1:]
+    minor = compat.minor_of(current) if current else None
+    offered = [v for v in compat.release_variants(minor, plat) if compat.variant_cuda(v)] if minor else []
+    if current and offered:
+        fits = [v for v in offered if cap is None or compat.driver_runs(compat.variant_cuda(v) or "", cap) == "native"]
+        if fits:
+            pick = max(fits, key=lambda v: compat.cuda_to_int(compat.variant_cuda(v) or "0") or 0)
+            if cap is None:
+                why = (f"No NVIDIA driver was read, so the variant cannot be matched to it; torch {minor} is offered "
+                       f"for {', '.join(offered)} (table as of {compat.as_of()}); {pick} needs a driver for CUDA "
+                       f"{compat.variant_cuda(pick)}.")
+            else:
+                why = f"Your driver supports CUDA {compat.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
+            return current, pick, why
+    variant, why = compat.variant_for_driver(facts)
+    newest = compat.newest_release()
+    return (compat.latest_patch(newest) if newest else None), variant, why
+
+
+def suggested_variant(facts: Facts) -> tuple[str, str]:
+    """The CUDA wheel variant to install and why (see suggested_build)."""
+    _, variant, why = suggested_build(facts)
+    return variant, why
 
 
 @check("torch-import", "torch imports in the target interpreter", needs=("torch.version",), judges_failures=True)
@@ -42,11 +65,12 @@ def torch_import(facts: Facts):
     if reading.ok:
         return ok(f"torch {reading.value} imports", evidence=ev)
     if reading.reason is Reason.ABSENT:
-        variant, why = suggested_variant(facts)
+        version, variant, why = suggested_build(facts)
+        spec = f"torch=={version}" if version else "torch"
         return warn("torch is not installed in the target interpreter",
                     detail=f"{py} has no torch. {why}", evidence=ev,
                     remedy=Remediation(f"Install the torch build for your driver into {py}.",
-                                       (f"{py} -m pip install torch --index-url https://download.pytorch.org/whl/{variant}",),
+                                       (f"{py} -m pip install {spec} --index-url https://download.pytorch.org/whl/{variant}",),
                                        (GET_STARTED,)))
     if reading.reason in (Reason.TIMEOUT, Reason.CRASHED):
         return error("Reading torch did not finish", detail=reading.describe(), evidence=ev,
@@ -66,8 +90,12 @@ def torch_import(facts: Facts):
     elif "undefined symbol" in text:
         hint = ("A library torch loads was built against a different torch/CUDA (an extension or an nvidia-* "
                 "package of another version). Reinstall torch and rebuild/reinstall the extension for it.")
-    variant = torch_variant(facts) or suggested_variant(facts)[0]
-    commands.append(f"{py} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{variant}")
+    pinned = (facts.value("python.packages") or {}).get("torch")
+    version, suggested, _ = suggested_build(facts)
+    variant = torch_variant(facts) or suggested
+    version = str(pinned).split("+")[0] if pinned else version
+    spec = f"torch=={version}" if version else "torch"
+    commands.append(f"{py} -m pip install --force-reinstall {spec} --index-url https://download.pytorch.org/whl/{variant}")
     return fail("import torch fails", detail=text, evidence=ev, remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
 
 
@@ -84,10 +112,10 @@ def torch_cpu_build(facts: Facts):
     if facts.value("torch.hip_version"):
         return warn("torch is a ROCm (AMD) build", detail=f"torch {facts.value('torch.version')} targets ROCm "
                     f"{facts.value('torch.hip_version')}; it cannot use NVIDIA GPUs.", evidence=ev,
-                    remedy=Remediation("Install a CUDA build.", (pip_install_torch(None, suggested_variant(facts)[0]),)))
+                    remedy=Remediation("Install a CUDA build.", (pip_install_torch(*suggested_build(facts)[:2]),)))
     present, why = gpu_presence(facts)
-    variant, reason = suggested_variant(facts)
-    version = str(facts.value("torch.version")).split("+")[0]
+    version, variant, reason = suggested_build(facts)
+    version = version or str(facts.value("torch.version")).split("+")[0]
     remedy = Remediation(
         f"Reinstall torch from the CUDA index. {reason} Pin it (e.g. in a constraints file) so later installs do "
         "not swap it back to the CPU build.",

@@ -46,10 +46,13 @@ def test_env_vars_left_over_from_debugging():
 
 
 def test_torch_missing_is_a_warning_with_an_install_command():
-    finding = judge(torch_build.torch_import, facts(torch__version=missing(Reason.ABSENT, detail="no torch")))
+    finding = judge(torch_build.torch_import,
+                    facts(torch__version=missing(Reason.ABSENT, detail="no torch"), python__packages={}))
     assert finding.status is Status.WARN
-    assert any("pip install torch --index-url https://download.pytorch.org/whl/cu128" in c
-               for c in finding.remediation.commands)  # driver 570 supports CUDA 12.8
+    [command] = finding.remediation.commands
+    # A pinned release whose wheel carries sm_90 and whose CUDA the 570 driver (CUDA 12.8) runs.
+    assert command.startswith("/opt/venv/bin/python -m pip install torch==2.")
+    assert command.endswith(("whl/cu126", "whl/cu128"))
 
 
 def test_torch_import_error_shows_the_text_and_a_remedy():
@@ -69,7 +72,8 @@ def test_cpu_build_with_a_gpu_present_fails_with_the_exact_reinstall():
     f = facts(torch__version="2.6.0+cpu").merged({"torch.cuda_version": ok(None)})
     finding = judge(torch_build.torch_cpu_build, f)
     assert finding.status is Status.FAIL and "NVML sees 1 GPU" in finding.detail
-    assert any(c.endswith("pip install torch==2.6.0 --index-url https://download.pytorch.org/whl/cu128")
+    # torch 2.6 is offered for cu118/cu124/cu126 only; cu126 is the newest the 570 driver runs.
+    assert any(c.endswith("pip install torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126")
                for c in finding.remediation.commands)
 
 
