@@ -378,3 +378,19 @@ _OUR_IDS = {"driver-installed", "driver-nouveau", "driver-version-mismatch", "de
             "nvml-init", "cuda-init", "cuda-visible-devices", "cuda-forward-compat", "gpu-ecc", "gpu-row-remap",
             "gpu-pcie-link", "gpu-throttle", "gpu-persistence", "gpu-compute-mode", "gpu-mig", "gpu-xid",
             "fabric-manager"}
+
+
+def test_cli_exits_3_when_nvml_init_hangs(tmp_path):
+    """Process level: a wedged driver makes `envdoctor check` report an error and exit 3, promptly."""
+    import subprocess
+    import sys
+
+    env = fake_nvml(tmp_path, {"init_hang": 1})
+    child_env = dict(os.environ, FAKE_NVML_CONFIG=env["FAKE_NVML_CONFIG"], LD_LIBRARY_PATH=env["_LIB_DIRS"],
+                     ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD="1")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--no-micro", "--timeout", "1",
+                           "--only", "nvml-init"], capture_output=True, text=True, env=child_env, timeout=60)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "nvmlInit" in proc.stdout
