@@ -14,4 +14,5 @@ BUILTIN: tuple[str, ...] = (
     "libraries",
     "compat",
     "torch_build",
+    "micro",
 )

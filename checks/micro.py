@@ -90,7 +90,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
 # -- device touch -------------------------------------------------------------------------------
 
 @check("micro-device", "Each device allocates, copies and runs a kernel correctly",
-       needs=("micro.device",), judges_failures=True, healthcheck=True)
+       needs=("micro.device",), judges_failures=True)
 def micro_device(facts: Facts):
     missing = _not_run(facts, "micro.device", "device touch")
     if missing:
