@@ -141,6 +141,24 @@ def _ldd_summary(facts: Facts) -> Any:
 _CUDA_SONAME = r"^lib(cudart|cublas|cudnn|nccl|nvJitLink|nvrtc|cusparse|cufft|curand|cusolver|cupti|cuda|nvshmem|cufile)"
 
 
+#: soname stem -> the ``site-packages/nvidia/<dir>/lib`` folder of its CUDA 12 wheel; CUDA 13
+#: wheels put the toolkit libraries together in ``nvidia/cu13/lib``.
+_WHEEL_DIR = (
+    ("libcudart", "cuda_runtime"), ("libcublasLt", "cublas"), ("libcublas", "cublas"), ("libcudnn", "cudnn"),
+    ("libnccl", "nccl"), ("libnvJitLink", "nvjitlink"), ("libcusparseLt", "cusparselt"), ("libcusparse", "cusparse"),
+    ("libcufft", "cufft"), ("libcurand", "curand"), ("libcusolver", "cusolver"), ("libnvrtc", "cuda_nvrtc"),
+    ("libcupti", "cuda_cupti"), ("libcufile", "cufile"), ("libnvshmem", "nvshmem"),
+)
+
+
+def _wheel_ships(soname: str, wheel_dirs: Sequence[str]) -> bool:
+    stem = soname.split(".so", 1)[0]
+    sub = next((d for prefix, d in _WHEEL_DIR if stem == prefix or stem.startswith(prefix + "_")), None)
+    if sub is None:
+        return False
+    return any(w.endswith((f"/nvidia/{sub}/lib", "/nvidia/cu13/lib")) for w in wheel_dirs)
+
+
 def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
     kept = [e for e in entries if e not in remove]
     if not kept:
@@ -236,6 +254,25 @@ def library_conflicts(facts: Facts):
                             + (" and the loader picks it" if picked else "")
                             + (" — a different version" if differs else ""))
             remove.append(str(entry))
+
+    # 3. What ldd resolves for torch's CUDA libraries, transitive ones included: a library taken
+    #    from an LD_LIBRARY_PATH folder while torch's wheels ship it (failure mode: libcusparse from
+    #    the wheel bound to an old libnvJitLink in /usr/local/cuda-12.x, "undefined symbol
+    #    __nvJitLinkAddData_12_1", pytorch/pytorch#111469).
+    import_failed = facts.get("torch.version").reason is Reason.FAILED
+    for e in (facts.value("libs.ldd") or ()):
+        if not isinstance(e, Mapping) or e.get("role") not in ("libtorch_cuda", "torch._C"):
+            continue
+        for name, path in (e.get("resolved") or {}).items():
+            if not re.match(_CUDA_SONAME, name) or name.startswith("libcuda.so") or _under(str(path), wheel_dirs):
+                continue
+            entry = next((x for x in entries if x and os.path.normpath(x) == os.path.dirname(str(path))), None)
+            if entry is None or entry in remove or not _wheel_ships(name, wheel_dirs):
+                continue
+            worsen(Status.FAIL if import_failed else Status.WARN)
+            problems.append(f"ldd resolves {name} for {os.path.basename(str(e.get('file')))} to {path} from "
+                            f"LD_LIBRARY_PATH entry {entry} instead of torch's nvidia wheel")
+            remove.append(entry)
 
     if status is Status.OK:
         summary = []

@@ -263,6 +263,20 @@ def test_missing_wheel_library_is_not_found_and_the_check_names_the_package(tmp_
     assert any("pip install nvidia-cuda-runtime-cu12==12.6.77" in cmd for cmd in finding.remediation.commands)
 
 
+def test_torch_bundled_hashed_copy_is_found_in_torch_lib(tmp_path):
+    # Older download.pytorch.org wheels bundled auditwheel-renamed CUDA libraries in torch/lib.
+    site = tmp_path / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    install("cudart", site / "torch" / "lib", "libcudart-a7b20f20.so.11.0", 11080)
+    facts = run(host_for(tmp_path, PYTHONPATH=str(site)))
+    [cudart] = copies(facts, "cudart", tmp_path)
+    assert cudart["origin"] == "torch" and cudart["found_via"] == ["torch/lib"]
+    assert cudart["version"] == "11.8" and cudart["soname"] == "libcudart-a7b20f20.so.11.0"
+    assert "libcudart-a7b20f20.so.11.0" not in value(facts, "libs.loader_choice")
+    assert str(site / "torch" / "lib") in value(facts, "libs.wheel_dirs")
+
+
 # -- commands: ldconfig, ldd, nvcc --------------------------------------------------------------
 
 def test_loader_cache_entries_are_copies_and_the_predicted_choice(tmp_path):

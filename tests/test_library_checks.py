@@ -245,3 +245,24 @@ def test_findings_round_trip_through_json():
                                              libs__cudart_copies=[stale_cudart(), wheel_cudart()],
                                              libs__ld_library_path=[STALE]))
     assert Finding.from_dict(finding.to_dict()) == finding
+
+
+def test_ldd_binding_a_wheel_library_to_an_ld_library_path_copy_is_flagged():
+    # pytorch/pytorch#111469: libcusparse from the wheel, libnvJitLink from an old toolkit on
+    # LD_LIBRARY_PATH -> "undefined symbol: __nvJitLinkAddData_12_1" at import.
+    ldd = torch_ldd()
+    for e in ldd:
+        e["resolved"]["libcusparse.so.12"] = f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12"
+        e["resolved"]["libnvJitLink.so.12"] = f"{STALE}/libnvJitLink.so.12"
+    dirs = [f"{SITE}/nvidia/cuda_runtime/lib", f"{SITE}/nvidia/cusparse/lib", f"{SITE}/nvidia/nvjitlink/lib",
+            f"{SITE}/torch/lib"]
+    error_text = ("ImportError: .../libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, "
+                  "version libnvJitLink.so.12")
+    f = facts(libs__ldd=ldd, libs__wheel_dirs=dirs, libs__ld_library_path=[STALE, "/opt/x"],
+              torch__version=missing(Reason.FAILED, "child:torch_probe", error_text), torch__loaded_libraries={})
+    finding = judge(library_conflicts, f)
+    assert finding.status is Status.FAIL and "libnvJitLink.so.12" in finding.detail
+    assert "export LD_LIBRARY_PATH=/opt/x" in finding.remediation.commands
+    # Without the wheel folder for it, the toolkit copy is the only one: no conflict.
+    f = facts(libs__ldd=ldd, libs__wheel_dirs=dirs[:2] + dirs[3:], libs__ld_library_path=[STALE])
+    assert judge(library_conflicts, f).status is Status.OK

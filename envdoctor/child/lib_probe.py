@@ -19,6 +19,7 @@ already loaded" instead of "the one the search order finds".
 
 import ctypes
 import os
+import re
 import struct
 
 from _edchild import args, done, emit, error_text, stage
@@ -27,6 +28,7 @@ from _edchild import args, done, emit, error_text, stage
 # maps libcublasLt too (hundreds of MB) only to learn what the file name already says.
 LOADABLE = ("cudart", "cudnn", "nccl")
 
+PLAIN_SONAME = re.compile(r"^lib[A-Za-z_]+\.so(\.\d+)*$")
 _DT_NULL, _DT_STRTAB, _DT_SONAME = 0, 5, 14
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 _RTLD_DI_LINKMAP = 2
@@ -253,7 +255,9 @@ def main():
     tasks = []
     for f in files:
         soname = sonames.get(f["path"])
-        task = "so:" + soname if soname else None
+        # auditwheel's hashed copies (libcudart-a7b20f20.so.11.0) are reached by their own
+        # DT_NEEDED name only; nobody dlopens them by soname.
+        task = "so:" + soname if soname and PLAIN_SONAME.match(soname) else None
         if task and task not in skip and task not in [t[0] for t in tasks]:
             tasks.append((task, "soname", soname, f["family"]))
     for f in files:

@@ -541,7 +541,7 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
     choice: dict[str, Any] = {}
     ld_dirs = [e for e in ld_entries if e]
     for soname, family in sorted(sonames.items()):
-        if family not in ("cudart", "cudnn", "nccl"):
+        if family not in ("cudart", "cudnn", "nccl") or not re.match(r"^lib[A-Za-z_]+\.so(\.\d+)*$", soname):
             continue
         predicted, via = _search_order(host, soname, ld_dirs, cache)
         rec = records.get(f"so:{soname}")
