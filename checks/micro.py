@@ -84,7 +84,9 @@ def _combine(findings: list[tuple[Status, str, str, list[int]]], title_ok: str, 
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
-    return f"{x:.{digits}g}" if isinstance(x, (int, float)) else "?"
+    if not isinstance(x, (int, float)):
+        return "?"
+    return f"{x:,.0f}" if 1000 <= abs(x) < 1e12 else f"{x:.{digits}g}"
 
 
 # -- device touch -------------------------------------------------------------------------------
@@ -135,6 +137,7 @@ def micro_matmul(facts: Facts):
     ev = evidence(facts, "micro.matmul")
     verdicts = []
     low_devices = []
+    best: tuple[str, str, float, Any] | None = None
     for dev, r in _per_device(facts, "micro.matmul").items():
         gpus = _gpu_index(dev)
         if r.get("not_run"):
@@ -161,6 +164,8 @@ def micro_matmul(facts: Facts):
                 if isinstance(ratio, (int, float)):
                     speed += f" = {ratio:.0%} of the {r.get('peak_model')} dense peak ({_fmt(d.get('peak_tflops'))})"
                 line = f"{where}: rel err {_fmt(d.get('rel_err'), 2)} (tol {_fmt(d.get('tolerance'))}), {speed}"
+                if isinstance(d.get("tflops"), (int, float)) and (best is None or d["tflops"] > best[2]):
+                    best = (dev, label, d["tflops"], ratio)
                 if isinstance(ratio, (int, float)) and ratio < LOW_RATIO:
                     low_devices.append(dev)
                     verdicts.append((Status.WARN, f"{label} matmul on {dev} runs at {ratio:.0%} of peak", line, gpus))
@@ -177,7 +182,12 @@ def micro_matmul(facts: Facts):
     else:
         remedy = Remediation(_low_throughput_hint(low_devices[0] if low_devices else "cpu"),
                              ("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER", "nvidia-smi -L"))
-    return _combine(verdicts, "Matmul results are correct", ev, remedy)
+    title = "Matmul results are correct"
+    if best is not None:
+        title += f"; fastest {best[0]} {best[1]} {_fmt(best[2])} TFLOP/s"
+        if isinstance(best[3], (int, float)):
+            title += f" ({best[3]:.0%} of peak)"
+    return _combine(verdicts, title, ev, remedy)
 
 
 # -- transformer --------------------------------------------------------------------------------
@@ -227,7 +237,12 @@ def micro_transformer(facts: Facts):
                          "without kernels for this GPU architecture (see torch-arch-support).",
                          ("python -c \"import torch; print(torch.backends.cuda.flash_sdp_enabled(), "
                           "torch.cuda.get_arch_list())\"",))
-    return _combine(verdicts, "Transformer forward/backward works", ev, remedy)
+    first = next(iter(_per_device(facts, "micro.transformer").items()), None)
+    title = "Transformer forward/backward works"
+    if first and isinstance((first[1].get("amp") or {}).get("tokens_per_s"), (int, float)):
+        amp = first[1]["amp"]
+        title += f"; {first[0]} {amp.get('dtype')} autocast {_fmt(amp['tokens_per_s'])} tokens/s"
+    return _combine(verdicts, title, ev, remedy)
 
 
 # -- copies -------------------------------------------------------------------------------------
@@ -303,7 +318,12 @@ def micro_copy(facts: Facts):
                          "slot, a bad seat: see gpu-pcie-link), a GPU attached to the other CPU socket, or IOMMU "
                          "overhead. Slow device copies point at reduced memory clocks or another process on the GPU.",
                          ("nvidia-smi -q -d PCIE", "nvidia-smi topo -m"))
-    return _combine(verdicts, "Copies are correct", ev, remedy)
+    first = next(iter(_per_device(facts, "micro.copy").items()), None)
+    title = "Copies are correct"
+    if first and isinstance((first[1].get("h2d") or {}).get("gbps"), (int, float)):
+        title += (f"; {first[0]} H->D {_fmt(first[1]['h2d']['gbps'])} GB/s, "
+                  f"D->D {_fmt((first[1].get('d2d') or {}).get('gbps'))} GB/s")
+    return _combine(verdicts, title, ev, remedy)
 
 
 # -- DataLoader / shared memory -----------------------------------------------------------------
