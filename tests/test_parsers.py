@@ -304,3 +304,15 @@ def test_corpus_files_parse_and_keep_their_shape(path: Path) -> None:
     facts = parse_text(text)
     again = parse_text(text.replace("\n", "\r\n"))
     assert again.to_dict() == facts.to_dict()
+
+
+def test_nvidia_smi_failure_becomes_the_nvml_init_fact_live_probes_write():
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n"
+                       "NVML library version: 570.124\n")
+    init = facts["nvml.init"].value
+    assert init["code"] == 18 and init["name"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    facts = parse_text("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                       "Make sure that the latest NVIDIA driver is installed and running.\n")
+    assert facts["nvml.init"].value["code"] == 9

@@ -32,6 +32,19 @@ _FAILURES = (
     "couldn't communicate with the NVIDIA driver",
     "Unable to determine the device handle",
 )
+# What nvidia-smi prints after "Failed to initialize NVML: " (or instead of it) -> the NVML
+# return code behind it (nvml.h), so a pasted failure feeds the same nvml-init /
+# driver-version-mismatch checks as a live probe.
+_NVML_WORDS = (
+    ("Driver/library version mismatch", 18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+    ("couldn't communicate with the NVIDIA driver", 9, "NVML_ERROR_DRIVER_NOT_LOADED"),
+    ("Driver Not Loaded", 9, "NVML_ERROR_DRIVER_NOT_LOADED"),
+    ("Insufficient Permissions", 4, "NVML_ERROR_NO_PERMISSION"),
+    ("GPU access blocked by the operating system", 17, "NVML_ERROR_OPERATING_SYSTEM"),
+    ("GPU is lost", 15, "NVML_ERROR_GPU_IS_LOST"),
+    ("NVML Shared Library Not Found", 12, "NVML_ERROR_LIBRARY_NOT_FOUND"),
+    ("Unknown Error", 999, "NVML_ERROR_UNKNOWN"),
+)
 _NOT_FOUND = ("nvidia-smi: command not found", "'nvidia-smi' is not recognized", "nvidia-smi: not found")
 _MIB = 1 << 20
 
@@ -68,6 +81,15 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
         # "Driver/library version mismatch" is followed by the user-space library's version.
         lib = next((ln.strip() for ln in lines if ln.strip().startswith("NVML library version")), None)
         out["nvml.driver_version"] = missing(Reason.FAILED, SOURCE, f"{detail} {lib}" if lib else detail)
+    if driver:
+        out["nvml.init"] = ok({"code": 0, "name": "NVML_SUCCESS", "reason": None, "message": "Success"}, SOURCE)
+    elif failure:
+        for words, code, name in _NVML_WORDS:
+            if words.lower() in failure.lower():
+                reason = {9: "absent", 12: "absent", 4: "denied"}.get(code, "failed")
+                out["nvml.init"] = ok({"code": code, "name": name, "reason": reason, "message": words}, SOURCE,
+                                      failure)
+                break
     if cuda:
         out["nvml.cuda_driver_version"] = ok(cuda_api_int(cuda), SOURCE, f"CUDA Version: {cuda}")
     elif "nvml.driver_version" in out and not out["nvml.driver_version"].ok:
