@@ -380,6 +380,8 @@ def cudart_resolution(facts: Facts):
     for c in _copies(facts, "cudart"):
         if c.get("load") in ("crashed", "timeout"):
             broken.append(f"loading {c.get('path')} {c.get('load')}: {c.get('load_detail', '')}")
+        elif c.get("load") == "failed":
+            broken.append(f"{c.get('path')} does not load: {c.get('load_detail', '')}")
     for e in ldd:
         if e.get("role") == "libcudart" and e.get("not_found"):
             broken.append(f"{e.get('file')} needs {', '.join(e['not_found'])} (not found)")
@@ -392,12 +394,20 @@ def cudart_resolution(facts: Facts):
     runtime = [item for item in choice.values() if isinstance(item, Mapping) and item.get("family") == "cudart"
                and item.get("file")]
     if broken:
+        bad = [c for c in _copies(facts, "cudart") if c.get("load") in ("crashed", "timeout", "failed")]
+        entries = _ld_entries(facts)
+        drop = [str(c["ld_library_path_entry"]) for c in bad if c.get("ld_library_path_entry")]
+        commands = [_ld_remedy(entries, drop)] if drop else []
+        for c in bad:
+            if c.get("package") and not c.get("ld_library_path_entry"):
+                spec = f"{c['package']}=={c['package_version']}" if c.get("package_version") else str(c["package"])
+                commands.append(f"{py} -m pip install --force-reinstall --no-deps {shlex.quote(spec)}")
+            elif not c.get("ld_library_path_entry"):
+                # Not ours to delete blindly: show which package owns the file, then reinstall that.
+                commands.append(f"dpkg -S {shlex.quote(str(c.get('path')))} || rpm -qf {shlex.quote(str(c.get('path')))}")
         return warn("A CUDA runtime copy does not load", detail="; ".join(broken) + ".", evidence=ev,
-                    remedy=Remediation("Remove the broken copy's folder from LD_LIBRARY_PATH or reinstall the "
-                                       "package that owns it.",
-                                       tuple(f"ls -l {shlex.quote(os.path.dirname(str(c.get('path'))))}"
-                                             for c in _copies(facts, "cudart")
-                                             if c.get("load") in ("crashed", "timeout", "failed"))))
+                    remedy=Remediation("Take the broken copy off the loader's path (LD_LIBRARY_PATH), or reinstall "
+                                       "the package that owns it.", tuple(commands)))
     if resolved:
         return ok("torch's CUDA libraries resolve", detail="; ".join(resolved), evidence=ev)
     if runtime:

@@ -210,7 +210,17 @@ def test_a_cudart_copy_that_crashes_on_load_warns():
                    load_detail="python was killed by SIGSEGV during file:/opt/broken/libcudart.so.12")
     finding = judge(cudart_resolution, facts(libs__cudart_copies=[crashed, wheel_cudart()]))
     assert finding.status is Status.WARN and "SIGSEGV" in finding.detail
-    assert "ls -l /opt/broken" in finding.remediation.commands
+    assert finding.remediation.commands == ("dpkg -S /opt/broken/libcudart.so.12 || rpm -qf /opt/broken/libcudart.so.12",)
+    on_path = dict(crashed, ld_library_path_entry="/opt/broken")
+    finding = judge(cudart_resolution, facts(libs__cudart_copies=[on_path, wheel_cudart()],
+                                             libs__ld_library_path=["/opt/broken", "/opt/ok"]))
+    assert finding.remediation.commands == ("export LD_LIBRARY_PATH=/opt/ok",)
+    broken_wheel = dict(wheel_cudart(), load="failed",
+                        load_detail="OSError: libcudart.so.12: invalid ELF header")
+    finding = judge(cudart_resolution, facts(libs__cudart_copies=[broken_wheel]))
+    assert finding.status is Status.WARN and "invalid ELF header" in finding.detail
+    assert finding.remediation.commands == (
+        "/opt/venv/bin/python -m pip install --force-reinstall --no-deps nvidia-cuda-runtime-cu12==12.6.77",)
 
 
 def test_nothing_to_resolve_skips():
