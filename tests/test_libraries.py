@@ -47,7 +47,7 @@ def run(host: Host, timeout: float = 5.0) -> dict:
     return probe_libraries(host, Options(timeout=timeout))
 
 
-def host_for(tmp_path: Path, **env: str) -> Host:
+def host_for(**env: str) -> Host:
     return Host(environ=test_env(**env))
 
 
@@ -85,7 +85,7 @@ def test_copies_in_ld_library_path_order_with_versions_and_loader_choice(tmp_pat
     install("cudart", second, "libcudart.so.12", 12010)
     install("cudnn", first, "libcudnn.so.9", 90100, "libcudnn.so.9.1.0", links=("libcudnn.so.9",))
     install("nccl", second, "libnccl.so.2", 22105, "libnccl.so.2.21.5", links=("libnccl.so.2",))
-    facts = run(host_for(tmp_path, LD_LIBRARY_PATH=f"{first}:{second}"))
+    facts = run(host_for(LD_LIBRARY_PATH=f"{first}:{second}"))
 
     found = copies(facts, "cudart", tmp_path)
     assert [c["path"] for c in found] == [str(first / "libcudart.so.12.4.127"), str(second / "libcudart.so.12")]
@@ -114,7 +114,7 @@ def test_a_library_that_segfaults_on_load_loses_no_other_result(tmp_path):
     install("cudart", libs, "libcudart.so.12", 12060)
     install("cudnn", libs, "libcudnn.so.9", 90100, CRASH_ON_LOAD="1")
     install("nccl", libs, "libnccl.so.2", 22304)
-    facts = run(host_for(tmp_path, LD_LIBRARY_PATH=str(libs)))
+    facts = run(host_for(LD_LIBRARY_PATH=str(libs)))
 
     [cudnn] = copies(facts, "cudnn", tmp_path)
     assert cudnn["load"] == "crashed" and "SIGSEGV" in cudnn["load_detail"]
@@ -134,7 +134,7 @@ def test_a_library_that_hangs_on_load_is_a_timeout_within_the_deadline(tmp_path)
     install("cudart", libs, "libcudart.so.12", 12080)
     install("nccl", libs, "libnccl.so.2", 22105, HANG_ON_LOAD="1")
     start = time.monotonic()
-    facts = run(host_for(tmp_path, LD_LIBRARY_PATH=str(libs)), timeout=3.0)
+    facts = run(host_for(LD_LIBRARY_PATH=str(libs)), timeout=3.0)
     assert time.monotonic() - start < 3.0 + 1.0
     [nccl] = copies(facts, "nccl", tmp_path)
     assert nccl["load"] in ("timeout", "skipped")
@@ -152,7 +152,7 @@ def test_unloadable_file_falls_back_to_the_header_next_to_it(tmp_path):
     (home / "include").mkdir()
     (home / "include" / "cudnn_version.h").write_text(
         "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n")
-    facts = run(host_for(tmp_path, CUDA_HOME=str(home)))
+    facts = run(host_for(CUDA_HOME=str(home)))
     [cudnn] = copies(facts, "cudnn", tmp_path)
     assert cudnn["load"] == "failed" and "invalid ELF header" in cudnn["load_detail"]
     assert cudnn["version"] == "8.9.2" and cudnn["version_source"] == "header"
@@ -202,7 +202,7 @@ def fake_site(tmp_path: Path, cudart: bool = True) -> Path:
 
 def test_pip_wheels_are_found_with_package_versions_and_ldd_resolves_through_runpath(tmp_path):
     site = fake_site(tmp_path)
-    facts = run(host_for(tmp_path, PYTHONPATH=str(site)))
+    facts = run(host_for(PYTHONPATH=str(site)))
 
     [cudart] = copies(facts, "cudart", tmp_path)
     assert cudart["origin"] == "pip" and cudart["found_via"] == ["site-packages/nvidia"]
@@ -233,7 +233,7 @@ def test_stale_ld_library_path_shadows_the_wheel_and_the_check_names_it(tmp_path
     install("cudart", stale, "libcudart.so.12", 12010, "libcudart.so.12.1.105", links=("libcudart.so.12",))
     keep = tmp_path / "mine"
     keep.mkdir()
-    facts = run(host_for(tmp_path, PYTHONPATH=str(site), LD_LIBRARY_PATH=f"{stale}:{keep}"))
+    facts = run(host_for(PYTHONPATH=str(site), LD_LIBRARY_PATH=f"{stale}:{keep}"))
     choice = value(facts, "libs.loader_choice")["libcudart.so.12"]
     assert choice["file"] == str(stale / "libcudart.so.12.1.105") and choice["via"] == "LD_LIBRARY_PATH[0]"
     # LD_LIBRARY_PATH beats libtorch_cuda.so's RUNPATH: ldd shows the shadowing.
@@ -252,7 +252,7 @@ def test_missing_wheel_library_is_not_found_and_the_check_names_the_package(tmp_
 
     site = fake_site(tmp_path, cudart=False)
     # The real toolkit's libcudart.so.13 is in the loader cache; torch needs .12, which nothing has.
-    facts = run(host_for(tmp_path, PYTHONPATH=str(site)))
+    facts = run(host_for(PYTHONPATH=str(site)))
     [torch_cuda] = [e for e in value(facts, "libs.ldd") if e["role"] == "libtorch_cuda"]
     assert torch_cuda["not_found"] == ["libcudart.so.12"]
     [c] = [e for e in value(facts, "libs.ldd") if e["role"] == "torch._C"]
@@ -269,7 +269,7 @@ def test_torch_bundled_hashed_copy_is_found_in_torch_lib(tmp_path):
     (site / "torch").mkdir(parents=True)
     (site / "torch" / "__init__.py").write_text("")
     install("cudart", site / "torch" / "lib", "libcudart-a7b20f20.so.11.0", 11080)
-    facts = run(host_for(tmp_path, PYTHONPATH=str(site)))
+    facts = run(host_for(PYTHONPATH=str(site)))
     [cudart] = copies(facts, "cudart", tmp_path)
     assert cudart["origin"] == "torch" and cudart["found_via"] == ["torch/lib"]
     assert cudart["version"] == "11.8" and cudart["soname"] == "libcudart-a7b20f20.so.11.0"
@@ -284,7 +284,7 @@ def test_loader_cache_entries_are_copies_and_the_predicted_choice(tmp_path):
     lib = install("cudart", libs, "libcudart.so.12", 12020)
     bin_dir = tmp_path / "bin"
     make_exe(bin_dir, "ldconfig", f"printf '3 libs found in cache\\n\\tlibcudart.so.12 (libc6,x86-64) => {lib}\\n'\n")
-    facts = run(host_for(tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}"))
+    facts = run(host_for(PATH=f"{bin_dir}:{os.environ['PATH']}"))
     assert value(facts, "libs.ldconfig") == {"libcudart.so.12": [str(lib)]}
     [cudart] = copies(facts, "cudart", tmp_path)
     assert cudart["found_via"] == ["ldconfig"] and cudart["version"] == "12.2" and cudart["origin"] == "system"
@@ -300,7 +300,7 @@ def test_hanging_ldconfig_is_a_timeout_within_the_deadline(tmp_path):
     bin_dir = tmp_path / "bin"
     make_exe(bin_dir, "ldconfig", "exec sleep 60\n")
     start = time.monotonic()
-    facts = run(host_for(tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}", LD_LIBRARY_PATH=str(libs)), timeout=2.0)
+    facts = run(host_for(PATH=f"{bin_dir}:{os.environ['PATH']}", LD_LIBRARY_PATH=str(libs)), timeout=2.0)
     assert time.monotonic() - start < 2.0 + 1.0
     assert facts["libs.ldconfig"].reason is Reason.TIMEOUT
     [cudart] = copies(facts, "cudart", tmp_path)
@@ -313,7 +313,7 @@ def test_hanging_ldd_is_a_timeout_within_the_deadline(tmp_path):
     bin_dir = tmp_path / "bin"
     make_exe(bin_dir, "ldd", "exec sleep 60\n")
     start = time.monotonic()
-    facts = run(host_for(tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}", LD_LIBRARY_PATH=str(libs)), timeout=2.0)
+    facts = run(host_for(PATH=f"{bin_dir}:{os.environ['PATH']}", LD_LIBRARY_PATH=str(libs)), timeout=2.0)
     assert time.monotonic() - start < 2.0 + 1.0
     mine = [e for e in value(facts, "libs.ldd") if e["file"].startswith(str(tmp_path))]
     assert mine and all(e["reason"] == "timeout" for e in mine)
@@ -326,7 +326,7 @@ def test_nvcc_from_cuda_home_is_the_toolkit(tmp_path):
     make_exe(home / "bin", "nvcc", "cat <<'EOF'\nnvcc: NVIDIA (R) Cuda compiler driver\n"
              "Copyright (c) 2005-2024 NVIDIA Corporation\nBuilt on Thu_Mar_28_02:18:24_PDT_2024\n"
              "Cuda compilation tools, release 12.4, V12.4.131\nBuild cuda_12.4.r12.4/compiler.34097967_0\nEOF\n")
-    facts = run(host_for(tmp_path, CUDA_HOME=str(home)))
+    facts = run(host_for(CUDA_HOME=str(home)))
     assert value(facts, "toolkit.cuda_home") == str(home) and facts["toolkit.cuda_home"].detail == "$CUDA_HOME"
     assert value(facts, "toolkit.nvcc_path") == str(home / "bin" / "nvcc")
     assert value(facts, "toolkit.nvcc_version") == "12.4.131"
@@ -335,7 +335,7 @@ def test_nvcc_from_cuda_home_is_the_toolkit(tmp_path):
 def test_no_nvcc_is_absent_with_a_reason(tmp_path):
     empty = tmp_path / "no-toolkit"
     empty.mkdir()
-    facts = run(host_for(tmp_path, CUDA_HOME=str(empty), PATH="/usr/bin:/bin"))
+    facts = run(host_for(CUDA_HOME=str(empty), PATH="/usr/bin:/bin"))
     assert facts["toolkit.nvcc_path"].reason is Reason.ABSENT
     assert facts["toolkit.nvcc_version"].reason is Reason.ABSENT
     assert "only needed to build CUDA extensions" in facts["toolkit.nvcc_version"].detail
