@@ -760,9 +760,16 @@ def main():
     emit(plan={"devices": devices, "checks": checks, "unusable": unusable,
                "multi_gpu_skipped": None if len(cuda_devices) >= 2 else "%d CUDA device(s)" % len(cuda_devices)})
     if cuda_devices:
-        stage("cuda init")
+        # Create every device's context up front, so the timings below are "after CUDA
+        # initialisation"; an error here is left for the device touch to report.
         t0 = time.perf_counter()
-        torch.cuda.init()
+        for dev in cuda_devices:
+            stage("cuda init %s: context" % dev)
+            try:
+                torch.zeros(1, device=dev)
+                torch.cuda.synchronize(dev)
+            except Exception:
+                pass
         emit(cuda_init_seconds=round(time.perf_counter() - t0, 3))
     broken = set()
     t_checks = time.perf_counter()
