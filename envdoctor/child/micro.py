@@ -701,7 +701,13 @@ def run_check(name, device, fn, *fn_args):
     stage(key)
     t0 = time.perf_counter()
     try:
-        result = fn(*fn_args)
+        if device.startswith("cuda:"):
+            # CUDA events and default streams belong to the *current* device: without this,
+            # timings on cuda:1 would be recorded on cuda:0's stream and read ~0 s.
+            with _torch().cuda.device(device):
+                result = fn(*fn_args)
+        else:
+            result = fn(*fn_args)
     except Exception as exc:
         result = {"ok": False, "error": error_text(exc), "where": traceback.format_exc().strip().splitlines()[-3:]}
     result.setdefault("wall_seconds", round(time.perf_counter() - t0, 4))
