@@ -390,3 +390,18 @@ def test_no_micro_reading_is_a_skip_for_every_check() -> None:
 def test_a_report_without_micro_facts_skips_instead_of_crashing() -> None:
     facts = Facts({})
     assert {judge(facts, spec).status for spec in ALL} == {Status.SKIP}
+
+
+def test_peaks_come_from_the_compat_table_once_it_carries_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envdoctor import compat
+
+    table = {"gpus": {"rows": [
+        {"name": "NVIDIA H100", "match": ["h100"], "source": "nv_cuda_gpus"},  # no peak: ignored
+        {"name": "NVIDIA H100 SXM5", "match": ["h100 80gb hbm3"], "source": "nv_h100_datasheet",
+         "peak_tflops": {"fp32": 67, "bf16": 989.5}},
+    ]}}
+    monkeypatch.setattr(compat, "data", lambda: table)
+    peak = peak_for(H100)
+    assert peak is not None and peak.model == "NVIDIA H100 SXM5" and peak.tflops["bf16"] == 989.5
+    assert "compat.json" in peak.source
+    assert peak_for("NVIDIA GeForce RTX 4090").model == "GeForce RTX 4090"  # not in that table: own table
