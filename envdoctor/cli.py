@@ -273,9 +273,12 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     from .render import healthcheck_line
 
     budget = max(0.3, max_seconds - 0.3)
-    options = Options(timeout=min(5.0, budget), python=_which(python) if python else None, micro=micro,
-                      device=None, healthcheck=True)
+    # Probes get most of the budget for their own deadlines, so a hang is reported by the probe
+    # (with the stage it hung in) before the budget itself runs out.
     specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
+    scale = max((s.scale for s in specs if not s.micro), default=1.0)
+    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=_which(python) if python else None,
+                      micro=micro, device=None, healthcheck=True)
     facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
     try:
         registry = load_registry()
@@ -289,7 +292,9 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     hung = [r.name for r in runs if r.status == "timeout"]
     healthy, line = healthcheck_line(findings, time.monotonic() - began, hung)
     click.echo(line)
-    sys.exit(0 if healthy else 1)
+    sys.stdout.flush()
+    # Leave at once: an abandoned child or probe thread must not delay the answer.
+    os._exit(0 if healthy else 1)
 
 
 @main.command("list", context_settings=CONTEXT)

@@ -204,6 +204,8 @@ def healthcheck_line(findings: Iterable[Finding], seconds: float, hung: Iterable
     healthy = not bad and not hung
     if healthy:
         return True, f"healthy ({seconds:.2f}s)"
-    parts = [f"{f.id}: {f.title}" for f in bad[:3]] + [f"probe {h} hung" for h in hung]
+    # A hang is the most urgent news (a wedged driver), then envdoctor errors, then failures.
+    bad.sort(key=lambda f: f.status is not Status.ERROR)
+    parts = [f"probe {h} hung" for h in hung] + [f"{f.id}: {f.title}" for f in bad[:3]]
     more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
     return False, safe(f"unhealthy ({seconds:.2f}s): " + "; ".join(parts) + more)

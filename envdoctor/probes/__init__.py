@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..host import Host
@@ -91,17 +90,16 @@ def run_probes(
     starts: dict[str, float] = {}
     closed = threading.Event()  # a probe that finishes after we gave up on it is ignored
 
-    def record(spec: ProbeSpec, fut: Future[Mapping[str, Reading]]) -> None:
+    def record(spec: ProbeSpec, result: Mapping[str, Reading] | None, exc: BaseException | None) -> None:
         seconds = time.monotonic() - starts[spec.name]
-        exc = fut.exception()
         if exc is not None:
             run = ProbeRun(spec.name, "error", seconds, f"{type(exc).__name__}: {exc}")
             fill = {k: missing(Reason.CRASHED, f"probe:{spec.name}", f"probe raised {type(exc).__name__}: {exc}")
                     for k in spec.keys}
         else:
-            result = dict(fut.result() or {})
-            fill = {k: result.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}")) for k in spec.keys}
-            fill.update(result)
+            got = dict(result or {})
+            fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}")) for k in spec.keys}
+            fill.update(got)
             statuses = {r.reason for r in fill.values()}
             status = "timeout" if Reason.TIMEOUT in statuses else "crashed" if Reason.CRASHED in statuses else "ok"
             run = ProbeRun(spec.name, status, seconds)
@@ -113,25 +111,30 @@ def run_probes(
         if on_done:
             on_done(run)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, len(specs)), thread_name_prefix="probe")
-    futures: dict[str, tuple[ProbeSpec, Future[Mapping[str, Reading]]]] = {}
+    def work(spec: ProbeSpec) -> None:
+        try:
+            result = spec.func(host, options)
+        except BaseException as exc:  # noqa: BLE001 - a probe bug becomes a reason, not a crash
+            record(spec, None, exc)
+        else:
+            record(spec, result, None)
+
+    # Plain daemon threads, not an executor: a probe stuck past every deadline must never keep
+    # the interpreter from exiting (ThreadPoolExecutor joins its workers at exit).
+    threads: dict[str, tuple[ProbeSpec, threading.Thread]] = {}
     for spec in specs:
         starts[spec.name] = time.monotonic()
-        fut = pool.submit(spec.func, host, options)
-        fut.add_done_callback(lambda f, s=spec: record(s, f))
-        futures[spec.name] = (spec, fut)
-    for name, (spec, fut) in futures.items():
+        thread = threading.Thread(target=work, args=(spec,), name=f"probe-{spec.name}", daemon=True)
+        thread.start()
+        threads[spec.name] = (spec, thread)
+    for name, (spec, thread) in threads.items():
         remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
         if budget is not None:
             remaining = min(remaining, began + budget - time.monotonic())
-        try:
-            fut.result(timeout=max(remaining, 0.0))
-        except Exception:  # noqa: BLE001 - the exception is recorded by the callback
-            pass
-    pool.shutdown(wait=False, cancel_futures=True)
+        thread.join(timeout=max(remaining, 0.0))
     with lock:
         closed.set()
-        for name, (spec, fut) in futures.items():
+        for name, (spec, _) in threads.items():
             if name in runs:
                 continue
             seconds = time.monotonic() - starts[name]
