@@ -39,10 +39,13 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
         fits = [v for v in offered if cap is None or compat.driver_runs(compat.variant_cuda(v) or "", cap) == "native"]
         if fits:
             pick = max(fits, key=lambda v: compat.cuda_to_int(compat.variant_cuda(v) or "0") or 0)
+            default = compat._default_variant(minor)
+            if cap is None and default in offered:
+                pick = default  # without a driver to match, the release's own default build
             if cap is None:
                 why = (f"No NVIDIA driver was read, so the variant cannot be matched to it; torch {minor} is offered "
-                       f"for {', '.join(offered)} (table as of {compat.as_of()}); {pick} needs a driver for CUDA "
-                       f"{compat.variant_cuda(pick)}.")
+                       f"for {', '.join(offered)} (table as of {compat.as_of()}); {pick}, its default build, needs a driver "
+                       f"for CUDA {compat.variant_cuda(pick)} (or a newer driver of that major).")
             else:
                 why = f"Your driver supports CUDA {compat.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
