@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from ..kit import Remediation, evidence, ok, skip, warn
-from ..model import Facts
+from ..model import Facts, Reason
 from ..registry import check
 from ._common import gib, mib
+
+# A fact that was never looked at (a pasted report lacks it) cannot be judged either way.
+_UNSEEN = (Reason.NOT_COLLECTED, Reason.NOT_IN_REPORT, Reason.SKIPPED)
+
+
+def _unseen(facts: Facts, *keys: str) -> bool:
+    return all(facts.get(k).reason in _UNSEEN for k in keys)
 
 # PyTorch DataLoader workers pass batches through /dev/shm; Docker's default is 64 MiB
 # ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
@@ -19,6 +26,8 @@ SHM_DOCKER_DEFAULT = 64 << 20
 def shm_size(facts: Facts):
     size = facts.value("host.shm_size")
     ev = evidence(facts, "host.shm_size", "host.container")
+    if _unseen(facts, "host.shm_size"):
+        return skip("/dev/shm size not known", detail=facts.get("host.shm_size").describe(), evidence=ev)
     if size is None:
         reading = facts.get("host.shm_size")
         return warn("/dev/shm is not available", detail=f"{reading.describe()}. DataLoader workers (num_workers > 0) "
@@ -72,6 +81,9 @@ def container(facts: Facts):
        needs=("host.cpu_count", "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total"))
 def resources(facts: Facts):
     ev = evidence(facts, "host.cpu_count", "host.cgroup_cpu_limit", "host.memory_total", "host.cgroup_memory_limit")
+    if _unseen(facts, "host.cgroup_cpu_limit", "host.cgroup_memory_limit"):
+        return skip("CPU and memory limits not known", detail=facts.get("host.cgroup_cpu_limit").describe(),
+                    evidence=ev)
     cpus = facts.value("host.cpu_count")
     quota = facts.value("host.cgroup_cpu_limit")
     mem_limit = facts.value("host.cgroup_memory_limit")
@@ -94,6 +106,8 @@ def resources(facts: Facts):
 
 @check("env-vars", "Environment variables that change CUDA/torch behaviour", needs=("env.vars",))
 def env_vars(facts: Facts):
+    if _unseen(facts, "env.vars"):
+        return skip("Environment not known", detail=facts.get("env.vars").describe())
     env = facts.value("env.vars", {}) or {}
     ev = {"env.vars": {k: env[k] for k in sorted(env) if k in _WATCHED or k.startswith("NCCL_")}}
     problems = []

@@ -90,3 +90,10 @@ def test_cuda_not_available_quotes_torchs_own_message():
     finding = judge(torch_build.torch_cuda_available,
                     facts(torch__cuda_available=False, torch__cuda_available_messages=[msg], torch__device_count=0))
     assert finding.status is Status.FAIL and msg in finding.detail
+
+
+def test_host_checks_skip_what_a_paste_does_not_contain():
+    gone = missing(Reason.NOT_IN_REPORT, "collect_env", "the pasted report does not include it")
+    f = facts(host__shm_size=gone, host__cgroup_cpu_limit=gone, host__cgroup_memory_limit=gone, env__vars=gone)
+    for spec in (host_checks.shm_size, host_checks.resources, host_checks.env_vars):
+        assert judge(spec, f).status is Status.SKIP, spec.id
