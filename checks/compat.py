@@ -140,24 +140,62 @@ def _driver_text(facts: Facts) -> str:
 # ---------------------------------------------------------------------------------------------
 # driver-too-old
 
+def upgrade_text(minimum: str | None) -> str:
+    return f"upgrade the NVIDIA driver to ≥ {minimum}" if minimum else "upgrade the NVIDIA driver"
+
+
+def _cuda_build(facts: Facts) -> TorchBuild | None:
+    """torch's build, or, when its version was not read, a build known only by ``torch.cuda_version``
+    (a paste that shows "CUDA used to build PyTorch" but no readable version): enough for the driver."""
+    build = torch_build(facts)
+    if build is not None:
+        return build
+    cuda = facts.value("torch.cuda_version")
+    if cuda and compat.version(cuda) is not None:
+        return TorchBuild("(version not read)", "", None, str(cuda))
+    return None
+
+
+def _cuda_unavailable(facts: Facts) -> bool:
+    """torch itself reported that CUDA does not work (``torch.cuda.is_available()`` False)."""
+    return facts.value("torch.cuda_available") is False
+
+
+def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
+    """GPUs that no torch wheel in the table runs on (gpu-eol's fail): a driver upgrade cannot help them."""
+    plat = compat.platform_of(facts)
+    return [g for g in gpus(facts) if g.cc and compat.supported_by_newest(g.cc, plat) is False
+            and compat.last_release_for(g.cc, plat) is None]
+
+
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
        needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
 def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
-                  "cuda.driver_version")
-    build = torch_build(facts)
+                  "cuda.driver_version", "torch.cuda_available")
+    build = _cuda_build(facts)
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     cap = compat.driver_cuda(facts)
     drv = compat.driver_version(facts)
     os_name = compat.driver_os(facts)
-    if cap is None:
+    if cap is None and not drv:
         return skip("No NVIDIA driver version was read", detail="Judged by the driver checks.", evidence=ev)
     from_table = not (isinstance(facts.value("nvml.cuda_driver_version"), int) or
                       isinstance(facts.value("cuda.driver_version"), int))
-    have = compat.cuda_from_int(cap)
     need = compat.min_driver(build.cuda, os_name)
-    how = compat.driver_runs(build.cuda, cap)
+    minimum = need.minimum or need.floor
+    if cap is None:
+        # The driver is older than every toolkit in the table: compare its version with torch's need.
+        ans = compat.highest_cuda_for_driver(drv or "", os_name)
+        dv, mv = compat.version(drv), compat.version(minimum)
+        if dv is None or mv is None or dv >= mv:
+            return skip(f"Driver {drv}: its CUDA is unknown", detail=ans.note + "; not judged.", evidence=ev)
+        how = None
+        have = None
+    else:
+        have = compat.cuda_from_int(cap)
+        how = compat.driver_runs(build.cuda, cap)
     table_note = " The driver's CUDA was derived from its version with the table." if from_table else ""
     if from_table and drv and how != "native" and compat.highest_cuda_for_driver(drv, os_name).at_least:
         return ok(f"Driver {drv} is newer than the table; not judged against CUDA {build.cuda}",
@@ -180,15 +218,38 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
         findings.append(ok(f"Driver supports CUDA {have}; torch {build.version} needs CUDA {build.cuda}",
                            detail=table_note.strip(), evidence=ev))
         return findings
+    if from_table and facts.value("torch.cuda_available") is True:
+        # torch initialised CUDA on this driver: the table's reading of the driver version is wrong, or
+        # a forward-compatibility libcuda is in use. Never a fail against what torch observed; a warning
+        # only when a verified minimum says the driver alone could not run it.
+        vmin = compat.verified_minimum(build.cuda, os_name)
+        below = bool(vmin and drv and (compat.version(drv) or Version("0")) < (compat.version(vmin[0]) or Version("0")))
+        seen = (f"The table gives driver {drv} CUDA {have or 'older than ' + str(minimum)}, but "
+                f"torch.cuda.is_available() is True, so CUDA {build.cuda} initialises on this machine")
+        if below and vmin:
+            findings.append(warn(f"torch {build.version} (CUDA {build.cuda}) runs although driver {drv} is below "
+                                 f"its minimum", evidence=ev,
+                                 detail=f"{seen}. NVIDIA's minimum for CUDA {build.cuda} is {vmin[0]} ({vmin[1]}): "
+                                        f"a forward-compatibility libcuda (cuda-compat) is probably in use, which "
+                                        f"works on data-center GPUs only. {_as_of()}",
+                                 remedy=Remediation(f"For a supported setup {upgrade_text(minimum)}.", (),
+                                                    (MVC, DRIVERS))))
+        else:
+            findings.append(ok(f"torch {build.version} (CUDA {build.cuda}) runs on driver {drv}",
+                               detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.",
+                               evidence=ev))
+        return findings
     rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
-                           current=build.public, extras=_companion_extras(facts))
-    minimum = need.minimum or need.floor
+                           current=build.public or None, extras=_companion_extras(facts))
     upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {build.cuda} natively; the CUDA "
                f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
         if minimum else "upgrade the NVIDIA driver"
+    row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
     commands = (rec.command(),) if rec else ()
     alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
-           if rec else "no wheel in the table runs on this driver and GPU")
+           if rec else "")
+    fix_text = (f"Either {upgrade}, {alt}." if rec else
+                f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
     drv_text = f"driver {drv}" if drv else "the driver"
     if how == "mvc":
         findings.append(warn(
@@ -197,16 +258,49 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
                    f"minor-version compatibility (same major, driver ≥ {need.floor or 'the major floor'}); features "
                    f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
                    f"{table_note} {_as_of()}".strip(),
-            evidence=ev, remedy=Remediation(f"For full support {upgrade}; {alt}.", commands, (MVC, DRIVERS))))
+            evidence=ev, remedy=Remediation(f"For full support {upgrade}" + (f"; {alt}." if rec else "."), commands,
+                                            (MVC, DRIVERS))))
         return findings
-    findings.append(fail(
-        f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})",
-        detail=f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
-               f"major, so CUDA initialisation fails (\"The NVIDIA driver on your system is too old (found version "
-               f"{cap})\" / \"CUDA driver version is insufficient for CUDA runtime version\"). CUDA "
-               f"{build.cuda.split('.')[0]}.x needs driver ≥ {need.floor or need.minimum or '?'} on {os_name}."
-               f"{table_note} {_as_of()}",
-        evidence=ev, remedy=Remediation(f"Either {upgrade}, {alt}.", commands, (DRIVERS, PREVIOUS))))
+    major = int(build.cuda.split(".")[0])
+    floor, floor_row = compat.driver_floor(major, os_name) if major >= compat.mvc_from_major() else (None, None)
+    floor_note = "" if not floor_row or floor_row["verified"] else f" (table row from {floor_row['source']}, unverified)"
+    if have is None:
+        why = (f"{drv_text} is older than every toolkit in the table, and CUDA {build.cuda} needs ≥ {minimum} on "
+               f"{os_name}{row_note}")
+    elif have.split(".")[0] != build.cuda.split(".")[0]:
+        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
+               f"major. " + (f"CUDA {major}.x needs driver ≥ {floor} on {os_name}{floor_note}" if floor else
+                             f"CUDA {build.cuda} needs driver ≥ {need.minimum or '?'} on {os_name}{row_note}"))
+    else:
+        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
+               f"minor, and before CUDA {compat.mvc_from_major()} there is no minor-version compatibility (NVIDIA): "
+               f"CUDA {build.cuda} needs driver ≥ {minimum or '?'} on {os_name}{row_note}")
+    detail = (f"{why}. CUDA initialisation fails (\"The NVIDIA driver on your system is too old"
+              + (f" (found version {cap})" if cap and not from_table else "") + "\" / \"CUDA driver version is insufficient for CUDA "
+              f"runtime version\").{table_note} {_as_of()}")
+    # How sure: a driver CUDA read from the driver itself, or a verified minimum, decides; a reading
+    # derived from unverified rows only warns unless torch confirms CUDA does not initialise.
+    certain = not from_table
+    if not certain and drv:
+        vmin = compat.verified_minimum(build.cuda, os_name)
+        certain = bool(vmin and (compat.version(drv) or Version("0")) < (compat.version(vmin[0]) or Version("0")))
+    if not certain and _cuda_unavailable(facts):
+        certain = True
+        detail += (" The table rows behind this are unverified, but torch.cuda.is_available() is False here, as "
+                   "they predict.")
+    elif not certain:
+        detail += " The table rows behind this are unverified and torch did not report whether CUDA works."
+    title = f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})"
+    hopeless = _gpus_without_any_wheel(facts)
+    if hopeless:
+        names = ", ".join(f"{g.label()} ({compat.sm(g.cc)})" for g in hopeless if g.cc)
+        findings.append(warn(title, detail=detail + f" A newer driver would not make torch work here: no torch wheel "
+                             f"runs on {names} (see gpu-eol).", evidence=ev,
+                             remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
+        return findings
+    make = fail if certain else warn
+    findings.append(make(title, detail=detail, evidence=ev,
+                         remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
     return findings
 
 
@@ -230,7 +324,12 @@ def _certain_absent(build: TorchBuild, arch: ArchList, cc: CC) -> bool:
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.arch_list", "nvml.gpus", "torch.devices")
     build = torch_build(facts)
-    if build is None or not build.cuda:
+    reported = compat.parse_arch_list(facts.value("torch.arch_list") or [])
+    if build is None and reported.targets:
+        # torch's own "supports CUDA capabilities sm_…" list is enough to judge, with no version read.
+        cuda = facts.value("torch.cuda_version")
+        build = TorchBuild("(version not read)", "", None, str(cuda) if cuda else None)
+    elif build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     devices = gpus(facts)
     if not devices:
@@ -266,7 +365,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     ccs = [g.cc for g in devices if g.cc]
     cap = compat.driver_cuda(facts)
     plat = compat.platform_of(facts)
-    rec = compat.recommend(ccs, cap, _python(facts), plat, current=build.public,
+    rec = compat.recommend(ccs, cap, _python(facts), plat, current=build.public or None,
                            exclude={(build.public, build.variant or "")}, extras=_companion_extras(facts))
     first = bad[0]
     assert first.cc is not None
@@ -344,13 +443,29 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
             continue
         last = compat.last_release_for(g.cc, plat)
         branch = arch.get("last_driver_branch") if arch else None
-        drv_note = (f" NVIDIA's last driver branch for {arch_name} is R{branch} (news quoting NVIDIA, unverified)."
-                    if branch else "")
+        drv_note = (f" NVIDIA's last driver branch for {arch_name} is R{branch}"
+                    + ("" if arch and arch.get("verified") else f" ({arch.get('source') if arch else '?'}, unverified)")
+                    + "." if branch else "")
         if last is None:
-            out.append(fail(
-                f"No torch wheel runs on {g.label()} ({compat.sm(g.cc)})",
-                detail=f"{arch_name} (CC {compat.cc_text(g.cc)}) is not carried by any torch wheel in the table; "
-                       f"the last CUDA able to target it is {arch.get('last_cuda') if arch else '?'}.{drv_note} {_as_of()}",
+            info = compat.gpu_by_name(g.name) if g.cc_from == "table" and g.name else None
+            unverified = info is not None and not info.verified
+            make = warn if unverified and not _cuda_unavailable(facts) else fail
+            last_cuda = arch.get("last_cuda") if arch else None
+            cur_arch = [a for v in compat.release_variants(current or "", plat) if compat.variant_cuda(v)
+                        and (a := compat.arch_list(current or "", v, plat)) is not None]
+            lowest = min((cc for a in cur_arch for cc in a.sass), default=None)
+            out.append(make(
+                f"No torch wheel runs on {g.label()} ({arch_name}, {compat.sm(g.cc)})",
+                detail=f"No current torch wheel supports {g.label()}: torch {current} carries "
+                       f"{compat.sm(lowest) + ' and newer' if lowest else 'newer architectures only'}, and no release "
+                       f"in the table ever carried {compat.sm(g.cc)} (CC {compat.cc_text(g.cc)}), so there is no older "
+                       f"release to pin either."
+                       + (f" The last CUDA toolkit able to target {arch_name} is {last_cuda}." if last_cuda else "")
+                       + drv_note
+                       + (f" The GPU's compute capability comes from the table ({info.source}, unverified)"
+                          + ("; torch.cuda.is_available() is False here, consistent with it." if make is fail else ".")
+                          if unverified else "")
+                       + f" {_as_of()}",
                 evidence=ev, gpus=same,
                 remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} and a "
                                    "CUDA toolkit that still targets it, or use a newer GPU.", (),

@@ -163,12 +163,38 @@ def driver_floor(cuda_major: int, os_name: str = "Linux") -> tuple[str | None, M
     return None, None
 
 
+def mvc_from_major() -> int:
+    """The first CUDA major with minor-version compatibility (NVIDIA: CUDA 11). Before it, a runtime
+    needs a driver at or above its own toolkit's minimum: a CUDA 10.1 driver cannot run CUDA 10.2."""
+    row = data()["driver_floors"].get("minor_version_compatibility") or {}
+    return int(row.get("from_major", 11))
+
+
+def verified_minimum(cuda: str, os_name: str = "Linux") -> tuple[str, str] | None:
+    """The lowest driver a verified row requires for ``cuda`` (its toolkit GA row, else the major's
+    minor-version-compatibility floor), with the row's source; None when only unverified rows speak."""
+    key = "windows" if os_name == "Windows" else "linux"
+    v = version(cuda)
+    if v is None:
+        return None
+    rows = [r for r in data()["toolkit_drivers"]["rows"] if r["cuda"] == minor_of(cuda) and r[key]]
+    if rows:
+        ga = min(rows, key=lambda r: r["update"])
+        if ga["verified"]:
+            return str(ga[key]), str(ga["source"])
+    if v.release[0] >= mvc_from_major():
+        floor, row = driver_floor(v.release[0], os_name)
+        if floor and row and row["verified"]:
+            return str(floor), str(row["source"])
+    return None
+
+
 def min_driver(cuda: str, os_name: str = "Linux") -> DriverNeed:
     """The driver a CUDA version needs on ``os_name``: natively, and through minor-version compatibility."""
     key = "windows" if os_name == "Windows" else "linux"
     v = version(cuda)
     major = v.release[0] if v else 0
-    floor, floor_row = driver_floor(major, os_name)
+    floor, floor_row = driver_floor(major, os_name) if major >= mvc_from_major() else (None, None)
     best = None
     for row in data()["toolkit_drivers"]["rows"]:
         if row["cuda"] == minor_of(cuda) and row[key]:
@@ -205,7 +231,9 @@ def highest_cuda_for_driver(driver: str, os_name: str = "Linux") -> Answer:
             if best is None or version(row["cuda"]) >= version(best["cuda"]):  # type: ignore[operator]
                 best = row
     if best is None:
-        return Answer(None, not_in_table(f"driver {driver}") + " (older than every CUDA 11+ toolkit)")
+        oldest = min((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: version(r[key]))
+        return Answer(None, not_in_table(f"driver {driver}") + f" (older than every toolkit in it; the oldest, "
+                      f"CUDA {oldest['cuda']}, needs {oldest[key]})")
     newest = max((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: version(r["cuda"]))
     at_least = best is newest or best["cuda"] == newest["cuda"]
     note = (f"driver {driver} is newer than the table's newest toolkit minimum; it supports at least CUDA "
@@ -544,9 +572,10 @@ class Recommendation:
 def driver_runs(cuda: str, driver_cuda_int: int | None) -> Literal["native", "mvc", "unknown"] | None:
     """How a driver that supports CUDA ``driver_cuda_int`` runs code built with ``cuda``.
 
-    ``native``: the driver's CUDA is at least as new. ``mvc``: same major, newer minor — runs through
-    CUDA minor-version compatibility (NVIDIA: a driver that reports CUDA X.y is at or above the X.x
-    floor). None: a newer major, which the driver cannot run. ``unknown``: no driver was read."""
+    ``native``: the driver's CUDA is at least as new. ``mvc``: same major (11 or newer), newer minor —
+    runs through CUDA minor-version compatibility (NVIDIA: a driver that reports CUDA X.y is at or
+    above the X.x floor). None: a newer major, or a newer minor before CUDA 11 (no minor-version
+    compatibility then), which the driver cannot run. ``unknown``: no driver was read."""
     if driver_cuda_int is None:
         return "unknown"
     code = cuda_to_int(cuda)
@@ -554,7 +583,7 @@ def driver_runs(cuda: str, driver_cuda_int: int | None) -> Literal["native", "mv
         return None
     if code <= driver_cuda_int:
         return "native"
-    if code // 1000 == driver_cuda_int // 1000:
+    if code // 1000 == driver_cuda_int // 1000 and code // 1000 >= mvc_from_major():
         return "mvc"
     return None
 

@@ -167,3 +167,53 @@ def test_loading_is_fast() -> None:
     for _ in range(10):
         json.loads(text)
     assert (time.perf_counter() - start) / 10 < 0.030
+
+
+@pytest.mark.parametrize(("cuda", "linux", "windows"), [
+    ("8.0", "367.48", "369.30"), ("9.0", "384.81", "385.54"), ("9.1", "390.46", "391.29"),
+    ("9.2", "396.26", "397.44"), ("10.0", "410.48", "411.31"), ("10.1", "418.39", "418.96"),
+    ("10.1.243", "418.39", "418.96"), ("10.2", "440.33", "441.22"), ("11.0", "450.51.05", "451.48"),
+])
+def test_pre_cuda_11_toolkits_have_minimum_drivers(cuda: str, linux: str, windows: str) -> None:
+    need = compat.min_driver(cuda)
+    assert need.minimum == linux and compat.min_driver(cuda, "Windows").minimum == windows
+    if Version(cuda).release[0] < 11:
+        assert need.floor is None  # no minor-version compatibility before CUDA 11
+        assert not need.verified  # NVIDIA's table was read only through copies
+
+
+@pytest.mark.parametrize(("driver", "os_name", "cuda"), [
+    ("410.104", "Linux", "10.0"), ("410.48", "Linux", "10.0"), ("418.67", "Linux", "10.1"),
+    ("440.33.01", "Linux", "10.2"), ("396.37", "Linux", "9.2"), ("411.31", "Windows", "10.0"),
+])
+def test_old_driver_branches_map_to_their_cuda(driver: str, os_name: str, cuda: str) -> None:
+    assert compat.highest_cuda_for_driver(driver, os_name).value == cuda
+
+
+def test_driver_older_than_the_table_is_a_note() -> None:
+    ans = compat.highest_cuda_for_driver("342.01", "Windows")
+    assert ans.value is None and "not in envdoctor's compatibility table as of" in ans.note
+
+
+def test_minor_version_compatibility_starts_with_cuda_11_and_is_verified() -> None:
+    mvc = DATA["driver_floors"]["minor_version_compatibility"]
+    assert mvc["from_major"] == compat.mvc_from_major() == 11 and mvc["verified"]
+    assert compat.verified_minimum("10.2") is None
+    assert compat.verified_minimum("12.1") == ("525.60.13", "cudnn_support_matrix_9_17_0")
+
+
+@pytest.mark.parametrize(("name", "cc", "arch"), [
+    ("GeForce 210", (1, 2), "Tesla"), ("NVIDIA GeForce GTX 580", (2, 0), "Fermi"),
+    ("GeForce GTX 480", (2, 0), "Fermi"), ("GeForce GTX 560 Ti", (2, 1), "Fermi"), ("Tesla C2075", (2, 0), "Fermi"),
+])
+def test_pre_kepler_gpus(name: str, cc: tuple[int, int], arch: str) -> None:
+    info = compat.gpu_by_name(name)
+    assert info is not None and info.cc == cc and info.architecture == arch and not info.verified
+    row = compat.architecture(cc)
+    assert row is not None and row["name"] == arch
+    assert compat.supported_by_newest(cc) is False and compat.last_release_for(cc) is None
+
+
+def test_torch_1_12_arch_lists_come_from_its_release_branch() -> None:
+    arch = compat.arch_list("1.12.1", "cu102")
+    assert arch is not None and arch.verified and arch.span() == "sm_37…sm_70"

@@ -162,9 +162,86 @@ def test_driver_older_major_fails_and_offers_an_older_cuda_wheel() -> None:
 
 
 def test_driver_cuda_derived_from_version_string_in_a_paste() -> None:
-    f = facts(**pasted(nvml__driver_version="470.82.01"))
+    # A real paste of this machine says "Is CUDA available: No"; the verified CUDA 12 floor decides.
+    f = facts(**pasted(nvml__driver_version="470.82.01", torch__cuda_available=False))
     found = worst(rules.driver_too_old, f)
     assert found.status is Status.FAIL and AS_OF in found.detail
+    assert "CUDA 12.x needs driver ≥ 525.60.13" in found.detail
+
+
+def test_driver_from_the_table_never_fails_when_torch_says_cuda_works() -> None:
+    # Verified floor says 470 cannot run CUDA 12 natively, yet CUDA initialised: forward compatibility.
+    f = facts(**pasted(nvml__driver_version="470.82.01"))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.WARN and "forward-compatibility" in found.detail
+    # Only unverified rows speak (CUDA 10.2 on R410): the observation wins outright.
+    f = facts(**pasted(torch__version="1.5.0", torch__cuda_version="10.2", nvml__driver_version="410.104"))
+    assert worst(rules.driver_too_old, f).status is Status.OK
+
+
+# ------------------------------------------------------------------------------- CUDA 8.0-10.2 era
+
+def test_cu102_on_a_driver_reporting_cuda_101_fails_without_minor_version_compatibility() -> None:
+    # The driver's CUDA is read (nvidia-smi "CUDA Version: 10.1"), and NVIDIA's minor-version
+    # compatibility starts with CUDA 11: a verified rule, so a fail whatever the table rows say.
+    f = facts(**pasted(torch__version="1.6.0", torch__cuda_version="10.2", nvml__driver_version="418.67",
+                       nvml__cuda_driver_version=10010, nvml__gpus=[gpu("Tesla V100-PCIE-16GB", None)]))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL
+    assert "supports CUDA up to 10.1" in found.detail and "no minor-version compatibility" in found.detail
+    assert "≥ 440.33" in found.remediation.text and "unverified" in found.detail
+
+
+def test_same_minor_gap_from_cuda_11_on_is_still_minor_version_compatibility() -> None:
+    assert compat.driver_runs("10.2", 10010) is None
+    assert compat.driver_runs("11.8", 11040) == "mvc"
+    assert compat.driver_runs("10.1", 10020) == "native"
+
+
+@pytest.mark.parametrize(("version", "cuda", "driver"), [
+    ("1.5.0", "10.2", "410.104"),  # a release the table does not list: judged by its CUDA alone
+    ("1.3.1", "10.1.243", "410.48"),
+    ("1.12.1+cu102", "10.2", "418.67"),
+])
+def test_old_torch_on_an_older_driver_branch_fails_when_cuda_is_unavailable(version: str, cuda: str,
+                                                                               driver: str) -> None:
+    f = facts(**pasted(torch__version=version, torch__cuda_version=cuda, nvml__driver_version=driver,
+                       torch__cuda_available=False, nvml__gpus=[gpu("TITAN Xp", None)]))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL, found.detail
+    assert "derived from its version with the table" in found.detail
+    assert "torch.cuda.is_available() is False here" in found.detail
+
+
+def test_unverified_rows_alone_only_warn() -> None:
+    # Same machine, but the paste does not say whether CUDA works: the unverified R410 row may only warn.
+    f = facts(**pasted(torch__version="1.5.0", torch__cuda_version="10.2", nvml__driver_version="410.104",
+                       torch__cuda_available=missing(Reason.NOT_IN_REPORT)))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.WARN and "unverified" in found.detail
+
+
+def test_cuda_version_alone_is_enough_for_the_driver_rule() -> None:
+    f = facts(**pasted(torch__version=missing(Reason.NOT_IN_REPORT), torch__cuda_version="10.1",
+                       nvml__driver_version="410.48", torch__cuda_available=False))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL and "CUDA 10.1" in found.title
+
+
+def test_cu101_local_tag_on_an_r418_driver_is_native() -> None:
+    f = facts(**pasted(torch__version="1.6.0+cu101", torch__cuda_version=missing(Reason.NOT_IN_REPORT),
+                       nvml__driver_version="418.67"))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.OK and "CUDA 10.1" in found.title
+
+
+def test_driver_older_than_every_toolkit_is_compared_with_the_need() -> None:
+    f = facts(**pasted(torch__version="1.2.0", torch__cuda_version="10.0", nvml__driver_version="342.01",
+                       host__os="Windows", torch__cuda_available=False,
+                       nvml__gpus=[gpu("GeForce GTX 1080", None)]))
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.FAIL
+    assert "older than every toolkit in the table" in found.detail and "411.31" in found.detail
 
 
 def test_same_major_older_minor_runs_through_minor_version_compatibility() -> None:
@@ -193,6 +270,43 @@ def test_kepler_is_end_of_life_with_the_last_release() -> None:
     found = worst(rules.gpu_eol, f)
     assert found.status is Status.WARN
     assert "2.7.1" in found.title and "/whl/cu118" in found.remediation.commands[0]
+
+
+def test_pre_kepler_gpu_from_a_paste_is_plainly_end_of_life() -> None:
+    f = facts(**pasted(torch__version="1.2.0", torch__cuda_version="10.0", nvml__driver_version="342.01",
+                       host__os="Windows", torch__cuda_available=False, nvml__gpus=[gpu("GeForce 210", None)]))
+    found = worst(rules.gpu_eol, f)
+    assert found.status is Status.FAIL
+    assert "No current torch wheel supports GeForce 210" in found.detail
+    assert "no release in the table ever carried sm_12" in found.detail and "Tesla" in found.title
+    # The driver is too old as well, but a newer one would not help: a warning pointing at gpu-eol.
+    drv = worst(rules.driver_too_old, f)
+    assert drv.status is Status.WARN and "see gpu-eol" in drv.detail
+
+
+def test_unverified_gpu_row_alone_only_warns_for_eol() -> None:
+    f = facts(**pasted(torch__version="1.2.0", torch__cuda_version="10.0", nvml__driver_version="342.01",
+                       host__os="Windows", torch__cuda_available=missing(Reason.NOT_IN_REPORT),
+                       nvml__gpus=[gpu("GeForce 210", None)]))
+    assert worst(rules.gpu_eol, f).status is Status.WARN
+
+
+def test_fermi_names_its_last_cuda_and_driver_branch() -> None:
+    f = torch26_on("NVIDIA GeForce GTX 580", "2.0")
+    found = worst(rules.gpu_eol, f)
+    assert found.status is Status.FAIL
+    assert "Fermi" in found.title and "8.0" in found.detail and "R390" in found.detail
+
+
+def test_arch_list_without_a_torch_version_is_judged() -> None:
+    # torch's own warning: "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70"
+    f = facts(**pasted(torch__version=missing(Reason.NOT_IN_REPORT), torch__cuda_version=missing(Reason.NOT_IN_REPORT),
+                       torch__arch_list=["sm_37", "sm_50", "sm_60", "sm_70"], nvml__driver_version="450.119.03",
+                       nvml__cuda_driver_version=11000, nvml__gpus=[gpu("A100-SXM4-40GB", None)]))
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.FAIL
+    assert "A100-SXM4-40GB is sm_80" in found.detail and "sm_37…sm_70" in found.detail
+    assert "/whl/cu11" in found.remediation.commands[0]
 
 
 def test_gpu_without_any_wheel_fails() -> None:
