@@ -2,6 +2,7 @@
 is sys.path[0] when they run)."""
 
 import json
+import re
 import sys
 import traceback
 
@@ -35,3 +36,35 @@ def error_text(exc):
     """The last line of a traceback, as users see it ('ImportError: libcudart.so.12: ...')."""
     lines = traceback.format_exception_only(type(exc), exc)
     return "".join(lines).strip()[-2000:]
+
+
+def mapped_files():
+    """The files this process has mapped, each once, in ``/proc/self/maps`` order: what the loader
+    really picked, whatever the search path said. Raises OSError where there is no /proc."""
+    with open("/proc/self/maps", "rb") as fh:
+        text = fh.read().decode("utf-8", "replace")
+    seen = set()
+    files = []
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        # Unnamed and pseudo mappings ([heap], [vdso]) have no sixth field or no leading "/".
+        if len(parts) == 6 and parts[5].startswith("/"):
+            path = parts[5].strip()
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    return files
+
+
+def mapped(pattern):
+    """The first mapped file whose path matches ``pattern`` (None when none does or maps is
+    unreadable)."""
+    try:
+        files = mapped_files()
+    except OSError:
+        return None
+    rx = re.compile(pattern)
+    for path in files:
+        if rx.search(path):
+            return path
+    return None

@@ -7,23 +7,8 @@ read from ``/proc/self/maps``: a copy under ``…/compat/`` is a forward-compati
 """
 
 import ctypes
-import re
 
-from _edchild import args, done, emit, error_text, stage
-
-
-def mapped(pattern):
-    try:
-        with open("/proc/self/maps", "rb") as fh:
-            maps = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rx = re.compile(pattern)
-    for line in maps.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and rx.search(parts[5]):
-            return parts[5].strip()
-    return None
+from _edchild import args, done, emit, error_text, mapped, stage
 
 
 def error_info(lib, code):

@@ -22,7 +22,7 @@ import os
 import re
 import struct
 
-from _edchild import args, done, emit, error_text, stage
+from _edchild import args, done, emit, error_text, mapped_files, stage
 
 # Families this child knows a version function for. cuBLAS is left out on purpose: loading it
 # maps libcublasLt too (hundreds of MB) only to learn what the file name already says.
@@ -143,16 +143,9 @@ def _dlinfo():
 
 def _mapped_files():
     try:
-        with open("/proc/self/maps", "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
+        return set(mapped_files())
     except OSError:
         return set()
-    found = set()
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].startswith("/"):
-            found.add(parts[5].strip())
-    return found
 
 
 def loaded_path(lib, soname, before):

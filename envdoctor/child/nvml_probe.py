@@ -7,10 +7,9 @@ turns each ``NVMLError`` into ``{"code", "name", "reason", "message"}``. A faili
 is recorded under the GPU's ``missing`` map and the rest is still read.
 """
 
-import re
 import sys
 
-from _edchild import args, done, emit, error_text, stage
+from _edchild import args, done, emit, error_text, mapped, stage
 
 # NVML return codes (nvml.h) -> (symbolic name, envdoctor reason). The reason is what a user
 # can act on: "absent" (nothing to talk to), "denied", "unsupported" (this GPU/driver does not
@@ -113,21 +112,6 @@ def first(names, *fargs):
 
 def text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def mapped_library(pattern):
-    """The file of a library this process mapped (what the loader really picked)."""
-    try:
-        with open("/proc/self/maps", "rb") as fh:
-            maps = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rx = re.compile(pattern)
-    for line in maps.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and rx.search(parts[5]):
-            return parts[5].strip()
-    return None
 
 
 class Gpu(object):
@@ -296,7 +280,7 @@ def main():
         init = {"code": 0, "name": "NVML_SUCCESS", "reason": None, "message": ""}
     except Failure as exc:
         init = exc.info
-    emit(init=init, library_path=mapped_library(r"(^|/)libnvidia-ml\.so"))
+    emit(init=init, library_path=mapped(r"(^|/)libnvidia-ml\.so"))
     if init["code"] != 0:
         done()
         return

@@ -10,7 +10,7 @@ import re
 import sys
 import warnings
 
-from _edchild import args, done, emit, error_text, stage
+from _edchild import args, done, emit, error_text, mapped_files, stage
 
 # Distributions worth reporting (normalised names); plus every nvidia-* / cuda-* wheel.
 RELEVANT = {
@@ -55,15 +55,9 @@ def packages():
 def loaded_libraries():
     """Family -> sorted mapped paths, from this process's memory map."""
     try:
-        with open("/proc/self/maps", "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
+        paths = mapped_files()
     except OSError as exc:
         return {"_error": str(exc)}
-    paths = set()
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].startswith("/"):
-            paths.add(parts[5].strip())
     out = {}
     for family, pattern in FAMILIES.items():
         rx = re.compile(r"(^|/)" + pattern)
