@@ -109,6 +109,10 @@ def _parse(text: str) -> Facts:
             # version and memory), unless it failed where collect_env's own call worked.
             if reading.ok or key not in readings or not readings[key].ok:
                 readings[key] = reading
+    if not is_collect_env:
+        # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
+        # often pasted next to nvidia-smi without a collect_env block: they still are facts.
+        collect_env.scan_messages(lines, readings)
     source = "collect_env" if is_collect_env else "nvidia-smi"
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:

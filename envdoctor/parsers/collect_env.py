@@ -154,7 +154,7 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     _gpus(fields, out)
     _driver(value("nvidia driver version"), out)
     _cudnn(fields.get("cudnn version"), out)
-    _messages(lines, out)
+    scan_messages(lines, out)
     if env:
         out["env.vars"] = ok(env, SOURCE)
     return out
@@ -329,7 +329,9 @@ def _cudnn(found: tuple[str, list[str]] | None, out: dict[str, Reading]) -> None
                                   "files found by collect_env's cuDNN search (ldconfig / CUDA_PATH)")
 
 
-def _messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
+def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
+    """Facts from torch's own warning/error lines anywhere in the paste (arch list, capabilities,
+    the driver's CUDA version from 'driver too old')."""
     messages: list[str] = []
     capabilities: dict[str, tuple[int, int]] = {}
     arch_list: list[str] | None = None
