@@ -8,7 +8,7 @@ naming the step it was in and, for a crash, the signal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
@@ -68,11 +68,25 @@ def _per_device(facts: Facts, key: str) -> dict[str, dict[str, Any]]:
     return {str(d): r for d, r in value.items() if isinstance(r, dict)}
 
 
-def _combine(findings: list[tuple[Status, str, str, list[int]]], title_ok: str, ev: Mapping[str, Any],
-             remedy: Remediation | None = None) -> Finding:
-    """One finding for a check from per-device verdicts: worst status, every device's line."""
-    order = {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2}
-    worst = max((s for s, *_ in findings), key=lambda s: order[s], default=Status.OK)
+#: One device's (or one dtype's) verdict: status, the finding's title should it be the worst, the
+#: device's line for the detail, and the GPU indices it names.
+Verdict = tuple[Status, str, str, list[int]]
+_SEVERITY = {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2}
+
+
+def _judge_devices(facts: Facts, key: str, judge: Callable[[Facts, str, dict[str, Any], list[int]], Verdict]
+                   ) -> list[Verdict]:
+    """``judge(facts, device, result, gpu_indices)`` applied to each device's result of ``key``."""
+    return [judge(facts, dev, r, _gpu_index(dev)) for dev, r in _per_device(facts, key).items()]
+
+
+def _combine(findings: list[Verdict], title_ok: str, ev: Mapping[str, Any], remedy: Remediation | None,
+             title_none: str) -> Finding:
+    """One finding for a check from per-device verdicts: worst status, every device's line;
+    ``title_none`` (a skip) when no device has a result."""
+    if not findings:
+        return skip(title_none, evidence=ev)
+    worst = max((s for s, *_ in findings), key=lambda s: _SEVERITY[s], default=Status.OK)
     bad = [(t, d, g) for s, t, d, g in findings if s is worst]
     detail = "\n".join(d for _, _, d, _ in findings)
     gpus = sorted({g for s, *_, gs in findings if s is worst for g in gs}) if worst is not Status.OK else []
@@ -91,32 +105,32 @@ def _fmt(x: Any, digits: int = 3) -> str:
 
 # -- device touch -------------------------------------------------------------------------------
 
+TOUCH_REMEDY = Remediation("A device that cannot copy or run a trivial kernel correctly is unusable. Look for Xid "
+                           "errors, check ECC and row-remapping findings, and reset the GPU or reboot.",
+                           ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+
+
+def _touch_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -> Verdict:
+    name = f"{dev} ({r['name']})" if r.get("name") and dev != "cpu" else dev
+    if r.get("ok"):
+        return (Status.OK, "", f"{name}: round trip and kernel correct", gpus)
+    if r.get("unusable"):
+        return (Status.FAIL, f"{dev} cannot be used", f"{name}: {r.get('error')}", gpus)
+    if r.get("error"):
+        return (Status.FAIL, f"{dev} fails the device touch", f"{name}: {r['error']}", gpus)
+    what = "host->device->host copy came back different" if not r.get("roundtrip_equal") else \
+        "a trivial kernel computed a wrong sum"
+    return (Status.FAIL, f"{dev} corrupts data", f"{name}: {what}", gpus)
+
+
 @check("micro-device", "Each device allocates, copies and runs a kernel correctly",
        needs=("micro.device",), judges_failures=True)
 def micro_device(facts: Facts):
-    missing = _not_run(facts, "micro.device", "device touch")
-    if missing:
+    if missing := _not_run(facts, "micro.device", "device touch"):
         return missing
-    ev = evidence(facts, "micro.device")
-    verdicts = []
-    for dev, r in _per_device(facts, "micro.device").items():
-        name = f"{dev} ({r['name']})" if r.get("name") and dev != "cpu" else dev
-        if r.get("ok"):
-            verdicts.append((Status.OK, "", f"{name}: round trip and kernel correct", _gpu_index(dev)))
-        elif r.get("unusable"):
-            verdicts.append((Status.FAIL, f"{dev} cannot be used", f"{name}: {r.get('error')}", _gpu_index(dev)))
-        elif r.get("error"):
-            verdicts.append((Status.FAIL, f"{dev} fails the device touch", f"{name}: {r['error']}", _gpu_index(dev)))
-        else:
-            what = "host->device->host copy came back different" if not r.get("roundtrip_equal") else \
-                "a trivial kernel computed a wrong sum"
-            verdicts.append((Status.FAIL, f"{dev} corrupts data", f"{name}: {what}", _gpu_index(dev)))
-    if not verdicts:
-        return skip("No device was touched", evidence=ev)
-    remedy = Remediation("A device that cannot copy or run a trivial kernel correctly is unusable. Look for Xid "
-                         "errors, check ECC and row-remapping findings, and reset the GPU or reboot.",
-                         ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
-    return _combine(verdicts, f"{len(verdicts)} device(s) pass the device touch", ev, remedy)
+    verdicts = _judge_devices(facts, "micro.device", _touch_verdict)
+    return _combine(verdicts, f"{len(verdicts)} device(s) pass the device touch", evidence(facts, "micro.device"),
+                    TOUCH_REMEDY, "No device was touched")
 
 
 # -- matmul -------------------------------------------------------------------------------------
@@ -131,11 +145,11 @@ def _low_throughput_hint(dev: str) -> str:
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
        needs=("micro.matmul",), judges_failures=True)
 def micro_matmul(facts: Facts):
-    missing = _not_run(facts, "micro.matmul", "matmul")
-    if missing:
+    if missing := _not_run(facts, "micro.matmul", "matmul"):
         return missing
-    ev = evidence(facts, "micro.matmul")
-    verdicts = []
+    # Not _judge_devices: one device yields a verdict per dtype, and the title and hint need the
+    # fastest result and the first slow device across all of them.
+    verdicts: list[Verdict] = []
     low_devices = []
     best: tuple[str, str, float, Any] | None = None
     for dev, r in _per_device(facts, "micro.matmul").items():
@@ -171,9 +185,7 @@ def micro_matmul(facts: Facts):
                     verdicts.append((Status.WARN, f"{label} matmul on {dev} runs at {ratio:.0%} of peak", line, gpus))
                 else:
                     verdicts.append((Status.OK, "", line, gpus))
-    if not verdicts:
-        return skip("No matmul results", evidence=ev)
-    worst = max((v[0] for v in verdicts), key=lambda s: {Status.OK: 0, Status.WARN: 1, Status.FAIL: 2}[s])
+    worst = max((v[0] for v in verdicts), key=lambda s: _SEVERITY[s], default=Status.OK)
     if worst is Status.FAIL:
         remedy = Remediation("A GEMM that returns wrong numbers or NaN on random inputs means broken math "
                              "libraries (a mismatched cuBLAS) or a faulty GPU. Check the library findings, look for "
@@ -187,62 +199,59 @@ def micro_matmul(facts: Facts):
         title += f"; fastest {best[0]} {best[1]} {_fmt(best[2])} TFLOP/s"
         if isinstance(best[3], (int, float)):
             title += f" ({best[3]:.0%} of peak)"
-    return _combine(verdicts, title, ev, remedy)
+    return _combine(verdicts, title, evidence(facts, "micro.matmul"), remedy, "No matmul results")
 
 
 # -- transformer --------------------------------------------------------------------------------
 
+TRANSFORMER_REMEDY = Remediation(
+    "Non-finite or divergent training steps on random data point at broken kernels (cuDNN/cuBLAS mismatch) or a "
+    "faulty GPU; missing fused attention usually means a torch build without kernels for this GPU architecture "
+    "(see torch-arch-support).",
+    ("python -c \"import torch; print(torch.backends.cuda.flash_sdp_enabled(), torch.cuda.get_arch_list())\"",))
+
+
+def _transformer_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -> Verdict:
+    if r.get("not_run") or r.get("error"):
+        return (Status.FAIL, f"Transformer step fails on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}", gpus)
+    f32, amp, sdpa = r.get("fp32") or {}, r.get("amp") or {}, r.get("sdpa") or {}
+    usable = sorted(k for k, b in sdpa.items() if isinstance(b, dict) and b.get("usable"))
+    speed = (f"fp32 {_fmt(f32.get('tokens_per_s'))} tokens/s, {amp.get('dtype')} autocast "
+             f"{_fmt(amp.get('tokens_per_s'))} tokens/s; SDPA backends: {', '.join(usable) or 'none'}")
+    problems = []
+    if not (f32.get("loss_finite") and f32.get("grads_finite") and f32.get("params_finite", True)):
+        problems.append("the fp32 step produced a non-finite loss, gradient or weight")
+    if not (amp.get("loss_finite") and amp.get("grads_finite")):
+        problems.append(f"the {amp.get('dtype')} autocast step produced a non-finite loss or gradient")
+    elif not amp.get("grads_close"):
+        problems.append(f"{amp.get('dtype')} autocast gradients differ from fp32 by {_fmt(amp.get('grad_rel_err'))} "
+                        f"(allowed {_fmt(amp.get('grad_tolerance'))})")
+    if not usable:
+        problems.append("no scaled_dot_product_attention backend gives correct results")
+    if problems:
+        return (Status.FAIL, f"Transformer training step is broken on {dev}",
+                f"{dev}: {'; '.join(problems)}. {speed}", gpus)
+    if dev != "cpu" and not ({"flash", "mem_efficient", "cudnn"} & set(usable)):
+        why = "; ".join(f"{k}: {b.get('why')}" for k, b in sdpa.items() if isinstance(b, dict) and b.get("why"))
+        return (Status.WARN, f"Only the math attention backend works on {dev}",
+                f"{dev}: fused attention kernels are unusable ({why}); attention falls back to the slow, "
+                f"memory-hungry math path. {speed}", gpus)
+    return (Status.OK, "", f"{dev}: {speed}", gpus)
+
+
 @check("micro-transformer", "A Transformer block trains: finite loss and gradients, autocast close to fp32",
        needs=("micro.transformer",), judges_failures=True)
 def micro_transformer(facts: Facts):
-    missing = _not_run(facts, "micro.transformer", "Transformer")
-    if missing:
+    if missing := _not_run(facts, "micro.transformer", "Transformer"):
         return missing
-    ev = evidence(facts, "micro.transformer")
-    verdicts = []
-    for dev, r in _per_device(facts, "micro.transformer").items():
-        gpus = _gpu_index(dev)
-        if r.get("not_run") or r.get("error"):
-            verdicts.append((Status.FAIL, f"Transformer step fails on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}",
-                             gpus))
-            continue
-        f32, amp, sdpa = r.get("fp32") or {}, r.get("amp") or {}, r.get("sdpa") or {}
-        usable = sorted(k for k, b in sdpa.items() if isinstance(b, dict) and b.get("usable"))
-        speed = (f"fp32 {_fmt(f32.get('tokens_per_s'))} tokens/s, {amp.get('dtype')} autocast "
-                 f"{_fmt(amp.get('tokens_per_s'))} tokens/s; SDPA backends: {', '.join(usable) or 'none'}")
-        problems = []
-        if not (f32.get("loss_finite") and f32.get("grads_finite") and f32.get("params_finite", True)):
-            problems.append("the fp32 step produced a non-finite loss, gradient or weight")
-        if not (amp.get("loss_finite") and amp.get("grads_finite")):
-            problems.append(f"the {amp.get('dtype')} autocast step produced a non-finite loss or gradient")
-        elif not amp.get("grads_close"):
-            problems.append(f"{amp.get('dtype')} autocast gradients differ from fp32 by {_fmt(amp.get('grad_rel_err'))} "
-                            f"(allowed {_fmt(amp.get('grad_tolerance'))})")
-        if not usable:
-            problems.append("no scaled_dot_product_attention backend gives correct results")
-        if problems:
-            verdicts.append((Status.FAIL, f"Transformer training step is broken on {dev}",
-                             f"{dev}: {'; '.join(problems)}. {speed}", gpus))
-        elif dev != "cpu" and not ({"flash", "mem_efficient", "cudnn"} & set(usable)):
-            why = "; ".join(f"{k}: {b.get('why')}" for k, b in sdpa.items() if isinstance(b, dict) and b.get("why"))
-            verdicts.append((Status.WARN, f"Only the math attention backend works on {dev}",
-                             f"{dev}: fused attention kernels are unusable ({why}); attention falls back to the slow, "
-                             f"memory-hungry math path. {speed}", gpus))
-        else:
-            verdicts.append((Status.OK, "", f"{dev}: {speed}", gpus))
-    if not verdicts:
-        return skip("No Transformer results", evidence=ev)
-    remedy = Remediation("Non-finite or divergent training steps on random data point at broken kernels (cuDNN/"
-                         "cuBLAS mismatch) or a faulty GPU; missing fused attention usually means a torch build "
-                         "without kernels for this GPU architecture (see torch-arch-support).",
-                         ("python -c \"import torch; print(torch.backends.cuda.flash_sdp_enabled(), "
-                          "torch.cuda.get_arch_list())\"",))
+    verdicts = _judge_devices(facts, "micro.transformer", _transformer_verdict)
     first = next(iter(_per_device(facts, "micro.transformer").items()), None)
     title = "Transformer forward/backward works"
     if first and isinstance((first[1].get("amp") or {}).get("tokens_per_s"), (int, float)):
         amp = first[1]["amp"]
         title += f"; {first[0]} {amp.get('dtype')} autocast {_fmt(amp['tokens_per_s'])} tokens/s"
-    return _combine(verdicts, title, ev, remedy)
+    return _combine(verdicts, title, evidence(facts, "micro.transformer"), TRANSFORMER_REMEDY,
+                    "No Transformer results")
 
 
 # -- copies -------------------------------------------------------------------------------------
@@ -268,62 +277,58 @@ def _pcie_link(facts: Facts, uuid: str | None, index: int | None) -> tuple[int |
     return first("max_gen", "gen"), first("max_width", "width")
 
 
+COPY_REMEDY = Remediation(
+    "Slow host<->device copies mean a PCIe link trained below its rating (a riser, a x8/x4 slot, a bad seat: see "
+    "gpu-pcie-link), a GPU attached to the other CPU socket, or IOMMU overhead. Slow device copies point at reduced "
+    "memory clocks or another process on the GPU.",
+    ("nvidia-smi -q -d PCIE", "nvidia-smi topo -m"))
+
+
+def _copy_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -> Verdict:
+    if r.get("not_run") or r.get("error"):
+        return (Status.FAIL, f"Copies fail on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}", gpus)
+    if dev == "cpu":
+        h = r.get("h2h") or {}
+        status = Status.OK if h.get("equal") else Status.FAIL
+        return (status, "Host memory copy came back different", f"cpu: host copy {_fmt(h.get('gbps'))} GB/s"
+                + ("" if h.get("equal") else ", data differs"), gpus)
+    h2d, d2h, d2d = r.get("h2d") or {}, r.get("d2h") or {}, r.get("d2d") or {}
+    line = (f"{dev}: pinned H->D {_fmt(h2d.get('gbps'))} GB/s, D->H {_fmt(d2h.get('gbps'))} GB/s, "
+            f"D->D {_fmt(d2d.get('gbps'))} GB/s")
+    if not r.get("roundtrip_equal") or not d2d.get("equal", True):
+        return (Status.FAIL, f"Copies corrupt data on {dev}", line + "; copied data differs", gpus)
+    notes = []
+    devices = _per_device(facts, "micro.device") if facts.get("micro.device").ok else {}
+    gen, width = _pcie_link(facts, (devices.get(dev) or {}).get("uuid"), gpus[0] if gpus else None)
+    if gen in PCIE_LANE_GBPS and width:
+        link = PCIE_LANE_GBPS[gen] * width
+        line += f" (PCIe gen{gen} x{width} carries ~{link:.0f} GB/s each way"
+        worst = min((v for v in (h2d.get("gbps"), d2h.get("gbps")) if isinstance(v, (int, float))), default=None)
+        if worst is not None and worst < LOW_PCIE_RATIO * link:
+            notes.append(f"host<->device copies reach {worst / link:.0%} of the PCIe gen{gen} x{width} link")
+        line += ")"
+    ratio = d2d.get("ratio")
+    if isinstance(ratio, (int, float)):
+        line += f"; D->D is {ratio:.0%} of {_fmt(d2d.get('peak_gbps'))} GB/s ({r.get('peak_model')})"
+        if ratio < LOW_MEMORY_RATIO:
+            notes.append(f"device memory copies reach {ratio:.0%} of the memory bandwidth")
+    if notes:
+        return (Status.WARN, f"Slow copies on {dev}", f"{line}. {'; '.join(notes)}", gpus)
+    return (Status.OK, "", line, gpus)
+
+
 @check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",
        needs=("micro.copy",), judges_failures=True)
 def micro_copy(facts: Facts):
-    missing = _not_run(facts, "micro.copy", "copy")
-    if missing:
+    if missing := _not_run(facts, "micro.copy", "copy"):
         return missing
-    ev = evidence(facts, "micro.copy", "nvml.gpus")
-    devices = _per_device(facts, "micro.device") if facts.get("micro.device").ok else {}
-    verdicts = []
-    for dev, r in _per_device(facts, "micro.copy").items():
-        gpus = _gpu_index(dev)
-        if r.get("not_run") or r.get("error"):
-            verdicts.append((Status.FAIL, f"Copies fail on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}", gpus))
-            continue
-        if dev == "cpu":
-            h = r.get("h2h") or {}
-            status = Status.OK if h.get("equal") else Status.FAIL
-            verdicts.append((status, "Host memory copy came back different", f"cpu: host copy {_fmt(h.get('gbps'))} GB/s"
-                             + ("" if h.get("equal") else ", data differs"), gpus))
-            continue
-        h2d, d2h, d2d = r.get("h2d") or {}, r.get("d2h") or {}, r.get("d2d") or {}
-        line = (f"{dev}: pinned H->D {_fmt(h2d.get('gbps'))} GB/s, D->H {_fmt(d2h.get('gbps'))} GB/s, "
-                f"D->D {_fmt(d2d.get('gbps'))} GB/s")
-        if not r.get("roundtrip_equal") or not d2d.get("equal", True):
-            verdicts.append((Status.FAIL, f"Copies corrupt data on {dev}", line + "; copied data differs", gpus))
-            continue
-        notes = []
-        gen, width = _pcie_link(facts, (devices.get(dev) or {}).get("uuid"), gpus[0] if gpus else None)
-        if gen in PCIE_LANE_GBPS and width:
-            link = PCIE_LANE_GBPS[gen] * width
-            line += f" (PCIe gen{gen} x{width} carries ~{link:.0f} GB/s each way"
-            worst = min((v for v in (h2d.get("gbps"), d2h.get("gbps")) if isinstance(v, (int, float))), default=None)
-            if worst is not None and worst < LOW_PCIE_RATIO * link:
-                notes.append(f"host<->device copies reach {worst / link:.0%} of the PCIe gen{gen} x{width} link")
-            line += ")"
-        ratio = d2d.get("ratio")
-        if isinstance(ratio, (int, float)):
-            line += f"; D->D is {ratio:.0%} of {_fmt(d2d.get('peak_gbps'))} GB/s ({r.get('peak_model')})"
-            if ratio < LOW_MEMORY_RATIO:
-                notes.append(f"device memory copies reach {ratio:.0%} of the memory bandwidth")
-        if notes:
-            verdicts.append((Status.WARN, f"Slow copies on {dev}", f"{line}. {'; '.join(notes)}", gpus))
-        else:
-            verdicts.append((Status.OK, "", line, gpus))
-    if not verdicts:
-        return skip("No copy results", evidence=ev)
-    remedy = Remediation("Slow host<->device copies mean a PCIe link trained below its rating (a riser, a x8/x4 "
-                         "slot, a bad seat: see gpu-pcie-link), a GPU attached to the other CPU socket, or IOMMU "
-                         "overhead. Slow device copies point at reduced memory clocks or another process on the GPU.",
-                         ("nvidia-smi -q -d PCIE", "nvidia-smi topo -m"))
+    verdicts = _judge_devices(facts, "micro.copy", _copy_verdict)
     first = next(iter(_per_device(facts, "micro.copy").items()), None)
     title = "Copies are correct"
     if first and isinstance((first[1].get("h2d") or {}).get("gbps"), (int, float)):
         title += (f"; {first[0]} H->D {_fmt(first[1]['h2d']['gbps'])} GB/s, "
                   f"D->D {_fmt((first[1].get('d2d') or {}).get('gbps'))} GB/s")
-    return _combine(verdicts, title, ev, remedy)
+    return _combine(verdicts, title, evidence(facts, "micro.copy", "nvml.gpus"), COPY_REMEDY, "No copy results")
 
 
 # -- DataLoader / shared memory -----------------------------------------------------------------
@@ -424,32 +429,30 @@ def micro_multi_gpu(facts: Facts):
 
 # -- torch.compile ------------------------------------------------------------------------------
 
+COMPILE_REMEDY = Remediation(
+    "Inductor needs Triton (bundled with CUDA torch wheels as `triton`) on a GPU and a working C++ compiler "
+    "(gcc/g++) for CPU code and its launchers; a Python.h from the python3-dev package is needed too. Check the "
+    "error text for which is missing.",
+    ("python -c \"import triton; print(triton.__version__)\"", "gcc --version"))
+
+
+def _compile_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -> Verdict:
+    if r.get("error") or r.get("not_run"):
+        return (Status.FAIL, f"torch.compile fails on {dev}", f"{dev}: {r.get('error') or r.get('not_run')}", gpus)
+    if not r.get("ok"):
+        return (Status.FAIL, f"Compiled step differs from eager on {dev}",
+                f"{dev}: loss rel err {_fmt(r.get('loss_rel_err'))}, grad rel err "
+                f"{_fmt(r.get('grad_rel_err'))} (allowed {_fmt(r.get('tolerance'))})", gpus)
+    return (Status.OK, "", f"{dev}: compiled in {_fmt(r.get('compile_seconds'))} s, matches eager", gpus)
+
+
 @check("micro-compile", "torch.compile (Inductor) compiles and matches eager",
        needs=("micro.compile",), judges_failures=True)
 def micro_compile(facts: Facts):
-    missing = _not_run(facts, "micro.compile", "torch.compile")
-    if missing:
+    if missing := _not_run(facts, "micro.compile", "torch.compile"):
         return missing
-    ev = evidence(facts, "micro.compile")
-    verdicts = []
-    for dev, r in _per_device(facts, "micro.compile").items():
-        gpus = _gpu_index(dev)
-        if r.get("error") or r.get("not_run"):
-            text = str(r.get("error") or r.get("not_run"))
-            verdicts.append((Status.FAIL, f"torch.compile fails on {dev}", f"{dev}: {text}", gpus))
-        elif not r.get("ok"):
-            verdicts.append((Status.FAIL, f"Compiled step differs from eager on {dev}",
-                             f"{dev}: loss rel err {_fmt(r.get('loss_rel_err'))}, grad rel err "
-                             f"{_fmt(r.get('grad_rel_err'))} (allowed {_fmt(r.get('tolerance'))})", gpus))
-        else:
-            verdicts.append((Status.OK, "", f"{dev}: compiled in {_fmt(r.get('compile_seconds'))} s, matches eager", gpus))
-    if not verdicts:
-        return skip("No torch.compile results", evidence=ev)
-    remedy = Remediation("Inductor needs Triton (bundled with CUDA torch wheels as `triton`) on a GPU and a working "
-                         "C++ compiler (gcc/g++) for CPU code and its launchers; a Python.h from the python3-dev "
-                         "package is needed too. Check the error text for which is missing.",
-                         ("python -c \"import triton; print(triton.__version__)\"", "gcc --version"))
-    return _combine(verdicts, "torch.compile works", ev, remedy)
+    return _combine(_judge_devices(facts, "micro.compile", _compile_verdict), "torch.compile works",
+                    evidence(facts, "micro.compile"), COMPILE_REMEDY, "No torch.compile results")
 
 
 CHECKS = [micro_device, micro_matmul, micro_transformer, micro_copy, micro_dataloader, micro_multi_gpu, micro_compile]
