@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
-from ..model import Facts, Reason
+from ..model import Facts, Finding, Reading, Reason
 from ..registry import check
 
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
@@ -378,6 +379,16 @@ def _hang_remedy(what: str) -> Remediation:
         ("https://docs.nvidia.com/deploy/xid-errors/index.html",))
 
 
+def _init_unfinished(reading: Reading, ev: Mapping[str, Any], call: str, hung: str, crashed: str,
+                     crash_remedy: Remediation) -> Finding | None:
+    """The error for a driver initialisation (``call``) that hung or crashed its probe, else None."""
+    if reading.reason is Reason.TIMEOUT:
+        return error(hung, detail=reading.describe(), evidence=ev, remedy=_hang_remedy(call))
+    if reading.reason is Reason.CRASHED:
+        return error(crashed, detail=reading.describe(), evidence=ev, remedy=crash_remedy)
+    return None
+
+
 _NVML_INIT_TEXT: dict[int, tuple[str, str, tuple[str, ...]]] = {
     # code: (title, explanation, commands)
     4: ("NVML: insufficient permissions", "This user may not open the NVIDIA device nodes.",
@@ -402,16 +413,14 @@ def nvml_init(facts: Facts):
     reading = facts.get("nvml.init")
     ev = evidence(facts, "nvml.init", "nvml.library_path", "nvml.driver_version", "nvml.device_count",
                   "driver.kernel_module_version")
-    if reading.reason is Reason.TIMEOUT:
-        return error("NVML did not answer (nvmlInit hung)", detail=reading.describe(), evidence=ev,
-                     remedy=_hang_remedy("nvmlInit"))
-    if reading.reason is Reason.CRASHED:
-        return error("NVML crashed the process that loaded it", detail=reading.describe(), evidence=ev,
-                     remedy=Remediation("libnvidia-ml crashed while initialising: a corrupt or mismatched driver "
-                                        "install. Reinstall the driver packages for the loaded kernel module.",
-                                        ("nvidia-smi", "ldconfig -p | grep libnvidia-ml",
-                                         f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"),
-                                        (DRIVER_GUIDE,)))
+    unfinished = _init_unfinished(
+        reading, ev, "nvmlInit", "NVML did not answer (nvmlInit hung)", "NVML crashed the process that loaded it",
+        Remediation("libnvidia-ml crashed while initialising: a corrupt or mismatched driver install. Reinstall the "
+                    "driver packages for the loaded kernel module.",
+                    ("nvidia-smi", "ldconfig -p | grep libnvidia-ml",
+                     f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"), (DRIVER_GUIDE,)))
+    if unfinished:
+        return unfinished
     if not reading.ok:
         if reading.reason is Reason.ABSENT:
             return warn("NVML was not examined", detail=reading.describe(), evidence=ev,
@@ -507,15 +516,15 @@ def cuda_init(facts: Facts):
     reading = facts.get("cuda.init")
     ev = evidence(facts, "cuda.init", "cuda.driver_version", "cuda.device_count", "cuda.library_path",
                   "driver.kernel_module_version")
-    if reading.reason is Reason.TIMEOUT:
-        return error("cuInit did not return (CUDA initialisation hung)", detail=reading.describe(), evidence=ev,
-                     remedy=_hang_remedy("cuInit"))
-    if reading.reason is Reason.CRASHED:
-        return error("libcuda crashed the process that initialised it", detail=reading.describe(), evidence=ev,
-                     remedy=Remediation("libcuda.so.1 crashed during cuInit: a corrupt driver install or a libcuda "
-                                        "that does not belong to the loaded driver.",
-                                        ("ldconfig -p | grep libcuda.so.1", "python -c \"import ctypes; "
-                                         "print(ctypes.CDLL('libcuda.so.1').cuInit(0))\""), (DRIVER_GUIDE,)))
+    unfinished = _init_unfinished(
+        reading, ev, "cuInit", "cuInit did not return (CUDA initialisation hung)",
+        "libcuda crashed the process that initialised it",
+        Remediation("libcuda.so.1 crashed during cuInit: a corrupt driver install or a libcuda that does not belong "
+                    "to the loaded driver.",
+                    ("ldconfig -p | grep libcuda.so.1",
+                     "python -c \"import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))\""), (DRIVER_GUIDE,)))
+    if unfinished:
+        return unfinished
     if not reading.ok:
         loaded, why = driver_loaded(facts)
         if reading.reason is Reason.ABSENT and loaded is False:
