@@ -61,7 +61,6 @@ _GPU_LINE_RE = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*(?:\(UUID:[^)]*\))?\s*$")
 _ENV_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
 _PLATFORM_RE = re.compile(r"^Linux-(.+?)-(x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686)(?:-with-(?:glibc)?([\d.]+)?.*)?$")
 _ARCH_RE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686|AMD64)\)\s*$")
-_DRIVER_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
 
 # Messages torch itself prints while initialising CUDA. They carry facts (the GPU's capability,
 # the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
@@ -292,8 +291,8 @@ def _gpus(fields: dict[str, tuple[str, list[str]]], out: dict[str, Reading]) -> 
 def _driver(text: str | None, out: dict[str, Reading]) -> None:
     if text is None:
         return
-    m = _DRIVER_VERSION_RE.search(text) if not is_placeholder(text) else None
-    out["nvml.driver_version"] = ok(m.group(0), SOURCE) if m else unread(text, SOURCE, "Nvidia driver version")
+    version = version_in(text) if not is_placeholder(text) else None
+    out["nvml.driver_version"] = ok(version, SOURCE) if version else unread(text, SOURCE, "Nvidia driver version")
 
 
 _CUDNN_FILE_RE = re.compile(r"(?:^|[\\/])(?:lib)?cudnn(?:64)?(?:_[a-z_]+?)?(?:64)?(?:\.so)?[._]([\d.]+?)(?:\.dll|\.dylib)?$")
