@@ -40,7 +40,12 @@ def healthy_readings() -> dict[str, Reading]:
 def facts(**changes: Any) -> Facts:
     """Healthy facts with changes: ``key=value`` sets a value, ``key=Reading`` sets a reading,
     ``key=None`` removes the key. Keys use ``__`` for dots (``torch__version``)."""
-    data = healthy_readings()
+    return changed(healthy_readings(), changes)
+
+
+def changed(data: dict[str, Reading], changes: dict[str, Any]) -> Facts:
+    """``data`` with :func:`facts`-style ``changes`` applied (so builders that extend the
+    healthy node, like the NVIDIA one, take the same keywords)."""
     for name, value in changes.items():
         key = name.replace("__", ".")
         if value is None:
@@ -52,4 +57,4 @@ def facts(**changes: Any) -> Facts:
     return Facts(data)
 
 
-__all__ = ["facts", "healthy_readings", "missing", "ok", "Reason"]
+__all__ = ["changed", "facts", "healthy_readings", "missing", "ok", "Reason"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from envdoctor.model import Facts, Reading, ok
 
-from ..builders import healthy_readings
+from ..builders import changed, healthy_readings
 
 
 def healthy_gpu(index: int = 0, **changes: Any) -> dict[str, Any]:
@@ -67,13 +67,4 @@ def healthy_nvidia_readings(gpus: list[dict[str, Any]] | None = None) -> dict[st
 def nv_facts(gpus: list[dict[str, Any]] | None = None, **changes: Any) -> Facts:
     """Healthy NVIDIA facts with changes (``key=value``, ``key=Reading``, ``key=None`` removes;
     ``__`` stands for ``.``)."""
-    data = healthy_nvidia_readings(copy.deepcopy(gpus) if gpus is not None else None)
-    for name, value in changes.items():
-        key = name.replace("__", ".")
-        if value is None:
-            data.pop(key, None)
-        elif isinstance(value, Reading):
-            data[key] = value
-        else:
-            data[key] = ok(value)
-    return Facts(data)
+    return changed(healthy_nvidia_readings(copy.deepcopy(gpus) if gpus is not None else None), changes)
