@@ -296,6 +296,21 @@ def transformer_shape(device):
     return {"batch": 8, "seq": 1024, "d_model": 1024, "nhead": 16, "ff": 4096}
 
 
+def block_inputs(device):
+    """``(shape, seed, x, y)`` for a Transformer block step: its shape, a fresh seed for its
+    weights (reused to build identical copies) and a random batch with its target. TF32 is
+    turned off first so the fp32 reference really is fp32."""
+    torch = _torch()
+    shape = transformer_shape(device)
+    seed = random.SystemRandom().randrange(1 << 31)
+    if device != "cpu":
+        set_tf32(False)
+    g = gen(device)
+    x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
+    y = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
+    return shape, seed, x, y
+
+
 def amp_dtype(device):
     torch = _torch()
     # fp16 needs a GradScaler; bf16 has fp32's range and does not.
@@ -383,15 +398,9 @@ def sdpa_backends(device, dtype):
 def check_transformer(device, opts):
     """An encoder block's training step in fp32 and under autocast; finite, close, timed."""
     torch = _torch()
-    shape = transformer_shape(device)
-    seed = random.SystemRandom().randrange(1 << 31)
+    shape, seed, x, y = block_inputs(device)
     budget = opts["budget"]
     where = "transformer@%s" % device
-    if device != "cpu":
-        set_tf32(False)
-    g = gen(device)
-    x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
-    y = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
     tokens = shape["batch"] * shape["seq"]
     out = {"shape": shape}
 
@@ -442,14 +451,8 @@ def check_compile(device, opts):
     """torch.compile the block's forward+backward and compare with eager: proves Inductor works
     (Triton on a GPU, the C++ compiler on the CPU)."""
     torch = _torch()
-    shape = transformer_shape(device)
-    seed = random.SystemRandom().randrange(1 << 31)
+    shape, seed, x, y = block_inputs(device)
     where = "compile@%s" % device
-    if device != "cpu":
-        set_tf32(False)
-    g = gen(device)
-    x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
-    y = torch.randn(shape["batch"], shape["seq"], shape["d_model"], device=device, generator=g)
     eager = build_block(device, shape, seed)
     opt = torch.optim.SGD(eager.parameters(), lr=1e-3)
     stage(where + ": eager step")
