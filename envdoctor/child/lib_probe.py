@@ -99,26 +99,25 @@ def soname_from_name(path):
     return head + ".so" + ("." + parts[0] if parts else "")
 
 
+# cudart and NCCL write the version through an int* and return a status code; cuDNN returns it.
+_VERSION_OUT_PARAM = {"cudart": "cudaRuntimeGetVersion", "nccl": "ncclGetVersion"}
+
+
 def version_of(lib, family):
     """(integer version as the library's API returns it, error text)."""
     try:
-        if family == "cudart":
+        if family in _VERSION_OUT_PARAM:
+            name = _VERSION_OUT_PARAM[family]
             value = ctypes.c_int(0)
-            fn = lib.cudaRuntimeGetVersion
+            fn = getattr(lib, name)
             fn.restype = ctypes.c_int
             rc = fn(ctypes.byref(value))
-            return (value.value, None) if rc == 0 else (None, "cudaRuntimeGetVersion returned %d" % rc)
+            return (value.value, None) if rc == 0 else (None, "%s returned %d" % (name, rc))
         if family == "cudnn":
             fn = lib.cudnnGetVersion
             fn.restype = ctypes.c_size_t
             fn.argtypes = []
             return int(fn()), None
-        if family == "nccl":
-            value = ctypes.c_int(0)
-            fn = lib.ncclGetVersion
-            fn.restype = ctypes.c_int
-            rc = fn(ctypes.byref(value))
-            return (value.value, None) if rc == 0 else (None, "ncclGetVersion returned %d" % rc)
     except AttributeError as exc:
         return None, "no version function: %s" % exc
     return None, None
