@@ -145,6 +145,23 @@ def driver_installed(facts: Facts):
                         "(or VM with PCI passthrough) that has an NVIDIA GPU, then install its driver.",
                         (), (DRIVER_GUIDE,)))
     container = in_container(facts)
+    if nvml_code(facts) == 9 and not container:
+        # libnvidia-ml loaded (the userspace driver is installed) but the kernel module answers
+        # nothing: NVML_ERROR_DRIVER_NOT_LOADED, nvidia-smi's "couldn't communicate with the NVIDIA
+        # driver". On a bare host that is a broken install, not a CPU-only machine.
+        return fail("The NVIDIA driver is installed but its kernel module is not loaded",
+                    detail="NVML loaded but reports NVML_ERROR_DRIVER_NOT_LOADED (nvidia-smi: \"couldn't communicate "
+                    "with the NVIDIA driver\"): the userspace driver is installed, the kernel module is not "
+                    f"running{'; ' + why if loaded is False else ''}. Usual causes: a kernel update without a "
+                    "rebuilt DKMS module, Secure Boot refusing the unsigned module, or a driver install not "
+                    "followed by a reboot.", evidence=ev,
+                    remedy=Remediation(
+                        "Rebuild the module for the running kernel and load it (or reboot after installing).",
+                        ("sudo dmesg | grep -iE 'nvrm|nvidia'   # why it did not load",
+                         "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
+                         "sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall",
+                         "sudo modprobe nvidia && nvidia-smi"),
+                        (DRIVER_GUIDE,)))
     if container and loaded is False:
         return warn(f"No NVIDIA driver visible in this {container} container",
                     detail=f"{why}. A container shares the host's driver; none was passed in. See container-gpu.",
@@ -293,9 +310,11 @@ def container_gpu(facts: Facts):
     nvd = facts.value("visibility.nvidia_visible_devices") or {}
     caps = facts.value("visibility.nvidia_driver_capabilities") or {}
     code = nvml_code(facts)
-    if code == 999 and present:
+    nodes_unknown = not facts.get("driver.device_nodes").ok  # e.g. a pasted nvidia-smi output
+    if code == 999 and (present or nodes_unknown):
         return fail("The container lost access to its GPUs (NVML: Unknown Error)",
-                    detail="\"Failed to initialize NVML: Unknown Error\" while /dev/nvidia* exist: the device nodes "
+                    detail="\"Failed to initialize NVML: Unknown Error\" inside a container"
+                    + (" while /dev/nvidia* exist" if present else "") + ": the device nodes "
                     "are there but the container's cgroup no longer allows them. This happens to running containers "
                     "after `systemctl daemon-reload` (systemd re-applies device rules that drop the injected "
                     "/dev/nvidia* entries).", evidence=ev,

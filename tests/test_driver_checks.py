@@ -206,3 +206,28 @@ def test_findings_round_trip_through_json():
         a, b = judge(spec, f), judge(spec, again)
         assert a.to_dict() == b.to_dict() == Finding.from_dict(a.to_dict()).to_dict()
 
+
+
+def _paste_like(**changes):
+    """What an nvidia-smi paste gives: NVML's answer and nothing about /proc, /sys or /dev."""
+    gone = missing(Reason.NOT_IN_REPORT, "nvidia-smi", "the pasted report does not include it")
+    base = dict.fromkeys(("driver__kernel_module_version", "driver__pci_gpus", "driver__device_nodes",
+                          "nvml__driver_version", "nvml__gpus", "nvml__device_count", "host__container",
+                          "cuda__init", "cuda__library_path"), gone)
+    return nv_facts(**{**base, **changes})
+
+
+def test_driver_not_loaded_from_nvml_alone_is_a_failed_install():
+    f = _paste_like(nvml__init={"code": 9, "name": "NVML_ERROR_DRIVER_NOT_LOADED", "reason": "absent",
+                                "message": "couldn't communicate with the NVIDIA driver"})
+    finding = judge(d.driver_installed, f)
+    assert finding.status is Status.FAIL and "kernel module is not loaded" in finding.title
+    assert any("dkms autoinstall" in c for c in finding.remediation.commands)
+
+
+def test_unknown_error_in_a_container_is_lost_cgroup_access_even_without_node_facts():
+    f = _paste_like(nvml__init={"code": 999, "name": "NVML_ERROR_UNKNOWN", "reason": "failed",
+                                "message": "Unknown Error"}, host__container="docker")
+    finding = judge(d.container_gpu, f)
+    assert finding.status is Status.FAIL and "lost access" in finding.title
+    assert "docker restart <container>   # immediate fix" in finding.remediation.commands

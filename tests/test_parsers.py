@@ -316,3 +316,14 @@ def test_nvidia_smi_failure_becomes_the_nvml_init_fact_live_probes_write():
     facts = parse_text("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
     assert facts["nvml.init"].value["code"] == 9
+
+
+def test_typographic_quotes_and_a_docker_prompt_are_understood():
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text("root@098b49afe624:/# nvidia-smi\nNVIDIA-SMI has failed because it couldn\u2018t communicate "
+                       "with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n")
+    assert facts["nvml.init"].value["code"] == 9
+    assert facts["host.container"].value == "docker" and "098b49afe624" in facts["host.container"].detail
+    plain = parse_text("user@gpu-node-3:~$ nvidia-smi\nFailed to initialize NVML: Unknown Error\n")
+    assert plain.get("host.container").reason is not None  # an ordinary host name says nothing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Facts, Reading, Reason, missing
+from ..model import Facts, Reading, Reason, missing, ok
 from . import collect_env, nvidia_smi
 
 __all__ = ["MAX_CHARS", "ParseError", "decode", "detect_formats", "parse_text"]
@@ -26,6 +26,9 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
 _TAG_LINE_RE = re.compile(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
 _BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S+.*:)")
+# A shell prompt whose host name is 12 hex digits: Docker names a container's host after the
+# first 12 hex digits of its id (root@098b49afe624:/#), so the paste came from inside one.
+_DOCKER_PROMPT_RE = re.compile(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")
 
 
 class ParseError(ValueError):
@@ -47,6 +50,8 @@ def _clean(text: str) -> list[str]:
     text = text.replace("\x00", "").replace("\ufeff", "")
     # Pastes typed through CJK input methods carry full-width colons ("GPU 0： Tesla P100").
     text = text.replace("\uff1a", ":")
+    # Text pasted through word processors and chat apps gets typographic quotes ("couldn‘t").
+    text = text.replace("\u2018", "'").replace("\u2019", "'")
     lines: list[str] = []
     for raw in text.splitlines():
         line = raw[:MAX_LINE]
@@ -113,6 +118,12 @@ def _parse(text: str) -> Facts:
         # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
         # often pasted next to nvidia-smi without a collect_env block: they still are facts.
         collect_env.scan_messages(lines, readings)
+    if "host.container" not in readings:
+        prompt = next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None)
+        if prompt:
+            why = f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
+            readings["host.container"] = ok("docker", "paste", why)
+            readings["host.container_evidence"] = ok([why], "paste")
     source = "collect_env" if is_collect_env else "nvidia-smi"
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
