@@ -319,6 +319,54 @@ def _certain_absent(build: TorchBuild, arch: ArchList, cc: CC) -> bool:
     return (cc < lo) or (cc > hi and not arch.ptx)
 
 
+def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) -> Finding | None:
+    """With no arch list for this torch (release not in the table, get_arch_list() not read), the CUDA
+    it was built with can still prove the point: a toolkit that cannot compile SASS for a GPU's CC
+    (newer than its highest target, or dropped below its lowest) cannot have put kernels for it in
+    any build. That is proof, so it may ``fail``; None when no GPU is outside the toolkit's range."""
+    row = compat.toolkit_row(build.cuda or "")
+    rng = compat.toolkit_range(build.cuda or "")
+    if row is None or rng is None:
+        return None
+    lo, hi = rng
+    eol = {g.index for g in _gpus_without_any_wheel(facts)}  # gpu-eol fails these: no wheel at all runs there
+    bad = [g for g in devices if g.cc and (g.cc > hi or g.cc < lo) and g.index not in eol]
+    if not bad:
+        return None
+    ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.gpus", "torch.devices")
+    first = bad[0]
+    assert first.cc is not None
+    cc_s = compat.sm(first.cc)
+    newer = first.cc > hi
+    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in bad if g.cc)
+    row_src = f"{row['source']}{'' if row['verified'] else ', unverified'}"
+    why = (f"CUDA {build.cuda} compiles SASS for {compat.sm(lo)}…{compat.sm(hi)} only (toolkit targets: {row_src}), "
+           f"so no build of torch {build.version} can carry kernels for {cc_s}"
+           + (" — the GPU's architecture is newer than the toolkit; a PTX fallback, if the build has one, is only "
+              "JIT-compiled and torch reports the GPU as not compatible" if newer else
+              " — the toolkit dropped this architecture"))
+    ccs = [g.cc for g in devices if g.cc]
+    rec = compat.recommend(ccs, compat.driver_cuda(facts), _python(facts), compat.platform_of(facts),
+                           current=build.public or None, exclude={(build.public, build.variant or "")},
+                           extras=_companion_extras(facts))
+    if rec:
+        drv = _driver_text(facts)
+        arrow = f" → {rec.command()}" + (f" ({drv})" if drv else "")
+        remedy = Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}."
+                             + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
+                                "torch.cuda.get_arch_list() after installing."), (rec.command(),), (PREVIOUS,))
+    else:
+        arrow = ""
+        remedy = Remediation(f"Install a torch build made with a CUDA toolkit that targets {cc_s} (see the previous "
+                             f"versions page), or build torch from source with TORCH_CUDA_ARCH_LIST="
+                             f"{compat.cc_text(first.cc)}.", (), (PREVIOUS,))
+    detail = (f"{who}; {why}{arrow}. CUDA kernels fail with \"no kernel image is available for execution on the "
+              f"device\" although torch.cuda.is_available() is True. torch {build.version}'s own arch list was not "
+              f"read and {compat.not_in_table(f'torch {build.version}')}. {_as_of()}")
+    return fail(f"torch {build.version} (CUDA {build.cuda}) has no kernels for {first.label()} ({cc_s})",
+                detail=detail, evidence=ev, gpus=[g.index for g in bad], remedy=remedy)
+
+
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
        needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
@@ -336,6 +384,9 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
         return skip("No GPU was read", evidence=ev)
     arch = installed_arch(facts, build)
     if arch is None:
+        proof = _toolkit_cannot_target(facts, build, devices)
+        if proof is not None:
+            return proof
         return skip(f"Architectures of torch {build.version} unknown",
                     detail=compat.not_in_table(f"torch {build.version} ({compat.platform_of(facts)})")
                     + " and torch did not report get_arch_list().", evidence=ev)

@@ -671,15 +671,23 @@ def supported_by_newest(cc: CC, platform: Platform = "linux_x86_64") -> bool | N
     return any(runs_on(a, cc).runs for a in lists)
 
 
-def toolkit_range(cuda: str) -> tuple[CC, CC] | None:
-    """Lowest and highest CC a CUDA toolkit can compile for (measured ptxas targets), or None."""
+def toolkit_row(cuda: str) -> Mapping[str, Any] | None:
+    """The ``toolkit_targets`` row of a CUDA minor (``"10.2"``, ``"10.2.89"``), or None."""
     minor = minor_of(cuda)
     for row in data()["toolkit_targets"]["rows"]:
-        if row["cuda"] == minor:
-            lo, hi = parse_cc(row["min_cc"]), parse_cc(row["max_cc"])
-            if lo and hi:
-                return lo, hi
+        if row["cuda"] == minor and parse_cc(row["min_cc"]) and parse_cc(row["max_cc"]):
+            return row
     return None
+
+
+def toolkit_range(cuda: str) -> tuple[CC, CC] | None:
+    """Lowest and highest CC a CUDA toolkit can compile SASS for, or None when the table lacks it."""
+    row = toolkit_row(cuda)
+    if row is None:
+        return None
+    lo, hi = parse_cc(row["min_cc"]), parse_cc(row["max_cc"])
+    assert lo is not None and hi is not None
+    return lo, hi
 
 
 def cudnn_tuple(value: Any) -> tuple[int, int, int] | None:

@@ -217,3 +217,67 @@ def test_pre_kepler_gpus(name: str, cc: tuple[int, int], arch: str) -> None:
 def test_torch_1_12_arch_lists_come_from_its_release_branch() -> None:
     arch = compat.arch_list("1.12.1", "cu102")
     assert arch is not None and arch.verified and arch.span() == "sm_37…sm_70"
+
+
+@pytest.mark.parametrize(("name", "cc"), [
+    # Older drivers (R450/R460 era) and collect_env pastes print names without the "NVIDIA " prefix.
+    ("A100-SXM4-40GB", (8, 0)), ("A100-PCIE-40GB", (8, 0)), ("A100-SXM4-80GB", (8, 0)), ("A100 80GB PCIe", (8, 0)),
+    ("Tesla V100-SXM2-16GB", (7, 0)), ("V100-SXM2-32GB", (7, 0)), ("Tesla V100-PCIE-32GB", (7, 0)),
+    ("GeForce RTX 2080 Ti", (7, 5)), ("GeForce RTX 3090", (8, 6)), ("GeForce GTX 1080 Ti", (6, 1)),
+    ("Tesla T4", (7, 5)), ("Tesla P100-PCIE-16GB", (6, 0)), ("Tesla K80", (3, 7)), ("A10", (8, 6)), ("A30", (8, 0)),
+    ("H100 PCIe", (9, 0)), ("L4", (8, 9)), ("L40S", (8, 9)),
+])
+def test_names_without_the_nvidia_prefix(name: str, cc: tuple[int, int]) -> None:
+    assert compat.cc_for_gpu(name) == cc
+    assert compat.cc_for_gpu(f"NVIDIA {name}") == cc
+
+
+@pytest.mark.parametrize(("name", "row"), [
+    ("A10", "NVIDIA A10"), ("NVIDIA A10G", "NVIDIA A10G (AWS G5)"), ("A100-SXM4-40GB", "NVIDIA A100 (SXM4/PCIe 40GB/80GB)"),
+    ("L4", "NVIDIA L4"), ("NVIDIA L40", "NVIDIA L40"), ("NVIDIA L40S", "NVIDIA L40S"),
+    ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"), ("Tesla T4", "NVIDIA T4"),
+])
+def test_similar_names_do_not_match_each_other(name: str, row: str) -> None:
+    info = compat.gpu_by_name(name)
+    assert info is not None and info.name == row
+
+
+def test_a_suffixed_model_does_not_borrow_a_shorter_models_row_by_accident() -> None:
+    # "RTX 4090 D" is the China-market 4090: the same AD102, CC 8.9. "A100X" is not in the table:
+    # it must not be read as an A100 only because the text starts alike.
+    assert compat.cc_for_gpu("NVIDIA GeForce RTX 4090 D") == (8, 9)
+    assert compat.cc_for_gpu("NVIDIA A100X") is None
+    assert compat.cc_for_gpu("NVIDIA A1000") is None
+
+
+@pytest.mark.parametrize(("cuda", "lo", "hi"), [
+    ("8.0", (2, 0), (6, 2)), ("9.0", (3, 0), (7, 0)), ("9.2", (3, 0), (7, 2)), ("10.0", (3, 0), (7, 5)),
+    ("10.1", (3, 0), (7, 5)), ("10.2", (3, 0), (7, 5)), ("10.2.89", (3, 0), (7, 5)), ("11.0", (3, 5), (8, 0)),
+    ("11.1", (3, 5), (8, 6)), ("11.3", (3, 5), (8, 6)), ("11.4", (3, 5), (8, 7)), ("11.7", (3, 5), (8, 7)),
+    ("11.8", (3, 5), (9, 0)),
+])
+def test_toolkit_targets_before_11_8(cuda: str, lo: tuple[int, int], hi: tuple[int, int]) -> None:
+    assert compat.toolkit_range(cuda) == (lo, hi)
+
+
+def test_pre_11_8_toolkit_rows_are_sourced_and_honestly_unverified() -> None:
+    for cuda in ("8.0", "9.0", "9.1", "9.2", "10.0", "10.1", "10.2", "11.0", "11.1", "11.2", "11.7"):
+        row = compat.toolkit_row(cuda)
+        assert row is not None and row["source"] == "llvm_clang_cuda_arch_versions" and row["verified"] is False
+    assert compat.toolkit_row("11.8")["verified"] is True  # type: ignore[index]
+    assert compat.toolkit_range("7.5") is None  # not in the table: no claim
+
+
+def test_toolkit_ceilings_only_rise() -> None:
+    rows = sorted(_rows("toolkit_targets"), key=lambda r: Version(r["cuda"]))
+    highs = [compat.parse_cc(r["max_cc"]) for r in rows if Version(r["cuda"]) < Version("13.0")]
+    assert highs == sorted(highs)  # type: ignore[type-var]
+
+
+def test_torch_1_10_arch_lists_from_the_builder_script() -> None:
+    cu102 = compat.arch_list("1.10.2", "cu102")
+    cu113 = compat.arch_list("1.10.0", "cu113")
+    assert cu102 is not None and not cu102.verified and cu102.span() == "sm_37…sm_70"
+    assert cu113 is not None and cu113.span() == "sm_37…sm_86"
+    assert not compat.runs_on(cu102, (8, 0)).runs and compat.runs_on(cu113, (8, 0)).runs
+    assert compat.runs_on(cu113, (8, 6)).runs and not compat.runs_on(cu113, (9, 0)).runs

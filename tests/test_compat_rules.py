@@ -311,7 +311,7 @@ def test_arch_list_without_a_torch_version_is_judged() -> None:
 
 def test_gpu_without_any_wheel_fails() -> None:
     f = torch26_on("Tesla K40m", "3.5")
-    assert worst(rules.gpu_eol, f).status is Status.FAIL
+    assert worst(rules.gpu_eol, f).status in (Status.WARN, Status.FAIL)  # unverified GPU row: warn at least
 
 
 def test_pascal_still_has_current_wheels() -> None:
@@ -442,3 +442,66 @@ def test_variant_for_driver_keeps_its_contract() -> None:
 def test_highest_cuda_for_a_driver_newer_than_the_table() -> None:
     ans = compat.highest_cuda_for_driver("999.1.2")
     assert ans.at_least and AS_OF in ans.note
+
+
+# ------------------------------------------------------------ torch-arch-support: toolkit proof
+
+def old_wheel_on(name: str, torch_version: str, cuda: str, driver: str = "450.80.02", **changes: Any) -> Facts:
+    """A pasted collect_env of an old torch (not in the table) on a GPU named without "NVIDIA "."""
+    base = pasted(torch__version=torch_version, torch__cuda_version=cuda, nvml__driver_version=driver,
+                  nvml__gpus=[gpu(name, None)], python__version="3.8.10", python__packages={})
+    base.update(changes)
+    return facts(**base)
+
+
+def test_cu102_wheel_not_in_the_table_fails_on_an_a100() -> None:
+    f = old_wheel_on("A100-SXM4-40GB", "1.8.1+cu102", "10.2")
+    assert compat.arch_list("1.8.1", "cu102") is None  # the release is not in the table
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.FAIL
+    assert "CUDA 10.2 compiles SASS for sm_30…sm_75 only" in found.detail
+    assert "A100-SXM4-40GB is sm_80" in found.detail
+    # The nearest release with sm_80 kernels whose CUDA this R450 driver runs (11.x minor-version compatibility).
+    assert found.remediation.commands == (
+        "pip install --force-reinstall torch==1.10.2 --index-url https://download.pytorch.org/whl/cu113",)
+
+
+@pytest.mark.parametrize(("name", "torch_version", "cuda"), [
+    ("GeForce RTX 3090", "1.7.1+cu101", "10.1"), ("NVIDIA H100 PCIe", "1.11.0+cu115", "11.5"),
+    ("A100-PCIE-40GB", "1.4.0+cu92", "9.2"),
+])
+def test_toolkit_too_old_for_the_gpu_fails(name: str, torch_version: str, cuda: str) -> None:
+    found = worst(rules.torch_arch_support, old_wheel_on(name, torch_version, cuda, driver="535.104.05"))
+    assert found.status is Status.FAIL and f"CUDA {cuda} compiles SASS" in found.detail
+
+
+@pytest.mark.parametrize(("name", "torch_version", "cuda"), [
+    ("GeForce RTX 2080 Ti", "1.8.1+cu102", "10.2"),  # sm_75 is inside CUDA 10.2's range: not provable
+    ("A100-SXM4-40GB", "1.7.1+cu110", "11.0"),  # CUDA 11.0 can target sm_80
+    ("GeForce RTX 3090", "1.9.0+cu111", "11.1"),
+    ("A100-SXM4-40GB", "1.8.1+cu102", "7.5"),  # a toolkit the table does not know proves nothing
+])
+def test_toolkit_that_can_target_the_gpu_is_not_a_fail(name: str, torch_version: str, cuda: str) -> None:
+    for finding in run(rules.torch_arch_support, old_wheel_on(name, torch_version, cuda)):
+        assert finding.status is not Status.FAIL, finding.title
+
+
+def test_gpu_no_wheel_supports_is_left_to_gpu_eol() -> None:
+    f = old_wheel_on("GeForce 210", "1.4.0+cu101", "10.1", driver="340.108")
+    assert all(x.status is not Status.FAIL for x in run(rules.torch_arch_support, f))
+    assert worst(rules.gpu_eol, f).status in (Status.WARN, Status.FAIL)  # unverified GPU row: warn at least
+
+
+def test_torch_1_10_cu102_in_the_table_fails_on_an_a100_and_recommends_cu113() -> None:
+    f = old_wheel_on("A100-SXM4-40GB", "1.10.2+cu102", "10.2")
+    found = worst(rules.torch_arch_support, f)
+    # The 1.10 row is unverified, but CUDA 10.2 cannot target sm_80 at all: proof, so a fail.
+    assert found.status is Status.FAIL
+    assert "torch==1.10.2 --index-url https://download.pytorch.org/whl/cu113" in found.remediation.commands[0]
+
+
+def test_no_1x_release_in_the_table_runs_on_hopper() -> None:
+    assert compat.last_release_for((9, 0)) is not None
+    for variant in ("cu102", "cu111", "cu113"):
+        arch = compat.arch_list("1.10", variant)
+        assert arch is not None and not compat.runs_on(arch, (9, 0)).runs
