@@ -113,10 +113,18 @@ class Host:
         environ: Mapping[str, str] | None = None,
         root: str | os.PathLike[str] | None = None,
         python: str | None = None,
+        nice: int = 0,
     ) -> None:
         self.environ: dict[str, str] = dict(os.environ if environ is None else environ)
         self.root = Path(root) if root else None
         self.python = python or sys.executable
+        self.nice = nice
+
+    def niced(self, increment: int) -> Host:
+        """The same host whose commands run at lower CPU priority (``nice -n``): probes off the
+        critical path must not steal a core from the child that imports torch."""
+        other = Host(self.environ, self.root, self.python, nice=increment)
+        return other
 
     # -- files ----------------------------------------------------------------------------
     def path(self, path: str | os.PathLike[str]) -> Path:
@@ -188,10 +196,14 @@ class Host:
         full_env = dict(self.environ)
         if env:
             full_env.update(env)
+        command: tuple[str, ...] = (exe, *argv[1:])
+        nice_exe = self.which("nice") if self.nice > 0 else None
+        if nice_exe:
+            command = (nice_exe, "-n", str(self.nice), *command)
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                (exe, *argv[1:]),
+                command,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -89,3 +89,9 @@ def test_rooted_host_reads_a_fake_tree(tmp_path):
     assert reason is None and "570.124.06" in text
     text, reason, detail = host.read_text("/proc/nope")
     assert text is None and reason is Reason.ABSENT and "/proc/nope" in detail
+
+
+def test_background_commands_run_at_lower_priority():
+    host = Host(environ=test_env())
+    assert host.run(["nice"], timeout=5).stdout.strip() == "0"
+    assert host.niced(10).run(["nice"], timeout=5).stdout.strip() == "10"

@@ -42,6 +42,9 @@ class ProbeSpec:
     scale: float = 1.0  # deadline = options.timeout * scale (+ grace)
     healthcheck: bool = False  # part of the fast `healthcheck` subset
     micro: bool = False  # a microcheck probe (run by --micro-only, skipped by --no-micro)
+    #: On the critical path (imports torch, or measures speed): runs at normal priority; every
+    #: other probe's commands run niced so they never slow those down on a small machine.
+    critical: bool = False
 
     def deadline(self, options: Options) -> float:
         return options.timeout * self.scale
@@ -111,9 +114,9 @@ def run_probes(
         if on_done:
             on_done(run)
 
-    def work(spec: ProbeSpec) -> None:
+    def work(spec: ProbeSpec, on: Host) -> None:
         try:
-            result = spec.func(host, options)
+            result = spec.func(on, options)
         except BaseException as exc:  # noqa: BLE001 - a probe bug becomes a reason, not a crash
             record(spec, None, exc)
         else:
@@ -122,9 +125,11 @@ def run_probes(
     # Plain daemon threads, not an executor: a probe stuck past every deadline must never keep
     # the interpreter from exiting (ThreadPoolExecutor joins its workers at exit).
     threads: dict[str, tuple[ProbeSpec, threading.Thread]] = {}
+    background = host.niced(10)
     for spec in specs:
         starts[spec.name] = time.monotonic()
-        thread = threading.Thread(target=work, args=(spec,), name=f"probe-{spec.name}", daemon=True)
+        thread = threading.Thread(target=work, args=(spec, host if spec.critical else background),
+                                  name=f"probe-{spec.name}", daemon=True)
         thread.start()
         threads[spec.name] = (spec, thread)
     for name, (spec, thread) in threads.items():

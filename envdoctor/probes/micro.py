@@ -319,5 +319,5 @@ def _not_planned(name: str, args: Mapping[str, Any], plan_: Mapping[str, Any] | 
 
 
 # Not in the plain healthcheck subset: `healthcheck --micro` adds micro probes itself.
-PROBE = MicroProbeSpec("micro", probe_micro, KEYS, scale=SCALE, micro=True)
+PROBE = MicroProbeSpec("micro", probe_micro, KEYS, scale=SCALE, micro=True, critical=True)
 PROBES = [PROBE]

@@ -88,5 +88,5 @@ def probe_python(host: Host, options: Options) -> dict[str, Reading]:
 
 
 # torch import alone takes 1-3 s warm and can take 20+ s on a cold network filesystem.
-PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS, scale=6.0)
+PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS, scale=6.0, critical=True)
 PROBES = [PROBE]
