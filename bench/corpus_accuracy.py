@@ -27,6 +27,7 @@ class Outcome:
     expected: str
     got: str  # first failing check id, "healthy" when none fails, "parse-error: …" when unreadable
     fails: tuple[str, ...]
+    top_warn: str = ""  # first warning, shown when nothing fails (a paste too short to prove a fail)
 
     @property
     def correct(self) -> bool:
@@ -45,7 +46,8 @@ def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: igno
         return Outcome(case["file"], case["expected"], f"parse-error: {exc}", ())
     findings = sort_findings(diagnose(facts, registry))
     fails = tuple(f.id for f in findings if f.status is Status.FAIL)
-    return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails)
+    warns = [f.id for f in findings if f.status is Status.WARN]
+    return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails, warns[0] if warns else "")
 
 
 def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | int]]:
@@ -54,12 +56,17 @@ def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | in
     broken = [o for o in outcomes if o.expected != HEALTHY]
     healthy = [o for o in outcomes if o.expected == HEALTHY]
     right = sum(o.correct for o in broken)
+    # Supplementary, never the bar: the first problem a user would read (the first fail, else the
+    # first warning) — what a truncated paste that cannot prove a fail still points at.
+    top_problem = sum(o.correct or (not o.fails and o.top_warn == o.expected) for o in broken)
     false_fails = sum(bool(o.fails) for o in healthy)
     stats: dict[str, float | int] = {
         "cases": len(outcomes),
         "broken": len(broken),
         "broken_right": right,
         "broken_accuracy": right / len(broken) if broken else 1.0,
+        "broken_top_problem_right": top_problem,
+        "root_causes": len({o.expected for o in broken}),
         "healthy": len(healthy),
         "healthy_with_fail": false_fails,
     }
@@ -80,6 +87,10 @@ def main(argv: list[str]) -> int:
     print(f"broken cases: {stats['broken_right']}/{stats['broken']} right "
           f"({100 * stats['broken_accuracy']:.0f}%, bar 90%)")
     print(f"healthy cases: {stats['healthy_with_fail']}/{stats['healthy']} with a fail (bar 0)")
+    print(f"cases: {stats['cases']} ({stats['broken']} broken over {stats['root_causes']} root causes, "
+          f"{stats['healthy']} healthy)")
+    print(f"supplementary: {stats['broken_top_problem_right']}/{stats['broken']} broken cases have the expected "
+          "check as their first problem (first fail, else first warning)")
     return 0
 
 
