@@ -77,9 +77,11 @@ def torch_import(facts: Facts):
                                        (GET_STARTED,)))
     if reading.reason in (Reason.TIMEOUT, Reason.CRASHED):
         return error("Reading torch did not finish", detail=reading.describe(), evidence=ev,
-                     remedy=Remediation("Run `python -c \"import torch; print(torch.cuda.is_available())\"` by hand to "
-                                        "see where it stops; a hang in CUDA initialisation usually means a wedged "
-                                        "driver (check `dmesg` for Xid errors, then reset the GPU or reboot)."))
+                     remedy=Remediation("Run the import by hand to see where it stops; a hang in CUDA initialisation "
+                                        "usually means a wedged driver (Xid errors in the kernel log): reset the GPU "
+                                        "or reboot.",
+                                        (f"{py} -X faulthandler -c \"import torch; print(torch.cuda.is_available())\"",
+                                         "sudo dmesg -T | grep -iE 'xid|nvrm' | tail -20")))
     if reading.reason is Reason.NOT_COLLECTED or reading.reason is Reason.NOT_IN_REPORT:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
     text = reading.detail or "import torch failed"
@@ -112,10 +114,23 @@ def torch_cpu_build(facts: Facts):
     cuda = facts.value("torch.cuda_version")
     if cuda:
         return ok(f"torch {facts.value('torch.version')} is built for CUDA {cuda}", evidence=ev)
+    if not facts.get("torch.cuda_version").ok:
+        # torch.version.cuda was not read (a paste without the "CUDA used to build" line): the
+        # wheel's local tag still tells a CUDA build from a CPU one; without it, nothing to judge.
+        tag = torch_variant(facts)
+        if tag and tag.startswith("cu"):
+            return ok(f"torch {facts.value('torch.version')} is a CUDA build ({tag})", evidence=ev)
+        if tag != "cpu":
+            return skip("Whether torch is a CUDA build is not known",
+                        detail=f"torch.version.cuda: {facts.get('torch.cuda_version').describe()}; the version "
+                        f"{facts.value('torch.version')} has no +cpu/+cuXYZ tag.", evidence=ev)
     if facts.value("torch.hip_version"):
+        version, variant, _ = suggested_build(facts)
         return warn("torch is a ROCm (AMD) build", detail=f"torch {facts.value('torch.version')} targets ROCm "
                     f"{facts.value('torch.hip_version')}; it cannot use NVIDIA GPUs.", evidence=ev,
-                    remedy=Remediation("Install a CUDA build.", (pip_install_torch(*suggested_build(facts)[:2]),)))
+                    remedy=Remediation("Install a CUDA build.",
+                                       (f"{_python(facts)} -m " + pip_install_torch(version, variant),),
+                                       (GET_STARTED,)))
     present, why = gpu_presence(facts)
     version, variant, reason = suggested_build(facts)
     version = version or str(facts.value("torch.version")).split("+")[0]
@@ -136,7 +151,8 @@ def torch_cpu_build(facts: Facts):
 @check("torch-cuda-available", "torch.cuda.is_available() is True",
        needs=("torch.cuda_available", "torch.cuda_available_messages", "torch.cuda_init_error"))
 def torch_cuda_available(facts: Facts):
-    if not facts.value("torch.cuda_version"):
+    variant = torch_variant(facts)
+    if not facts.value("torch.cuda_version") and not (variant and variant.startswith("cu")):
         return skip("Not a CUDA build of torch", detail="Judged by torch-cpu-build.",
                     evidence=evidence(facts, "torch.version"))
     ev = evidence(facts, "torch.cuda_available", "torch.cuda_available_messages", "torch.device_count",
@@ -146,14 +162,34 @@ def torch_cuda_available(facts: Facts):
     messages = list(facts.value("torch.cuda_available_messages") or [])
     if available and not init_error:
         return ok(f"torch sees {facts.value('torch.device_count', 0)} CUDA device(s)", evidence=ev)
+    if available is None and not init_error:
+        # Not read (a paste without "Is CUDA available"), not False: nothing to judge.
+        return skip("Whether torch sees CUDA is not known", detail=facts.get("torch.cuda_available").describe(),
+                    evidence=ev)
+    py = _python(facts)
+    verify = f"{py} -c \"import torch; print(torch.cuda.is_available(), torch.cuda.device_count())\""
     text = init_error or (messages[0] if messages else "torch.cuda.is_available() returned False without a message")
     present, why = gpu_presence(facts)
     detail = f"torch says: {text}"
     if present is False:
-        return warn("CUDA is not available to torch (no GPU on this machine)", detail=f"{detail} ({why}.)",
-                    evidence=ev)
+        version = str(facts.value("torch.version") or "").split("+")[0]
+        spec = f"torch=={version}" if compat_version(version) else "torch"
+        return warn("CUDA is not available to torch (no GPU on this machine)",
+                    detail=f"{detail} ({why}.) A CUDA build of torch runs on the CPU only here; it carries "
+                    "gigabytes of CUDA libraries this machine cannot use.", evidence=ev,
+                    remedy=Remediation("Run on a machine (or container started with --gpus all) that has an NVIDIA "
+                                       "GPU; if this machine is meant to be CPU-only, install the smaller CPU build.",
+                                       (f"{py} -m pip install --force-reinstall {spec} "
+                                        "--index-url https://download.pytorch.org/whl/cpu", verify),
+                                       (GET_STARTED,)))
     return fail("CUDA is not available to torch" if not available else "CUDA initialisation fails in torch",
                 detail=detail + (f" ({why}.)" if present else "") + " The driver, device and library findings "
                 "above say why.", evidence=ev,
                 remedy=Remediation("Fix the failing driver/device finding first; then verify with the command.",
-                                   ("python -c \"import torch; print(torch.cuda.is_available(), torch.cuda.device_count())\"",)))
+                                   (verify,), (GET_STARTED,)))
+
+
+def compat_version(text: str) -> bool:
+    from .. import compat
+
+    return bool(text) and compat.version(text) is not None

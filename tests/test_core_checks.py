@@ -97,3 +97,51 @@ def test_host_checks_skip_what_a_paste_does_not_contain():
     f = facts(host__shm_size=gone, host__cgroup_cpu_limit=gone, host__cgroup_memory_limit=gone, env__vars=gone)
     for spec in (host_checks.shm_size, host_checks.resources, host_checks.env_vars):
         assert judge(spec, f).status is Status.SKIP, spec.id
+
+
+def test_cuda_build_tag_decides_when_torch_version_cuda_is_not_in_the_report():
+    gone = missing(Reason.NOT_IN_REPORT, "collect_env", "the pasted report does not include it")
+    # A GPU is present; torch.version.cuda is merely absent from the paste: +cu126 says CUDA build.
+    assert judge(torch_build.torch_cpu_build, facts(torch__cuda_version=gone)).status is Status.OK
+    # No tag at all: nothing to judge, never "CPU-only build".
+    untagged = judge(torch_build.torch_cpu_build, facts(torch__version="2.6.0", torch__cuda_version=gone))
+    assert untagged.status is Status.SKIP and "not_in_report" in untagged.detail
+    # +cpu still judges the CPU build.
+    cpu = judge(torch_build.torch_cpu_build, facts(torch__version="2.6.0+cpu", torch__cuda_version=gone))
+    assert cpu.status is Status.FAIL
+
+
+def test_cuda_available_not_in_report_skips_instead_of_failing():
+    gone = missing(Reason.NOT_IN_REPORT, "collect_env", "the pasted report does not include it")
+    finding = judge(torch_build.torch_cuda_available, facts(torch__cuda_available=gone))
+    assert finding.status is Status.SKIP and "not_in_report" in finding.detail
+
+
+def test_cuda_unavailable_remedies_use_the_target_python():
+    finding = judge(torch_build.torch_cuda_available,
+                    facts(torch__cuda_available=False, torch__cuda_available_messages=["no"], torch__device_count=0))
+    assert finding.remediation.commands == (
+        "/opt/venv/bin/python -c \"import torch; print(torch.cuda.is_available(), torch.cuda.device_count())\"",)
+
+
+def test_cuda_build_on_a_machine_without_gpu_warns_with_a_cpu_wheel_remedy():
+    f = facts(torch__cuda_available=False, torch__device_count=0, torch__devices=[], nvml__device_count=0,
+              nvml__gpus=[], driver__pci_gpus=[])
+    finding = judge(torch_build.torch_cuda_available, f)
+    assert finding.status is Status.WARN
+    assert ("/opt/venv/bin/python -m pip install --force-reinstall torch==2.6.0 "
+            "--index-url https://download.pytorch.org/whl/cpu") in finding.remediation.commands
+
+
+def test_rocm_build_remedy_installs_into_the_target_python():
+    f = facts(torch__version="2.6.0+rocm6.2", torch__hip_version="6.2").merged({"torch.cuda_version": ok(None)})
+    finding = judge(torch_build.torch_cpu_build, f)
+    assert finding.status is Status.WARN
+    [command] = finding.remediation.commands
+    assert command.startswith("/opt/venv/bin/python -m pip install --force-reinstall torch==")
+    assert "--index-url https://download.pytorch.org/whl/cu" in command
+
+
+def test_torch_probe_timeout_remedy_names_the_interpreter():
+    finding = judge(torch_build.torch_import, facts(torch__version=missing(Reason.TIMEOUT, detail="stuck")))
+    assert finding.remediation.commands[0].startswith("/opt/venv/bin/python -X faulthandler -c ")
