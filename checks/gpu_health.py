@@ -79,6 +79,19 @@ def _gpu_ev(gpus: Iterable[dict[str, Any]], *fields: str) -> dict[str, Any]:
                                             for f in ("name", "pci_bus_id", *fields)} for g in gpus}
 
 
+def _each(template: str, gpus: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+    """``template`` with ``{i}`` (the NVML index) and ``{bus}`` (the PCI address as lspci writes it)
+    filled in, once per GPU: commands the user can paste as they are."""
+    out = []
+    for g in gpus:
+        bus = str(g.get("pci_bus_id") or "")
+        # NVML writes an 8-digit PCI domain (00000000:18:00.0); lspci -s wants 4 (0000:18:00.0).
+        if bus.count(":") == 2 and len(bus.split(":", 1)[0]) == 8:
+            bus = bus[4:]
+        out.append(template.format(i=g.get("index"), bus=bus.lower()))
+    return tuple(dict.fromkeys(out))
+
+
 def _per_gpu(facts: Facts, judge: Callable[[dict[str, Any]], str | None], fields: tuple[str, ...]) -> tuple[
         list[dict[str, Any]], list[str]]:
     bad, notes = [], []
@@ -108,20 +121,23 @@ def gpu_ecc(facts: Facts):
             gpus=[g["index"] for g in volatile], remedy=Remediation(
                 "Drain the GPU, reset it so the bad memory is retired/remapped, and run a diagnostic; if errors "
                 "return, RMA it.",
-                ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i <gpu>",
-                 "sudo nvidia-smi -r -i <gpu>   # when idle; or reboot", "dcgmi diag -r 3   # if DCGM is installed"),
+                (*_each("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {i}", volatile),
+                 *_each("sudo nvidia-smi -r -i {i}   # when idle; or reboot", volatile),
+                 *_each("dcgmi diag -r 3 -i {i}   # if DCGM is installed", volatile)),
                 (DCGM_DIAG, ROW_REMAP_DOC)))
     if pending:
         return warn("ECC mode change pending", detail="; ".join(f"{_label(g)}: ECC {g['ecc_mode']['current']} -> "
                     f"{g['ecc_mode']['pending']} after the next reset" for g in pending), evidence=ev,
                     gpus=[g["index"] for g in pending],
-                    remedy=Remediation("Reset the GPU or reboot to apply it.", ("sudo nvidia-smi -r -i <gpu>",)))
+                    remedy=Remediation("Reset the GPU (no process may use it) or reboot to apply it.",
+                                       (*_each("sudo nvidia-smi -r -i {i}", pending), "sudo reboot   # instead"),
+                                       ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
     if aggregate:
         return warn("Uncorrectable ECC errors in the GPU's history", detail="; ".join(
             f"{_label(g)}: {g['ecc_uncorrected_aggregate']} over its lifetime, none since the driver loaded"
             for g in aggregate) + ".", evidence=ev, gpus=[g["index"] for g in aggregate],
             remedy=Remediation("Watch for new errors; check that the memory was retired/remapped.",
-                               ("nvidia-smi -q -d ECC,ROW_REMAPPER -i <gpu>",), (ROW_REMAP_DOC,)))
+                               _each("nvidia-smi -q -d ECC,ROW_REMAPPER -i {i}", aggregate), (ROW_REMAP_DOC,)))
     off = [g for g in gpus if (g.get("ecc_mode") or {}).get("current") == 0 and g.get("brand") in DATACENTER_BRANDS]
     unsupported = _unsupported(gpus, ("ecc_mode",))
     detail = ""
@@ -146,8 +162,9 @@ def gpu_row_remap(facts: Facts):
         return fail("Row remapping failed: GPU memory cannot be repaired", detail="; ".join(
             f"{_label(g)}: remap failure ({g['remapped_rows']})" for g in failed) + ". The GPU ran out of spare rows "
             "(or remapping failed); it will keep producing memory errors.", evidence=ev, gpus=[g["index"] for g in failed],
-            remedy=Remediation("Drain the GPU and RMA it.", ("nvidia-smi -q -d ROW_REMAPPER -i <gpu>",
-                                                              "dcgmi diag -r 3"), (ROW_REMAP_DOC, DCGM_DIAG)))
+            remedy=Remediation("Drain the GPU and RMA it.", (*_each("nvidia-smi -q -d ROW_REMAPPER -i {i}", failed),
+                                                              *_each("dcgmi diag -r 3 -i {i}", failed)),
+                               (ROW_REMAP_DOC, DCGM_DIAG)))
     pending = [g for g in gpus if (g.get("remapped_rows") or {}).get("pending") or g.get("retired_pages_pending")]
     if pending:
         return warn("Memory repair pending until the GPU is reset", detail="; ".join(
@@ -156,7 +173,8 @@ def gpu_row_remap(facts: Facts):
             ". The faulty memory stays in use until the next GPU reset.", evidence=ev,
             gpus=[g["index"] for g in pending], remedy=Remediation(
                 "Reset the GPU when it is idle (or reboot) so the remap/retirement takes effect.",
-                ("sudo nvidia-smi -r -i <gpu>   # needs no processes on the GPU", "sudo reboot"), (ROW_REMAP_DOC,)))
+                (*_each("sudo nvidia-smi -r -i {i}   # needs no processes on the GPU", pending), "sudo reboot"),
+                (ROW_REMAP_DOC,)))
     unc = [g for g in gpus if (g.get("remapped_rows") or {}).get("uncorrectable")]
     detail = "; ".join(f"{_label(g)}: {g['remapped_rows']['uncorrectable']} row(s) remapped for uncorrectable errors "
                        "(repaired)" for g in unc)
@@ -183,7 +201,9 @@ def gpu_pcie_link(facts: Facts):
             "a slot wired for fewer lanes, a riser, a badly seated card or a dirty connector.", evidence=ev,
             gpus=[g["index"] for g in narrow], remedy=Remediation(
                 "Move the GPU to a full-width slot or reseat it; check riser cables and BIOS lane bifurcation.",
-                ("nvidia-smi -q -d PCIE -i <gpu>", "sudo lspci -vv -s <bus id> | grep -E 'LnkCap|LnkSta'")))
+                (*_each("nvidia-smi -q -d PCIE -i {i}", narrow),
+                 *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'", [g for g in narrow if g.get("pci_bus_id")])),
+                ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
     # The link generation drops at idle to save power and rises under load: only a slow link
     # on a busy GPU is worth mentioning.
     slow_busy = [g for g in gpus if (g.get("pcie") or {}).get("gen") and (g.get("pcie") or {}).get("max_gen")
@@ -193,7 +213,10 @@ def gpu_pcie_link(facts: Facts):
             f"{_label(g)}: Gen{g['pcie']['gen']} of Gen{g['pcie']['max_gen']} at {g['utilization']['gpu']}% "
             "utilisation" for g in slow_busy) + ".", evidence=ev, gpus=[g["index"] for g in slow_busy],
             remedy=Remediation("Check the slot's generation in the BIOS and the riser; compare with the other GPUs.",
-                               ("nvidia-smi -q -d PCIE -i <gpu>",)))
+                               (*_each("nvidia-smi -q -d PCIE -i {i}", slow_busy),
+                                *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'",
+                                       [g for g in slow_busy if g.get("pci_bus_id")])),
+                               ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
     if not any(g.get("pcie") for g in gpus):
         return skip("PCIe link not reported", detail="; ".join(_unsupported(gpus, ("pcie_width", "pcie_gen"))),
                     evidence=ev)
@@ -222,8 +245,10 @@ def gpu_throttle(facts: Facts):
                     gpus=[g["index"] for g in bad], remedy=Remediation(
                         "Improve cooling (airflow, fan curves, dust, ambient temperature) and check the power "
                         "supply and cables; hardware slowdowns that persist point at the board or PSU.",
-                        ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i <gpu>",
-                         "nvidia-smi dmon -s pct   # watch power/temperature/clocks live")))
+                        (*_each("nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {i}", bad),
+                         "nvidia-smi dmon -s pct -i " + ",".join(str(g["index"]) for g in bad)
+                         + "   # watch power/temperature/clocks live"),
+                        ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
     capped = [g for g in gpus if (g.get("clocks_event_reasons") or 0) & 0x4]
     if not any("clocks_event_reasons" in g for g in gpus):
         return skip("Clock event reasons not reported", detail="; ".join(_unsupported(gpus, ("clocks_event_reasons",))),
@@ -273,10 +298,11 @@ def gpu_compute_mode(facts: Facts):
     ev = _gpu_ev(gpus, "compute_mode", "compute_processes")
     prohibited = [g for g in gpus if g.get("compute_mode") == 2]
     taken = [g for g in gpus if g.get("compute_mode") in (1, 3) and (g.get("compute_processes") or 0) > 0]
-    remedy = Remediation("Use another GPU, stop the process holding it, or (if policy allows) set the default "
-                         "compute mode.", ("nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
-                                           "sudo nvidia-smi -i <gpu> -c DEFAULT"))
     if prohibited or taken:
+        remedy = Remediation("Use another GPU, stop the process holding it, or (if policy allows) set the default "
+                             "compute mode.", ("nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
+                                               *_each("sudo nvidia-smi -i {i} -c DEFAULT", prohibited + taken)),
+                             ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",))
         notes = [f"{_label(g)}: compute mode Prohibited" for g in prohibited]
         notes += [f"{_label(g)}: {_MODES[g['compute_mode']]} and already used by {g['compute_processes']} process(es) "
                   f"(pids {g.get('compute_pids')})" for g in taken]
@@ -306,25 +332,33 @@ def gpu_mig(facts: Facts):
                     "(CUDA_ERROR_NO_DEVICE / torch.cuda.device_count() == 0).", evidence=ev,
                     gpus=[g["index"] for g in empty], remedy=Remediation(
                         "Create GPU and compute instances, or turn MIG off.",
-                        ("sudo nvidia-smi mig -i <gpu> -lgip   # list profiles",
-                         "sudo nvidia-smi mig -i <gpu> -cgi <profile> -C   # create an instance with its compute instance",
-                         "sudo nvidia-smi -i <gpu> -mig 0   # or disable MIG (then reset the GPU)"), (MIG_GUIDE,)))
+                        (*_each("sudo nvidia-smi mig -i {i} -lgip   # the instance profiles this GPU offers", empty),
+                         # Profile 0 is the whole-GPU slice (7g on A100/H100, 4g on A30) on every MIG GPU.
+                         *_each("sudo nvidia-smi mig -i {i} -cgi 0 -C   # one whole-GPU instance; pick smaller "
+                                "profiles from -lgip to split it", empty),
+                         *_each("sudo nvidia-smi -i {i} -mig 0   # or disable MIG (then reset the GPU)", empty)),
+                        (MIG_GUIDE,)))
     pending = [g for g in gpus if (g.get("mig_mode") or {}).get("pending") not in
                (None, (g.get("mig_mode") or {}).get("current"))]
     if pending:
         return warn("MIG mode change pending", detail=", ".join(
             f"{_label(g)}: MIG {g['mig_mode']['current']} -> {g['mig_mode']['pending']}" for g in pending) +
             " after the GPU is reset.", evidence=ev, gpus=[g["index"] for g in pending],
-            remedy=Remediation("Reset the GPU (no processes may use it) or reboot.", ("sudo nvidia-smi -r -i <gpu>",),
-                               (MIG_GUIDE,)))
+            remedy=Remediation("Reset the GPU (no processes may use it) or reboot.",
+                               (*_each("sudo nvidia-smi -r -i {i}", pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
     many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
+    py = facts.value("python.executable") or "python"
     cvd = facts.value("visibility.cuda_visible_devices") or {}
     if many and cvd.get("kind") != "mig":
         return warn("Several MIG instances, but a CUDA process uses only one", detail=", ".join(
             f"{_label(g)}: {len(g['mig_devices'])} MIG instances" for g in many) + ". CUDA enumerates a single MIG "
             "instance per process; select one explicitly per process.", evidence=ev,
-            remedy=Remediation("Run one process per MIG instance, each with its MIG UUID.",
-                               ("nvidia-smi -L   # lists MIG-… UUIDs", "CUDA_VISIBLE_DEVICES=MIG-<uuid> python train.py"),
+            gpus=[g["index"] for g in many],
+            remedy=Remediation("Run one process per MIG instance, each with its MIG UUID (`nvidia-smi -L` lists them).",
+                               ("nvidia-smi -L",
+                                *(f"CUDA_VISIBLE_DEVICES={uuid} {py} train.py   # process {n} of "
+                                  f"{len(many[0]['mig_devices'])} on {_label(many[0])}"
+                                  for n, uuid in enumerate(many[0]["mig_devices"], 1))),
                                (MIG_GUIDE,)))
     enabled = [g for g in gpus if (g.get("mig_mode") or {}).get("current") == 1]
     if enabled:
@@ -353,18 +387,40 @@ def gpu_xid(facts: Facts):
     last = events[-1]["line"]
     if severe:
         fallen = any(e["code"] == 79 for e in severe)
-        commands = ["sudo dmesg -T | grep -i xid | tail -20", "nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE"]
+        named = _xid_gpus(facts, severe)
+        commands = ["sudo dmesg -T | grep -i xid | tail -20"]
+        commands += ([f"nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE -i {i}" for i in named] if named
+                     else ["nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE"])
         text = ("Check the GPUs named in the Xid lines: reset or reboot, and look at power, cooling and seating; if it "
                 "recurs, run a diagnostic and RMA.")
         if fallen:
             text = ("Xid 79 (fallen off the bus): check PSU capacity and power cables, temperatures and seating, update "
                     "the system BIOS, then reboot; recurring means failing hardware (RMA).")
         return fail("GPU hardware or driver errors in the kernel log", detail=f"{summary}. Latest: {last}",
-                    evidence=ev, remedy=Remediation(text, tuple(commands), (XID_DOC,)))
+                    evidence=ev, gpus=named, remedy=Remediation(text, tuple(commands), (XID_DOC,)))
     return warn("Application-level GPU faults in the kernel log", detail=f"{summary}. Latest: {last}. These usually "
                 "come from a crashing program (illegal memory access), not from the hardware.", evidence=ev,
-                remedy=Remediation("If they match your crashes, debug the program (CUDA_LAUNCH_BLOCKING=1, "
-                                   "compute-sanitizer).", ("compute-sanitizer python train.py",), (XID_DOC,)))
+                gpus=_xid_gpus(facts, events), remedy=Remediation("If they match your crashes, debug the program (CUDA_LAUNCH_BLOCKING=1, "
+                                   "compute-sanitizer).",
+                                   (f"compute-sanitizer {facts.value('python.executable') or 'python'} train.py",),
+                                   (XID_DOC,)))
+
+
+def _pci_key(text: Any) -> tuple[int, int] | None:
+    """(bus, device) of a PCI address in any of the spellings NVML, sysfs and NVRM use
+    (``00000000:18:00.0``, ``0000:18:00.0``, ``PCI:0000:18:00``)."""
+    parts = str(text or "").removeprefix("PCI:").split(".", 1)[0].split(":")
+    try:
+        return int(parts[-2], 16), int(parts[-1], 16)
+    except (IndexError, ValueError):
+        return None
+
+
+def _xid_gpus(facts: Facts, events: Iterable[dict[str, Any]]) -> list[int]:
+    """NVML indices of the GPUs the Xid lines name (by PCI address)."""
+    by_bus = {_pci_key(g.get("pci_bus_id")): g.get("index") for g in _gpus(facts) if g.get("pci_bus_id")}
+    found = {by_bus.get(_pci_key(e.get("pci"))) for e in events}
+    return sorted(i for i in found if isinstance(i, int))
 
 
 # -- fabric-manager -------------------------------------------------------------------------------------------------------
@@ -380,11 +436,14 @@ def fabric_manager(facts: Facts):
     gpus = _gpus(facts)
     ev = _gpu_ev(gpus, "fabric")
     ev.update(evidence(facts, "cuda.init", "nvml.driver_version"))
-    branch = str(facts.value("nvml.driver_version") or "<driver version>").split(".")[0]
+    driver = facts.value("nvml.driver_version") or facts.value("driver.kernel_module_version")
+    # Without a version read, let the shell ask the driver for its branch.
+    branch = (str(driver).split(".")[0] if driver
+              else "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)")
     remedy = Remediation(
         "Install nvidia-fabricmanager of exactly the driver's version and start it; CUDA works once the fabric state "
         "is 'completed'.",
-        (f"sudo apt install nvidia-fabricmanager-{branch}   # must match the driver {facts.value('nvml.driver_version') or ''}".rstrip(),
+        (f"sudo apt install nvidia-fabricmanager-{branch}   # must match the driver {driver or ''}".rstrip(),
          "sudo systemctl enable --now nvidia-fabricmanager", "systemctl status nvidia-fabricmanager",
          "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE,))
     with_fabric = [g for g in gpus if (g.get("fabric") or {}).get("state", 0) != 0]

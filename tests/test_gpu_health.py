@@ -42,7 +42,8 @@ def test_nvml_timeout_makes_health_checks_errors():
 def test_volatile_uncorrectable_ecc_fails_for_that_gpu():
     finding = judge(h.gpu_ecc, one_bad(ecc_uncorrected_volatile=2, ecc_uncorrected_aggregate=2))
     assert finding.status is Status.FAIL and finding.gpus == (1,) and "2 uncorrectable" in finding.detail
-    assert "dcgmi diag -r 3   # if DCGM is installed" in finding.remediation.commands
+    assert "dcgmi diag -r 3 -i 1   # if DCGM is installed" in finding.remediation.commands
+    assert "sudo nvidia-smi -r -i 1   # when idle; or reboot" in finding.remediation.commands
 
 
 def test_historic_ecc_only_warns():
@@ -63,7 +64,7 @@ def test_row_remap_failure_means_rma():
 def test_pending_remap_or_retirement_needs_a_reset():
     finding = judge(h.gpu_row_remap, one_bad(remapped_rows={"correctable": 0, "uncorrectable": 1, "pending": 1,
                                                             "failure": 0}))
-    assert finding.status is Status.WARN and "sudo nvidia-smi -r -i <gpu>   # needs no processes on the GPU" in \
+    assert finding.status is Status.WARN and "sudo nvidia-smi -r -i 1   # needs no processes on the GPU" in \
         finding.remediation.commands
     volta = healthy_gpu(1, retired_pages_pending=1, missing={})
     del volta["remapped_rows"]
@@ -136,3 +137,70 @@ def test_fabric_not_started_and_cuda_802():
     assert judge(h.fabric_manager, f802).status is Status.FAIL
     done = nv_facts(gpus=[healthy_gpu(0, fabric={"state": 3, "status": 0})])
     assert judge(h.fabric_manager, done).status is Status.OK
+
+
+# -- remediations name the GPU the finding is about (no <gpu>/<bus id>/<uuid> placeholders) --------------
+def _no_placeholder(finding):
+    import re
+
+    for command in finding.remediation.commands:
+        assert not re.search(r"<[a-z][^<>]*>", command), command
+
+
+def test_per_gpu_remedies_name_the_affected_gpu_index():
+    cases = [
+        (h.gpu_ecc, dict(ecc_mode={"current": 0, "pending": 1}), "sudo nvidia-smi -r -i 1"),
+        (h.gpu_ecc, dict(ecc_uncorrected_aggregate=5), "nvidia-smi -q -d ECC,ROW_REMAPPER -i 1"),
+        (h.gpu_row_remap, dict(remapped_rows={"correctable": 0, "uncorrectable": 9, "pending": 0, "failure": 1}),
+         "nvidia-smi -q -d ROW_REMAPPER -i 1"),
+        (h.gpu_pcie_link, dict(pcie={"gen": 4, "max_gen": 4, "width": 8, "max_width": 16}),
+         "nvidia-smi -q -d PCIE -i 1"),
+        (h.gpu_throttle, dict(clocks_event_reasons=0x40), "nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i 1"),
+        (h.gpu_compute_mode, dict(compute_mode=2), "sudo nvidia-smi -i 1 -c DEFAULT"),
+        (h.gpu_mig, dict(mig_mode={"current": 0, "pending": 1}), "sudo nvidia-smi -r -i 1"),
+    ]
+    for spec, change, command in cases:
+        finding = judge(spec, one_bad(**change))
+        assert finding.status in (Status.WARN, Status.FAIL) and finding.gpus == (1,), spec.id
+        assert command in finding.remediation.commands, (spec.id, finding.remediation.commands)
+        _no_placeholder(finding)
+
+
+def test_narrow_pcie_link_gives_the_lspci_command_for_that_bus():
+    finding = judge(h.gpu_pcie_link, one_bad(pcie={"gen": 4, "max_gen": 4, "width": 8, "max_width": 16}))
+    # NVML's 8-digit domain (00000000:08:00.0) written the way lspci -s takes it.
+    assert "sudo lspci -vv -s 0000:08:00.0 | grep -E 'LnkCap|LnkSta'" in finding.remediation.commands
+
+
+def test_mig_without_instances_gives_runnable_create_commands():
+    finding = judge(h.gpu_mig, one_bad(mig_mode={"current": 1, "pending": 1}, mig_devices=[]))
+    assert finding.status is Status.FAIL and finding.gpus == (1,)
+    assert any(c.startswith("sudo nvidia-smi mig -i 1 -cgi 0 -C") for c in finding.remediation.commands)
+    _no_placeholder(finding)
+
+
+def test_several_mig_instances_name_their_uuids_and_the_gpu():
+    gpu = healthy_gpu(0, mig_mode={"current": 1, "pending": 1}, mig_devices=["MIG-aaaa-1111", "MIG-bbbb-2222"])
+    finding = judge(h.gpu_mig, nv_facts(gpus=[gpu]))
+    assert finding.status is Status.WARN and finding.gpus == (0,)
+    assert any(c.startswith("CUDA_VISIBLE_DEVICES=MIG-bbbb-2222 /opt/venv/bin/python ")
+               for c in finding.remediation.commands)
+    _no_placeholder(finding)
+
+
+def test_xid_findings_name_the_gpus_from_the_pci_address():
+    xid = {"pci": "PCI:0000:08:00", "code": 79, "text": "GPU has fallen off the bus.",
+           "line": "NVRM: Xid (PCI:0000:08:00): 79, pid=1, GPU has fallen off the bus."}
+    finding = judge(h.gpu_xid, nv_facts(driver__xid_events=[xid]))
+    assert finding.status is Status.FAIL and finding.gpus == (1,)
+    assert "nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE -i 1" in finding.remediation.commands
+    app = dict(xid, code=13, pci="PCI:0000:07:00", line="NVRM: Xid (PCI:0000:07:00): 13, Graphics Exception")
+    assert judge(h.gpu_xid, nv_facts(driver__xid_events=[app])).gpus == (0,)
+
+
+def test_fabric_remedy_uses_the_kernel_module_branch_when_nvml_gave_no_version():
+    f = nv_facts(gpus=[healthy_gpu(0, fabric={"state": 1, "status": 0})],
+                 nvml__driver_version=missing(Reason.FAILED, "child:nvml_probe", "x"))
+    finding = judge(h.fabric_manager, f)
+    assert finding.status is Status.FAIL
+    assert finding.remediation.commands[0].startswith("sudo apt install nvidia-fabricmanager-570 ")
