@@ -16,6 +16,8 @@ TOOLKIT_INSTALL = "https://docs.nvidia.com/datacenter/cloud-native/container-too
 CGROUP_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
 FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
 FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+NVML_RETURN_CODES = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
+CUDA_RESULT_CODES = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
 
 _VERSION_IN_NAME = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
@@ -26,9 +28,11 @@ def kernel_version(facts: Facts) -> str | None:
 
 
 def driver_branch(facts: Facts) -> str:
-    """``570`` from the loaded driver's version, for package names; a placeholder when unknown."""
+    """``570`` from the loaded driver's version, for package names. When no version was read,
+    a shell substitution asking the installed module (modinfo reads it loaded or not), so the
+    command still pastes as it is."""
     version = kernel_version(facts) or facts.value("nvml.driver_version")
-    return str(version).split(".")[0] if version else "<branch>"
+    return str(version).split(".")[0] if version else "$(modinfo -F version nvidia | cut -d. -f1)"
 
 
 def nvml_code(facts: Facts) -> int | None:
@@ -78,6 +82,32 @@ def _gpus(facts: Facts) -> list[dict[str, Any]]:
     return list(facts.value("nvml.gpus") or [])
 
 
+def _driver_need(facts: Facts) -> str:
+    """" torch 2.6.0+cu126 (CUDA 12.6) needs driver ≥ 560.28.03." when torch's CUDA is known."""
+    from .. import compat
+
+    cuda = facts.value("torch.cuda_version")
+    if not cuda:
+        return ""
+    need = compat.min_driver(str(cuda), compat.driver_os(facts))
+    if need.minimum:
+        return f" torch {facts.value('torch.version')} (CUDA {cuda}) needs driver {need.minimum} or newer."
+    if need.floor:
+        return (f" torch {facts.value('torch.version')} (CUDA {cuda}) needs driver {need.floor} or newer "
+                "(minor-version compatibility).")
+    return ""
+
+
+def _reset_commands(facts: Facts) -> tuple[str, ...]:
+    """``nvidia-smi -r`` for each GPU the facts name (NVML index, else PCI address, which -i also takes)."""
+    targets = [str(g["index"]) for g in _gpus(facts) if isinstance(g.get("index"), int)]
+    if not targets:
+        targets = [str(g["address"]) for g in facts.value("driver.pci_gpus") or () if g.get("address")]
+    if not targets:
+        return ("sudo reboot",)
+    return tuple(f"sudo nvidia-smi -r -i {t}   # when nothing runs on it; otherwise: sudo reboot" for t in targets)
+
+
 def _reload_commands() -> tuple[str, ...]:
     return (
         "sudo reboot   # simplest and always works",
@@ -105,7 +135,6 @@ def driver_installed(facts: Facts):
                   detail=why + ".", evidence=ev)
     pci_reading = facts.get("driver.pci_gpus")
     pci = list(facts.value("driver.pci_gpus") or [])
-    branch = "<branch, e.g. 570>"
     if pci:
         bound = sorted({str(g.get("driver")) for g in pci if g.get("driver")})
         addresses = ", ".join(g["address"] for g in pci)
@@ -119,11 +148,11 @@ def driver_installed(facts: Facts):
                       "Secure Boot refusing the unsigned module (dmesg: 'Lockdown: modprobe: unsigned module').")
         return fail("NVIDIA GPU present but no NVIDIA driver loaded", detail=detail, evidence=ev,
                     remedy=Remediation(
-                        "Install (or rebuild) the driver for the running kernel, then load it.",
+                        "Install (or rebuild) the driver for the running kernel, then load it." + _driver_need(facts),
                         ("sudo dmesg | grep -iE 'nvrm|nvidia|nouveau'   # why it did not load",
                          "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
                          "sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall   # rebuild for this kernel",
-                         "sudo ubuntu-drivers install   # Ubuntu; or: sudo apt install nvidia-driver-" + branch,
+                         "sudo ubuntu-drivers install   # Ubuntu: the recommended driver for this GPU",
                          "sudo modprobe nvidia && nvidia-smi"),
                         (DRIVER_GUIDE, DRIVER_DOWNLOAD)))
     if pci_reading.ok and loaded is False:
@@ -389,20 +418,20 @@ def nvml_bindings(facts: Facts):
 
 
 # -- nvml-init -----------------------------------------------------------------------------------------------
-def _hang_remedy(what: str) -> Remediation:
+def _hang_remedy(what: str, facts: Facts) -> Remediation:
     return Remediation(
         f"{what} did not return: the driver is wedged (a process stuck in the kernel, state D) or a GPU is "
         "unresponsive. Look for Xid errors and stuck processes; reset the GPU or reboot.",
         ("sudo dmesg | grep -iE 'xid|nvrm' | tail -20", "ps -eo pid,stat,cmd | awk '$2 ~ /D/'",
-         "sudo nvidia-smi -r -i <gpu>   # reset an idle GPU; otherwise: sudo reboot"),
+         *_reset_commands(facts)),
         ("https://docs.nvidia.com/deploy/xid-errors/index.html",))
 
 
-def _init_unfinished(reading: Reading, ev: Mapping[str, Any], call: str, hung: str, crashed: str,
+def _init_unfinished(facts: Facts, reading: Reading, ev: Mapping[str, Any], call: str, hung: str, crashed: str,
                      crash_remedy: Remediation) -> Finding | None:
     """The error for a driver initialisation (``call``) that hung or crashed its probe, else None."""
     if reading.reason is Reason.TIMEOUT:
-        return error(hung, detail=reading.describe(), evidence=ev, remedy=_hang_remedy(call))
+        return error(hung, detail=reading.describe(), evidence=ev, remedy=_hang_remedy(call, facts))
     if reading.reason is Reason.CRASHED:
         return error(crashed, detail=reading.describe(), evidence=ev, remedy=crash_remedy)
     return None
@@ -433,7 +462,7 @@ def nvml_init(facts: Facts):
     ev = evidence(facts, "nvml.init", "nvml.library_path", "nvml.driver_version", "nvml.device_count",
                   "driver.kernel_module_version")
     unfinished = _init_unfinished(
-        reading, ev, "nvmlInit", "NVML did not answer (nvmlInit hung)", "NVML crashed the process that loaded it",
+        facts, reading, ev, "nvmlInit", "NVML did not answer (nvmlInit hung)", "NVML crashed the process that loaded it",
         Remediation("libnvidia-ml crashed while initialising: a corrupt or mismatched driver install. Reinstall the "
                     "driver packages for the loaded kernel module.",
                     ("nvidia-smi", "ldconfig -p | grep libnvidia-ml",
@@ -442,8 +471,12 @@ def nvml_init(facts: Facts):
         return unfinished
     if not reading.ok:
         if reading.reason is Reason.ABSENT:
-            return warn("NVML was not examined", detail=reading.describe(), evidence=ev,
-                        remedy=Remediation("envdoctor reads NVML through nvidia-ml-py.", ("pip install -U nvidia-ml-py",)))
+            # The NVML child runs in envdoctor's own interpreter: without nvidia-ml-py there it could
+            # not look. That says nothing about the user's environment, so skip and say how to enable it.
+            return skip("NVML was not examined (nvidia-ml-py is missing where envdoctor runs)",
+                        detail=f"{reading.describe()}. Install nvidia-ml-py next to envdoctor "
+                        "(`pip install -U nvidia-ml-py` in envdoctor's environment, or `pipx inject envdoctor "
+                        "nvidia-ml-py`) to judge the driver and GPU health through NVML.", evidence=ev)
         return skip("NVML was not examined", detail=reading.describe(), evidence=ev)
     init = reading.value
     code = init.get("code")
@@ -472,10 +505,12 @@ def nvml_init(facts: Facts):
                                         f"sudo apt install libnvidia-compute-{driver_branch(facts)}",
                                         "sudo ldconfig"), (DRIVER_GUIDE,)))
     title, text, commands = _NVML_INIT_TEXT.get(code, (f"NVML failed: {init.get('name')}", "", ("nvidia-smi",
-                                                                                                  "sudo dmesg | tail")))
+                                                                                                  "sudo dmesg | grep -iE 'xid|nvrm' | tail -20")))
     detail = f"\"Failed to initialize NVML: {message}\" ({init.get('name')}, {code}). {text}".strip()
-    return fail(title, detail=detail, evidence=ev, remedy=Remediation(text or "See the NVML error.", commands,
-                                                                       (DRIVER_GUIDE,)))
+    fix = text or (f"nvmlInit returned {init.get('name')}: GPU tools (nvidia-smi, DCGM, NVML-based monitoring) cannot "
+                   "read the GPUs. Run nvidia-smi to see the same error, look up the code in NVML's nvmlReturn_t list, "
+                   "and check the kernel log for NVRM/Xid lines; a driver reload (reboot) clears a driver in a bad state.")
+    return fail(title, detail=detail, evidence=ev, remedy=Remediation(fix, commands, (DRIVER_GUIDE, NVML_RETURN_CODES)))
 
 
 # -- cuda-init -----------------------------------------------------------------------------------------------
@@ -536,12 +571,14 @@ def cuda_init(facts: Facts):
     ev = evidence(facts, "cuda.init", "cuda.driver_version", "cuda.device_count", "cuda.library_path",
                   "driver.kernel_module_version")
     unfinished = _init_unfinished(
-        reading, ev, "cuInit", "cuInit did not return (CUDA initialisation hung)",
+        facts, reading, ev, "cuInit", "cuInit did not return (CUDA initialisation hung)",
         "libcuda crashed the process that initialised it",
         Remediation("libcuda.so.1 crashed during cuInit: a corrupt driver install or a libcuda that does not belong "
                     "to the loaded driver.",
                     ("ldconfig -p | grep libcuda.so.1",
-                     "python -c \"import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))\""), (DRIVER_GUIDE,)))
+                     f"{facts.value('python.executable') or 'python3'} -X faulthandler -c "
+                     "\"import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))\"",
+                     f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"), (DRIVER_GUIDE,)))
     if unfinished:
         return unfinished
     if not reading.ok:
@@ -565,11 +602,14 @@ def cuda_init(facts: Facts):
     name = init.get("name") or f"CUresult {code}"
     message = init.get("message") or ""
     title, text, commands, links = _CUDA_INIT_TEXT.get(
-        code, (f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | tail"), ()))
+        code, (f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20"), ()))
     if code == 802:
         commands = tuple(c.replace("<branch>", driver_branch(facts)) for c in commands)
+    fix = text or (f"cuInit returned {name}, so no CUDA program (torch included) can use the GPU. Look the code up in "
+                   "the CUDA driver API's CUresult list and check the kernel log for NVRM/Xid lines; a driver reload "
+                   "(reboot) clears a driver in a bad state.")
     return fail(title, detail=f"cuInit returned {code} {name}: \"{message}\". {text}".strip(), evidence=ev,
-                remedy=Remediation(text or "See the CUDA error.", commands, links))
+                remedy=Remediation(fix, commands, links or (CUDA_RESULT_CODES,)))
 
 
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------
@@ -623,12 +663,28 @@ def cuda_visible_devices(facts: Facts):
                                        "typos; set CUDA_DEVICE_ORDER=PCI_BUS_ID so indices match nvidia-smi; set both "
                                        "before the process starts (changing them after CUDA initialised has no effect).",
                                        ("nvidia-smi -L", "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
-                                        "export CUDA_VISIBLE_DEVICES=0,1")))
+                                        f"export CUDA_VISIBLE_DEVICES={_intended(parsed, gpus)}"
+                                        "   # the GPUs the value names that exist here")),
+                    gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
     if not mapping:
         return ok(f"CUDA_VISIBLE_DEVICES={raw!r} is well-formed", detail="NVML did not list the GPUs, so the entries "
                   "could not be matched to devices.", evidence=ev)
     return ok(f"CUDA_VISIBLE_DEVICES={raw!r} selects {len(devices)} GPU(s)", detail=shown, evidence=ev,
               gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
+
+
+def _intended(parsed: Mapping[str, Any], gpus: list[dict[str, Any]]) -> str:
+    """A well-formed CUDA_VISIBLE_DEVICES for what a malformed one names: the indices or UUIDs in it
+    (typos and spaces dropped) that exist on this machine, in order; every GPU when none does."""
+    raw = str(parsed.get("raw") or "")
+    indices = [g["index"] for g in gpus if isinstance(g.get("index"), int)]
+    if parsed.get("kind") in ("uuid", "mig"):
+        known = {str(g.get("uuid")) for g in gpus if g.get("uuid")}
+        known |= {str(m) for g in gpus for m in (g.get("mig_devices") or ())}
+        picked = [t for t in dict.fromkeys(t.strip() for t in raw.split(",")) if t in known]
+    else:
+        picked = [t for t in dict.fromkeys(re.findall(r"\d+", raw)) if int(t) in indices]
+    return ",".join(picked or [str(i) for i in indices]) or "0"
 
 
 # -- cuda-forward-compat -------------------------------------------------------------------------------------------

@@ -231,3 +231,69 @@ def test_unknown_error_in_a_container_is_lost_cgroup_access_even_without_node_fa
     finding = judge(d.container_gpu, f)
     assert finding.status is Status.FAIL and "lost access" in finding.title
     assert "docker restart <container>   # immediate fix" in finding.remediation.commands
+
+
+# -- remediations are copy-pasteable: concrete values from the facts, no <placeholders> ----------------
+def _no_placeholder(finding):
+    import re
+
+    for command in finding.remediation.commands:
+        assert not re.search(r"<[a-z][^<>]*>", command), command
+
+
+def test_gpu_on_the_bus_without_driver_names_the_driver_torch_needs():
+    f = no_driver(driver__pci_gpus=[{"address": "0000:07:00.0", "vendor": "0x10de", "device": "0x20b2",
+                                     "class": "0x030200", "driver": None}])
+    finding = judge(d.driver_installed, f)
+    assert finding.status is Status.FAIL
+    # torch 2.6.0+cu126 -> CUDA 12.6 -> the 12.6 GA driver.
+    assert "(CUDA 12.6) needs driver 560." in finding.remediation.text
+    _no_placeholder(finding)
+
+
+def test_nvml_hang_remedy_resets_the_gpus_the_facts_name():
+    f = nv_facts(nvml__init=missing(Reason.TIMEOUT, "child:nvml_probe", "stuck in nvmlInit"))
+    finding = judge(d.nvml_init, f)
+    assert finding.status is Status.ERROR
+    assert "sudo nvidia-smi -r -i 1   # when nothing runs on it; otherwise: sudo reboot" in finding.remediation.commands
+    _no_placeholder(finding)
+    # No NVML list (it hung before listing): the PCI address, which nvidia-smi -i also takes.
+    f = nv_facts(nvml__gpus=missing(Reason.TIMEOUT), cuda__init=missing(Reason.TIMEOUT, "child:cuda_probe", "cuInit"))
+    finding = judge(d.cuda_init, f)
+    assert any(c.startswith("sudo nvidia-smi -r -i 0000:07:00.0") for c in finding.remediation.commands)
+
+
+def test_crash_remedies_use_the_target_python_and_a_runnable_branch():
+    f = nv_facts(cuda__init=missing(Reason.CRASHED, "child:cuda_probe", "SIGSEGV in cuInit"),
+                 driver__kernel_module_version=missing(Reason.DENIED), nvml__driver_version=missing(Reason.FAILED))
+    finding = judge(d.cuda_init, f)
+    assert finding.status is Status.ERROR
+    assert any(c.startswith("/opt/venv/bin/python -X faulthandler -c ") for c in finding.remediation.commands)
+    assert "sudo apt install --reinstall libnvidia-compute-$(modinfo -F version nvidia | cut -d. -f1)" in \
+        finding.remediation.commands
+    _no_placeholder(finding)
+
+
+def test_missing_nvml_bindings_in_envdoctor_skip_rather_than_warn():
+    f = nv_facts(nvml__init=missing(Reason.ABSENT, "child:nvml_probe", "No module named 'pynvml'"))
+    finding = judge(d.nvml_init, f)
+    assert finding.status is Status.SKIP and "nvidia-ml-py" in finding.detail
+
+
+def test_unknown_init_codes_get_a_specific_remedy_and_the_code_list():
+    f = nv_facts(nvml__init={"code": 3, "name": "NVML_ERROR_NOT_SUPPORTED", "message": "Not Supported"})
+    finding = judge(d.nvml_init, f)
+    assert finding.status is Status.FAIL and "NVML_ERROR_NOT_SUPPORTED" in finding.remediation.text
+    assert d.NVML_RETURN_CODES in finding.remediation.links
+    f = nv_facts(cuda__init={"code": 200, "name": "CUDA_ERROR_INVALID_IMAGE", "message": "device kernel image is invalid"})
+    finding = judge(d.cuda_init, f)
+    assert finding.status is Status.FAIL and "CUDA_ERROR_INVALID_IMAGE" in finding.remediation.text
+    assert d.CUDA_RESULT_CODES in finding.remediation.links
+
+
+def test_malformed_cuda_visible_devices_suggests_the_value_it_meant():
+    finding = judge(d.cuda_visible_devices, _cvd("0,5,1"))
+    assert finding.status is Status.WARN and finding.gpus == (0,)
+    assert any(c.startswith("export CUDA_VISIBLE_DEVICES=0,1 ") for c in finding.remediation.commands)
+    finding = judge(d.cuda_visible_devices, _cvd("1, x,0"))
+    assert any(c.startswith("export CUDA_VISIBLE_DEVICES=1,0 ") for c in finding.remediation.commands)
