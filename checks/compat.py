@@ -113,6 +113,16 @@ def _python(facts: Facts) -> str | None:
     return facts.value("python.version")
 
 
+def _pip(facts: Facts, command: str) -> str:
+    """``command`` with a leading ``pip`` run as the target interpreter's (``/opt/venv/bin/python -m pip``),
+    so it installs where torch lives, not into whatever ``pip`` is first on PATH."""
+    exe = facts.value("python.executable")
+    if not exe:
+        return command
+    command = command.replace(" && pip ", f" && {exe} -m pip ")
+    return f"{exe} -m {command}" if command.startswith("pip ") else command
+
+
 def _packages(facts: Facts) -> dict[str, str]:
     pkgs = facts.value("python.packages") or {}
     return {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
@@ -245,7 +255,7 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
                f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
         if minimum else "upgrade the NVIDIA driver"
     row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
-    commands = (rec.command(),) if rec else ()
+    commands = (_pip(facts, rec.command()),) if rec else ()
     alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
            if rec else "")
     fix_text = (f"Either {upgrade}, {alt}." if rec else
@@ -351,10 +361,10 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
                            extras=_companion_extras(facts))
     if rec:
         drv = _driver_text(facts)
-        arrow = f" → {rec.command()}" + (f" ({drv})" if drv else "")
+        arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
         remedy = Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                              + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
-                                "torch.cuda.get_arch_list() after installing."), (rec.command(),), (PREVIOUS,))
+                                "torch.cuda.get_arch_list() after installing."), (_pip(facts, rec.command()),), (PREVIOUS,))
     else:
         arrow = ""
         remedy = Remediation(f"Install a torch build made with a CUDA toolkit that targets {cc_s} (see the previous "
@@ -430,11 +440,11 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     integrated = any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc)
     if rec:
         drv = _driver_text(facts)
-        arrow = f" → {rec.command()}" + (f" ({drv})" if drv else "")
+        arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
         text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                 + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
                    "torch.cuda.get_arch_list() after installing."))
-        remedy = Remediation(text, (rec.command(),), (PREVIOUS,))
+        remedy = Remediation(text, (_pip(facts, rec.command()),), (PREVIOUS,))
     else:
         last = compat.last_release_for(first.cc, plat)
         arrow = ""
@@ -442,7 +452,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
             text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
                     f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
                     f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}.")
-            remedy = Remediation(text, (compat.Recommendation(last[0], last[1], "", True).command(),), (PREVIOUS,))
+            remedy = Remediation(text, (_pip(facts, compat.Recommendation(last[0], last[1], "", True).command()),), (PREVIOUS,))
         else:
             text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
                     f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
@@ -523,7 +533,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                                    ("https://github.com/pytorch/pytorch#from-source",))))
             continue
         version, variant = last
-        cmd = compat.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command()
+        cmd = _pip(facts, compat.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command())
         out.append(warn(
             f"{g.label()} ({arch_name}, {compat.sm(g.cc)}) is end of life for torch: last wheels in torch {version}",
             detail=f"No wheel of torch {current} carries {compat.sm(g.cc)}; the newest release that does is torch "
@@ -700,8 +710,8 @@ def toolkit_mismatch(facts: Facts) -> Finding:
               f"CUDA version ({nvs}) mismatches the version that was used to compile PyTorch ({build.cuda})\".")
     remedy = Remediation(f"When building extensions, point CUDA_HOME at a CUDA {build.cuda.split('.')[0]}.x toolkit "
                          f"(ideally {build.cuda}), e.g. from pip or conda.",
-                         (f"pip install 'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
-                          if tv.release[0] <= 12 else f"pip install 'nvidia-cuda-nvcc=={build.cuda}.*'",
+                         (_pip(facts, f"pip install 'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
+                               if tv.release[0] <= 12 else f"pip install 'nvidia-cuda-nvcc=={build.cuda}.*'"),
                           f"conda install -c nvidia cuda-nvcc={build.cuda}"),
                          ("https://pytorch.org/docs/stable/cpp_extension.html",))
     if hints:
@@ -764,8 +774,8 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
             else:
                 problems.append(f"{name} {ver} is a {tag} build, torch is {torch_tag} (same CUDA major)")
     variant = build.variant or "cpu"
-    cmd = (f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
-           f"--index-url {compat.index_url(variant)}")
+    cmd = _pip(facts, f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
+                      f"--index-url {compat.index_url(variant)}")
     if problems:
         make = fail if severe else warn
         return make("torchvision/torchaudio do not match torch",
@@ -819,14 +829,14 @@ def cuda_major_mix(facts: Facts) -> Finding:
     for m, names in sorted(others.items()):
         for n in names:
             if n.startswith("cupy-cuda"):
-                commands.append(f"pip uninstall -y {n} && pip install cupy-cuda{keep}x")
+                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install cupy-cuda{keep}x"))
             elif n.startswith(("jax-cuda", "jaxlib-cuda")):
-                commands.append(f"pip uninstall -y {n} && pip install -U 'jax[cuda{keep}]'")
+                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install -U 'jax[cuda{keep}]'"))
             else:
                 leftovers.append(n)
     if leftovers:
-        commands.insert(0, "pip uninstall -y " + " ".join(leftovers)
-                        + "   # after checking nothing needs them: pip show <name> (Required-by)")
+        commands.insert(0, _pip(facts, "pip show " + " ".join(leftovers)) + "   # Required-by: what still needs them")
+        commands.insert(1, _pip(facts, "pip uninstall -y " + " ".join(leftovers)))
     who = f"torch is built for CUDA {torch_major}" if torch_major else f"most CUDA packages target CUDA {keep}"
     return warn(f"CUDA packages for another major next to CUDA {keep}",
                 detail=f"{who}, but these target another CUDA major: {listing}. Two majors of the same library "
@@ -882,8 +892,8 @@ def python_supported(facts: Facts) -> Finding:
     commands: tuple[str, ...] = ()
     if near:
         patch = compat.latest_patch(near)
-        commands = ((f"pip install torch=={patch} --index-url {compat.index_url(variant)}" if variant
-                     else f"pip install torch=={patch}"),)
+        commands = (_pip(facts, f"pip install torch=={patch} --index-url {compat.index_url(variant)}" if variant
+                         else f"pip install torch=={patch}"),)
     text = (f"Install torch {near} (wheels for Python {pym}), or use Python {pys[-1]}." if near
             else f"Use Python {pys[-1]} for torch {minor}.")
     detail = (f"torch {build.public} ships wheels for Python {', '.join(pys)} only; this is Python {py}. "

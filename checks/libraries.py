@@ -353,7 +353,7 @@ def cudart_resolution(facts: Facts):
         version = facts.value("torch.version")
         variant = torch_variant(facts)
         if version and variant and variant != "cpu":
-            commands.append(pip_install_torch(str(version).split("+")[0], variant))
+            commands.append(f"{py} -m " + pip_install_torch(str(version).split("+")[0], variant))
         detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
         text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
                 "so pip brings the matching nvidia-* packages (second).")
@@ -405,9 +405,15 @@ def cudart_resolution(facts: Facts):
             elif not c.get("ld_library_path_entry"):
                 # Not ours to delete blindly: show which package owns the file, then reinstall that.
                 commands.append(f"dpkg -S {shlex.quote(str(c.get('path')))} || rpm -qf {shlex.quote(str(c.get('path')))}")
+        if not commands:
+            # Only the loader's choice failed: show what it resolves so the broken file can be named.
+            commands = [f"{py} -c \"import ctypes; ctypes.CDLL('{s}')\"" for s, item in sorted(choice.items())
+                        if isinstance(item, Mapping) and item.get("family") == "cudart"
+                        and (item.get("error") or item.get("reason"))]
+            commands.append("ldconfig -p | grep libcudart")
         return warn("A CUDA runtime copy does not load", detail="; ".join(broken) + ".", evidence=ev,
                     remedy=Remediation("Take the broken copy off the loader's path (LD_LIBRARY_PATH), or reinstall "
-                                       "the package that owns it.", tuple(commands)))
+                                       "the package that owns it.", tuple(commands), (CUDA_WHEELS_DOC,)))
     if resolved:
         return ok("torch's CUDA libraries resolve", detail="; ".join(resolved), evidence=ev)
     if runtime:

@@ -8,6 +8,7 @@ naming the step it was in and, for a crash, the signal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +27,8 @@ LOW_PCIE_RATIO = 0.5
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 HANG_HINT = ("A microcheck that never returns usually means a wedged driver or GPU: look for Xid errors "
-             "(`sudo dmesg -T | grep -i xid`), check `nvidia-smi` answers, then reset the GPU "
-             "(`sudo nvidia-smi -r -i <index>`, with nothing running on it) or reboot.")
+             "(`sudo dmesg -T | grep -i xid`), check `nvidia-smi` answers, then reset the GPU it hung on "
+             "(with nothing running on it) or reboot.")
 CRASH_HINT = ("A crash inside CUDA/cuBLAS/cuDNN usually means mismatched libraries (see the library "
               "findings) or a faulty GPU (Xid errors in `dmesg`). Re-run `envdoctor check --micro-only` to "
               "confirm it repeats.")
@@ -52,9 +53,13 @@ def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
         return None
     ev = evidence(facts, key, "micro.run")
     if reading.reason is Reason.TIMEOUT:
+        # The detail names the step, "matmul@cuda:1: bf16 compute": reset that GPU, else reboot.
+        hung_on = sorted({int(i) for i in re.findall(r"cuda:(\d+)", reading.detail)})
+        reset = tuple(f"sudo nvidia-smi -r -i {i}   # nothing may run on it; otherwise: sudo reboot" for i in hung_on)
         return error(f"The {what} microcheck hung", detail=f"{reading.describe()}. Results finished before the hang "
-                     "are kept in the report.", evidence=ev, remedy=Remediation(HANG_HINT, ("nvidia-smi",
-                                                                                            "sudo dmesg -T | grep -i xid")))
+                     "are kept in the report.", evidence=ev,
+                     remedy=Remediation(HANG_HINT, ("nvidia-smi", "sudo dmesg -T | grep -i xid",
+                                                    *(reset or ("sudo reboot",)))))
     if reading.reason is Reason.CRASHED:
         return error(f"The {what} microcheck crashed", detail=reading.describe(), evidence=ev,
                      remedy=Remediation(CRASH_HINT, ("sudo dmesg -T | grep -i xid",)))
@@ -204,6 +209,15 @@ def micro_matmul(facts: Facts):
 
 # -- transformer --------------------------------------------------------------------------------
 
+def _py(facts: Facts) -> str:
+    return facts.value("python.executable") or "python"
+
+
+def _transformer_remedy(facts: Facts) -> Remediation:
+    return Remediation(TRANSFORMER_REMEDY.text, tuple(c.replace("python -c", f"{_py(facts)} -c", 1)
+                                                      for c in TRANSFORMER_REMEDY.commands), TRANSFORMER_REMEDY.links)
+
+
 TRANSFORMER_REMEDY = Remediation(
     "Non-finite or divergent training steps on random data point at broken kernels (cuDNN/cuBLAS mismatch) or a "
     "faulty GPU; missing fused attention usually means a torch build without kernels for this GPU architecture "
@@ -250,7 +264,7 @@ def micro_transformer(facts: Facts):
     if first and isinstance((first[1].get("amp") or {}).get("tokens_per_s"), (int, float)):
         amp = first[1]["amp"]
         title += f"; {first[0]} {amp.get('dtype')} autocast {_fmt(amp['tokens_per_s'])} tokens/s"
-    return _combine(verdicts, title, evidence(facts, "micro.transformer"), TRANSFORMER_REMEDY,
+    return _combine(verdicts, title, evidence(facts, "micro.transformer"), _transformer_remedy(facts),
                     "No Transformer results")
 
 
@@ -376,13 +390,20 @@ def micro_dataloader(facts: Facts):
         return fail("DataLoader delivered corrupted batches", detail=f"batches {r['wrong_batches']} differ from what the "
                     "workers produced", evidence=ev, gpus=gpus,
                     remedy=Remediation("Data corrupted between workers and the main process points at shared "
-                                       "memory or RAM faults; re-run, then test memory (memtest86+)."))
+                                       "memory or RAM faults; re-run, then test memory (memtest86+ from the boot "
+                                       "menu, or memtester while the machine runs).",
+                                       ("envdoctor check --micro-only", "sudo apt install memtester && "
+                                        "sudo memtester 4G 1"), ("https://www.memtest.org/",)))
     if r.get("killed"):
         return fail("DataLoader workers die", detail=text, evidence=ev, gpus=gpus,
                     remedy=Remediation("Workers killed by a signal are usually out of memory (the OOM killer: "
                                        "`dmesg | grep -i oom`) or out of /dev/shm. Lower num_workers or batch size, "
                                        "or raise the memory and shared-memory limits.", ("sudo dmesg -T | grep -i -E 'oom|killed'",)))
-    return fail("DataLoader with workers fails", detail=text, evidence=ev, gpus=gpus)
+    return fail("DataLoader with workers fails", detail=text, evidence=ev, gpus=gpus, remedy=Remediation(
+        "Workers that start but fail usually cannot share memory (/dev/shm too small or not writable) or cannot "
+        "fork/spawn in this environment; the error above names which. Re-run with num_workers=0 to confirm the "
+        "data path itself works, then fix shared memory.",
+        ("df -h /dev/shm", *_shm_remedy(facts).commands), SHM_LINKS))
 
 
 # -- multi-GPU ----------------------------------------------------------------------------------
@@ -451,8 +472,10 @@ def _compile_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int])
 def micro_compile(facts: Facts):
     if missing := _not_run(facts, "micro.compile", "torch.compile"):
         return missing
+    remedy = Remediation(COMPILE_REMEDY.text, tuple(c.replace("python -c", f"{_py(facts)} -c", 1)
+                                                   for c in COMPILE_REMEDY.commands), COMPILE_REMEDY.links)
     return _combine(_judge_devices(facts, "micro.compile", _compile_verdict), "torch.compile works",
-                    evidence(facts, "micro.compile"), COMPILE_REMEDY, "No torch.compile results")
+                    evidence(facts, "micro.compile"), remedy, "No torch.compile results")
 
 
 CHECKS = [micro_device, micro_matmul, micro_transformer, micro_copy, micro_dataloader, micro_multi_gpu, micro_compile]

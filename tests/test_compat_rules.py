@@ -72,7 +72,7 @@ def test_rtx_5090_on_cu126_gets_the_cu128_wheel() -> None:
     assert found.status is Status.FAIL
     assert "GeForce RTX 5090 is sm_120" in found.detail
     assert "torch 2.6.0+cu126 carries sm_50…sm_90 and no PTX that can run on it" in found.detail
-    cmd = "pip install --force-reinstall torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128"
+    cmd = "/opt/venv/bin/python -m pip install --force-reinstall torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128"
     assert cmd in found.detail and found.remediation.commands == (cmd,)
     assert "your driver 570.124.06 supports CUDA 12.8" in found.detail
     assert found.gpus == (0,)
@@ -91,7 +91,7 @@ def test_companions_are_reinstalled_with_torch() -> None:
     f = torch26_on("NVIDIA GeForce RTX 5090", "12.0",
                    python__packages={"torch": "2.6.0+cu126", "torchvision": "0.21.0+cu126"})
     assert worst(rules.torch_arch_support, f).remediation.commands[0].startswith(
-        "pip install --force-reinstall torch==2.7.1 torchvision --index-url")
+        "/opt/venv/bin/python -m pip install --force-reinstall torch==2.7.1 torchvision --index-url")
 
 
 def test_pascal_on_cu130_gets_cu126_of_the_same_release() -> None:
@@ -102,7 +102,7 @@ def test_pascal_on_cu130_gets_cu126_of_the_same_release() -> None:
     assert found.status is Status.FAIL
     assert "dropped" in found.detail
     assert found.remediation.commands == (
-        "pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126",)
+        "/opt/venv/bin/python -m pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126",)
 
 
 def test_same_major_lower_minor_sass_runs() -> None:
@@ -399,12 +399,17 @@ def test_cu13_leftovers_next_to_a_cu12_torch_warn() -> None:
     pkgs = {"torch": "2.6.0+cu126", "nvidia-cublas-cu12": "12.6.4.1", "nvidia-cublas-cu13": "13.0.0.19"}
     found = worst(rules.cuda_major_mix, facts(python__packages=pkgs))
     assert found.status is Status.WARN and "nvidia-cublas-cu13" in found.remediation.commands[0]
+    # Copy-pasteable, in the target interpreter: no "pip show <name>" placeholder.
+    assert found.remediation.commands[:2] == (
+        "/opt/venv/bin/python -m pip show nvidia-cublas-cu13   # Required-by: what still needs them",
+        "/opt/venv/bin/python -m pip uninstall -y nvidia-cublas-cu13")
 
 
 def test_cupy_for_cuda_11_next_to_torch_cu12() -> None:
     found = worst(rules.cuda_major_mix, facts(python__packages={"torch": "2.6.0+cu126", "cupy-cuda11x": "13.3.0"}))
     assert found.status is Status.WARN
-    assert "pip uninstall -y cupy-cuda11x && pip install cupy-cuda12x" in found.remediation.commands
+    assert ("/opt/venv/bin/python -m pip uninstall -y cupy-cuda11x && /opt/venv/bin/python -m pip install "
+            "cupy-cuda12x") in found.remediation.commands
 
 
 # ------------------------------------------------------------------------------- python-supported
@@ -412,7 +417,7 @@ def test_cupy_for_cuda_11_next_to_torch_cu12() -> None:
 def test_python_newer_than_the_release_warns_when_torch_imports() -> None:
     found = worst(rules.python_supported, facts(python__version="3.14.0"))
     assert found.status is Status.WARN and "3.9, 3.10, 3.11, 3.12, 3.13" in found.detail
-    assert found.remediation.commands == ("pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu126",)
+    assert found.remediation.commands == ("/opt/venv/bin/python -m pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu126",)
 
 
 def test_python_unsupported_and_import_failing_fails() -> None:
@@ -463,7 +468,7 @@ def test_cu102_wheel_not_in_the_table_fails_on_an_a100() -> None:
     assert "A100-SXM4-40GB is sm_80" in found.detail
     # The nearest release with sm_80 kernels whose CUDA this R450 driver runs (11.x minor-version compatibility).
     assert found.remediation.commands == (
-        "pip install --force-reinstall torch==1.10.2 --index-url https://download.pytorch.org/whl/cu113",)
+        "/opt/venv/bin/python -m pip install --force-reinstall torch==1.10.2 --index-url https://download.pytorch.org/whl/cu113",)
 
 
 @pytest.mark.parametrize(("name", "torch_version", "cuda"), [

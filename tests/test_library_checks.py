@@ -173,7 +173,7 @@ def test_not_found_while_torch_imports_warns_and_offers_the_torch_reinstall():
     finding = judge(cudart_resolution, f)
     assert finding.status is Status.WARN and "libcublas.so.12, libcublasLt.so.12" in finding.title
     assert "/opt/venv/bin/python -m pip install nvidia-cublas-cu12==12.6.4.1" in finding.remediation.commands
-    assert ("pip install --force-reinstall torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126"
+    assert ("/opt/venv/bin/python -m pip install --force-reinstall torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126"
             in finding.remediation.commands)
 
 

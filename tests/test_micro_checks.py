@@ -405,3 +405,35 @@ def test_peaks_come_from_the_compat_table_once_it_carries_them(monkeypatch: pyte
     assert peak is not None and peak.model == "NVIDIA H100 SXM5" and peak.tflops["bf16"] == 989.5
     assert "compat.json" in peak.source
     assert peak_for("NVIDIA GeForce RTX 4090").model == "GeForce RTX 4090"  # not in that table: own table
+
+
+# -- remediations name the hung GPU and the target interpreter; every fail says what to do ---------------
+
+def test_hang_remedy_resets_the_gpu_it_hung_on() -> None:
+    data = partial("matmul")
+    data["matmul@cuda:0"] = healthy_child()["matmul@cuda:0"]
+    facts = facts_from(data, status="timeout", stage="matmul@cuda:1: bf16 compute")
+    finding = judge(facts, checks.micro_matmul)
+    assert finding.status is Status.ERROR
+    assert "sudo nvidia-smi -r -i 1   # nothing may run on it; otherwise: sudo reboot" in finding.remediation.commands
+    assert not any("<" in c for c in finding.remediation.commands)
+
+
+def test_transformer_and_compile_remedies_run_the_target_python() -> None:
+    data = healthy_child()
+    data["transformer@cuda:0"]["fp32"]["loss_finite"] = False
+    data["compile@cuda:0"] = {"error": "BackendCompilerFailed: no C compiler", "ok": False}
+    facts = facts_from(data, extra={"python.executable": ok("/opt/venv/bin/python")})
+    for spec in (checks.micro_transformer, checks.micro_compile):
+        finding = judge(facts, spec)
+        assert finding.status is Status.FAIL, spec.id
+        assert finding.remediation.commands[0].startswith("/opt/venv/bin/python -c "), spec.id
+
+
+def test_a_dataloader_failure_without_a_known_cause_still_says_what_to_do() -> None:
+    data = healthy_child()
+    data["dataloader@cuda:0"] = {"ok": False, "error": "RuntimeError: DataLoader worker (pid 7) exited unexpectedly",
+                                 "bus_error": False, "killed": False, "wrong_batches": [], "worker_stderr": []}
+    finding = judge(facts_from(data, extra={"host.container": ok("docker")}), checks.micro_dataloader)
+    assert finding.status is Status.FAIL and finding.remediation.text
+    assert "df -h /dev/shm" in finding.remediation.commands and finding.remediation.links
