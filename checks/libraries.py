@@ -353,7 +353,7 @@ def cudart_resolution(facts: Facts):
         version = facts.value("torch.version")
         variant = torch_variant(facts)
         if version and variant and variant != "cpu":
-            commands.append(f"{py} -m " + pip_install_torch(str(version).split("+")[0], variant))
+            commands.append(pip_install_torch(str(version).split("+")[0], variant, python=py))
         detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
         text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
                 "so pip brings the matching nvidia-* packages (second).")

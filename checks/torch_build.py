@@ -129,7 +129,7 @@ def torch_cpu_build(facts: Facts):
         return warn("torch is a ROCm (AMD) build", detail=f"torch {facts.value('torch.version')} targets ROCm "
                     f"{facts.value('torch.hip_version')}; it cannot use NVIDIA GPUs.", evidence=ev,
                     remedy=Remediation("Install a CUDA build.",
-                                       (f"{_python(facts)} -m " + pip_install_torch(version, variant),),
+                                       (pip_install_torch(version, variant, python=_python(facts)),),
                                        (GET_STARTED,)))
     present, why = gpu_presence(facts)
     version, variant, reason = suggested_build(facts)
