@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -33,6 +34,9 @@ CHILD_MARK = "@@envdoctor@@ "
 CHILD_DIR = Path(__file__).resolve().parent / "child"
 MAX_OUTPUT = 8 * 1024 * 1024
 _REAP_GRACE = 0.3
+#: Seconds a file read may take: /proc/driver/nvidia and sysfs reads go through the kernel
+#: driver, which blocks the reader for good when the GPU or driver is wedged.
+READ_TIMEOUT = 2.0
 
 RunStatus = Literal["ok", "timeout", "crashed", "failed", "absent", "denied"]
 
@@ -133,19 +137,30 @@ class Host:
             return self.root / p.relative_to("/")
         return p
 
-    def read_text(self, path: str | os.PathLike[str], limit: int = 1 << 20) -> tuple[str | None, Reason | None, str]:
-        """(text, None, "") or (None, reason, detail). Reads at most ``limit`` bytes."""
+    def read_text(self, path: str | os.PathLike[str], limit: int = 1 << 20,
+                  timeout: float = READ_TIMEOUT) -> tuple[str | None, Reason | None, str]:
+        """(text, None, "") or (None, reason, detail). Reads at most ``limit`` bytes of a regular
+        file within ``timeout`` seconds. FIFOs and device nodes are refused without reading:
+        opening a FIFO waits for a writer and ``/dev/kmsg`` waits for the next kernel message.
+        A read that outlives the deadline is abandoned in its daemon thread."""
+        target = self.path(path)
         try:
-            with open(self.path(path), "rb") as fh:
-                return decode(fh.read(limit)), None, ""
+            data = call_with_deadline(_read_regular, timeout, target, limit)
+        except TimeoutError:
+            return None, Reason.TIMEOUT, f"reading {path} gave no answer within {timeout:g} s"
         except FileNotFoundError:
             return None, Reason.ABSENT, f"{path} does not exist"
         except PermissionError:
             return None, Reason.DENIED, f"permission denied reading {path}"
         except IsADirectoryError:
             return None, Reason.FAILED, f"{path} is a directory"
+        except _NotRegular as exc:
+            return None, Reason.FAILED, f"{path} is {exc}, not a regular file: not read"
         except OSError as exc:
             return None, Reason.FAILED, f"{path}: {exc.strerror or exc}"
+        except ValueError as exc:  # a NUL byte in the path
+            return None, Reason.FAILED, f"{path!r}: {exc}"
+        return decode(data), None, ""
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
         return os.path.lexists(self.path(path))
@@ -159,9 +174,11 @@ class Host:
     def realpath(self, path: str | os.PathLike[str]) -> str:
         real = os.path.realpath(self.path(path))
         if self.root is not None:
-            root = str(self.root.resolve())
-            if real.startswith(root):
-                return "/" + os.path.relpath(real, root).lstrip("./") if real != root else "/"
+            root = os.path.realpath(self.root)
+            if real == root:
+                return "/"
+            if real.startswith(root.rstrip(os.sep) + os.sep):
+                return real[len(root.rstrip(os.sep)):]
         return real
 
     def access(self, path: str | os.PathLike[str], mode: int) -> bool:
@@ -217,6 +234,8 @@ class Host:
             return CommandResult(argv, "denied", detail=f"cannot execute {exe}: {exc.strerror}")
         except OSError as exc:
             return CommandResult(argv, "failed", detail=f"cannot execute {exe}: {exc.strerror or exc}")
+        except ValueError as exc:  # a NUL byte in an argument or the environment, '=' in a name
+            return CommandResult(argv, "failed", detail=f"cannot execute {exe}: {exc}")
         out, err, rc, timed_out = _collect(proc, timeout, stdin)
         seconds = time.monotonic() - start
         if timed_out:
@@ -304,14 +323,12 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None)
         threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
         threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True),
     ]
+    if stdin is not None and proc.stdin is not None:
+        # Written from a thread too: a child that never reads its stdin would block a write
+        # larger than the pipe buffer forever, deadline or not.
+        readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for t in readers:
         t.start()
-    if stdin is not None and proc.stdin is not None:
-        try:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
-        except OSError:
-            pass
     timed_out = False
     try:
         proc.wait(timeout=max(timeout, 0.01))
@@ -329,3 +346,65 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None)
     for t in readers:
         t.join(timeout=_REAP_GRACE if not timed_out else 0.1)
     return b"".join(chunks["out"]), b"".join(chunks["err"]), proc.returncode, timed_out
+
+
+def _feed(stream: Any, data: bytes) -> None:
+    try:
+        stream.write(data)
+        stream.close()
+    except (OSError, ValueError):
+        pass
+
+
+class _NotRegular(Exception):
+    """A path that is not a regular file (FIFO, device node, socket)."""
+
+
+def _read_regular(target: Path, limit: int) -> bytes:
+    # O_NONBLOCK so that opening a FIFO does not wait for a writer; cleared again before
+    # reading so a regular file reads as usual.
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(target))
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+                    else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a special file")
+            raise _NotRegular(kind)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            block = os.read(fd, min(left, 1 << 16))
+            if not block:
+                break
+            chunks.append(block)
+            left -= len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def call_with_deadline(fn: Any, timeout: float, *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread; its result or exception, or :class:`TimeoutError` when
+    it has not returned within ``timeout`` seconds (the thread is abandoned, never joined: a
+    read stuck in the kernel cannot be interrupted)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="envdoctor-read", daemon=True)
+    thread.start()
+    thread.join(max(timeout, 0.0))
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

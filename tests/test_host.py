@@ -95,3 +95,75 @@ def test_background_commands_run_at_lower_priority():
     host = Host(environ=test_env())
     assert host.run(["nice"], timeout=5).stdout.strip() == "0"
     assert host.niced(10).run(["nice"], timeout=5).stdout.strip() == "10"
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    import os
+
+    (tmp_path / "proc").mkdir()
+    os.mkfifo(tmp_path / "proc" / "fifo")
+    began = time.monotonic()
+    text, reason, detail = Host(environ={}, root=tmp_path).read_text("/proc/fifo")
+    assert time.monotonic() - began < 1.5  # a blocking open would wait here for ever
+    assert text is None and reason is Reason.FAILED and "FIFO" in detail
+
+
+def test_a_device_node_is_refused_not_read():
+    # /dev/kmsg (like any character device) can block a reader until the next kernel message.
+    text, reason, detail = Host(environ={}).read_text("/dev/null")
+    assert text is None and reason is Reason.FAILED and "character device" in detail
+
+
+def test_a_read_stuck_in_the_kernel_is_abandoned_at_its_deadline():
+    import os
+
+    from envdoctor.host import call_with_deadline
+
+    r, w = os.pipe()  # nothing is ever written: os.read blocks in the kernel, as on a wedged driver
+    try:
+        began = time.monotonic()
+        try:
+            call_with_deadline(os.read, 0.3, r, 10)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("the blocked read returned")
+        assert time.monotonic() - began < 2.0
+    finally:
+        os.close(w)  # lets the abandoned reader return EOF and finish
+    assert call_with_deadline(lambda: 42, 1.0) == 42
+
+
+def test_a_command_that_never_reads_its_stdin_keeps_the_deadline(tmp_path):
+    # 1 MiB is far more than a pipe buffer: writing it from the caller's thread would block.
+    make_exe(tmp_path, "deaf", "exec sleep 30\n")
+    host = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin"))
+    began = time.monotonic()
+    res = host.run(["deaf"], timeout=0.5, stdin=b"x" * (1 << 20))
+    assert time.monotonic() - began < 4.0
+    assert res.status == "timeout"
+    assert host.run(["cat"], timeout=5, stdin=b"hello").stdout == "hello"
+
+
+def test_a_nul_byte_in_the_environment_is_a_failed_run_not_an_exception():
+    host = Host(environ=dict(test_env(), BROKEN="a\x00b"))
+    res = host.run(["true"], timeout=5)
+    assert res.status == "failed" and "null byte" in res.detail
+    res = Host(environ=test_env()).run(["echo", "a\x00b"], timeout=5)
+    assert res.status == "failed"
+
+
+def test_realpath_under_a_root_keeps_dot_names_and_stays_inside(tmp_path):
+    root = tmp_path / "root"
+    (root / ".hidden").mkdir(parents=True)
+    (root / "usr" / "lib").mkdir(parents=True)
+    (root / "usr" / "lib" / "libx.so.1").write_text("")
+    (root / "usr" / "lib" / "libx.so").symlink_to("libx.so.1")
+    (tmp_path / "rootfoo").mkdir()
+    (root / "out").symlink_to("../rootfoo")
+    host = Host(environ={}, root=root)
+    assert host.realpath("/.hidden") == "/.hidden"
+    assert host.realpath("/usr/lib/libx.so") == "/usr/lib/libx.so.1"
+    assert host.realpath("/") == "/"
+    # A sibling whose name merely starts with the root's is not inside the root.
+    assert host.realpath("/out") == str(tmp_path / "rootfoo")
