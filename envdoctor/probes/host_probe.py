@@ -20,6 +20,15 @@ KEYS = (
 
 # cgroup v1 reports "no limit" as a huge page-aligned number.
 _V1_UNLIMITED = 1 << 60
+# Longest environment value kept in the facts: a runaway value (a PATH grown by a loop, a
+# JSON blob) adds nothing past this, and redacting it costs time that grows faster than its size.
+MAX_ENV_VALUE = 8192
+
+
+def _capped(value: str) -> str:
+    if len(value) <= MAX_ENV_VALUE:
+        return value
+    return value[:MAX_ENV_VALUE] + f"… ({len(value)} characters in all)"
 
 
 def _distro(host: Host) -> Reading:
@@ -41,7 +50,7 @@ def _cgroup_cpu(host: Host) -> Reading:
             return ok(None, "/sys/fs/cgroup/cpu.max", "unlimited")
         try:
             return ok(round(int(quota) / int(period or 100000), 2), "/sys/fs/cgroup/cpu.max")
-        except ValueError:
+        except (ValueError, ZeroDivisionError):
             return missing(Reason.FAILED, "/sys/fs/cgroup/cpu.max", f"unexpected content {text.strip()[:60]!r}")
     quota_text, _, _ = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", 4096)
     period_text, _, _ = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us", 4096)
@@ -50,6 +59,8 @@ def _cgroup_cpu(host: Host) -> Reading:
             quota, period = int(quota_text), int(period_text)
         except ValueError:
             return missing(Reason.FAILED, "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "unparsable")
+        if quota > 0 and period <= 0:
+            return missing(Reason.FAILED, "/sys/fs/cgroup/cpu/cpu.cfs_period_us", f"unexpected period {period}")
         return ok(None if quota <= 0 else round(quota / period, 2), "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
     return missing(Reason.ABSENT, "/sys/fs/cgroup", "no cgroup CPU controller visible")
 
@@ -124,7 +135,10 @@ def _shm(host: Host) -> Reading:
 def probe_host(host: Host, options: Options) -> dict[str, Reading]:
     uname = platform.uname()
     container, evidence = _container(host)
-    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    try:  # musl and other libcs reject the name (ValueError/OSError) or answer None
+        glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    except (ValueError, OSError):
+        glibc = None
     return {
         "host.os": ok(uname.system, "platform.uname"),
         "host.distro": _distro(host),
@@ -140,7 +154,7 @@ def probe_host(host: Host, options: Options) -> dict[str, Reading]:
         "host.wsl": _wsl(host),
         "host.shm_size": _shm(host),
         "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED),
-        "env.vars": ok(select_env(host.environ), "environment"),
+        "env.vars": ok(select_env({k: _capped(v) for k, v in host.environ.items()}), "environment"),
     }
 
 
