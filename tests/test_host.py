@@ -167,3 +167,21 @@ def test_realpath_under_a_root_keeps_dot_names_and_stays_inside(tmp_path):
     assert host.realpath("/") == "/"
     # A sibling whose name merely starts with the root's is not inside the root.
     assert host.realpath("/out") == str(tmp_path / "rootfoo")
+
+
+def test_child_records_are_strict_json_even_with_nan_and_infinity(tmp_path, monkeypatch):
+    import json
+
+    from envdoctor import host as host_mod
+
+    child_dir = tmp_path / "child"
+    child_dir.mkdir()
+    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
+    (child_dir / "nan.py").write_text(
+        "from _edchild import done\n"
+        "done(loss=float('nan'), run={'gbps': float('inf'), 'errs': [1.5, float('-inf')], 'ok': False})\n")
+    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+    res = Host(environ=test_env()).run_child("nan", timeout=10)
+    assert res.ok, res.explain()
+    assert res.data == {"loss": None, "run": {"gbps": None, "errs": [1.5, None], "ok": False}}
+    json.dumps(res.data, allow_nan=False)  # strict JSON: no NaN/Infinity tokens

@@ -17,9 +17,22 @@ def args():
         return {}
 
 
+def finite(value):
+    """``value`` with NaN and infinities as None, in nested dicts and lists too: json.dumps writes
+    them as bare ``NaN``/``Infinity`` tokens, which are not JSON and which strict readers of a
+    saved report reject. (A NaN loss is exactly what a broken GPU produces.)"""
+    if isinstance(value, float):
+        return value if value - value == 0.0 else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def emit(**record):
     """Print one record; flushed at once so a later hang or crash cannot lose it."""
-    _out.write(MARK + json.dumps(record, default=str) + "\n")
+    _out.write(MARK + json.dumps(finite(record), default=str) + "\n")
     _out.flush()
 
 
