@@ -16,7 +16,9 @@ Arguments (all optional):
               prove each failure is caught. ``corrupt_matmul`` (scale a sixteenth of the output
               columns by 1.5), ``nan_matmul`` (one NaN in the output), ``hang`` (sleep forever at
               the first matmul), ``segfault`` (read address 0 at the first matmul),
-              ``sigbus_worker`` (DataLoader worker raises SIGBUS, as a full /dev/shm does).
+              ``sigbus_worker`` (DataLoader worker raises SIGBUS, as a full /dev/shm does),
+              ``sigbus_worker_unsignalled`` (the same with SIGCHLD kept from the main thread,
+              as when the kernel hands it to another thread on a loaded machine).
 """
 
 import json
@@ -532,7 +534,7 @@ class _Batches:
 
     def __getitem__(self, index):
         torch = _torch()
-        if self.inject == "sigbus_worker":
+        if self.inject in ("sigbus_worker", "sigbus_worker_unsignalled"):
             # What a full /dev/shm does to a worker writing a batch into it.
             os.kill(os.getpid(), signal.SIGBUS)
         return torch.full((self.numel,), float(index))
@@ -554,12 +556,35 @@ def check_dataloader(device, opts):
     # Workers inherit fd 2 and print "ERROR: Unexpected bus error encountered in worker" there,
     # while the loader only raises "worker ... exited unexpectedly": capture fd 2 to see which.
     with WorkerStderr() as captured:
-        _load(device, data, batch, workers, out)
+        try:
+            _load(device, data, batch, workers, out)
+        except Exception as exc:
+            # torch's SIGCHLD handler raises a dead worker's exit again at any bytecode while the
+            # loader's iterator lives, also while _load is handling the first report of it.
+            if "error" not in out:
+                out.update(ok=False, error=error_text(exc))
     text = captured.text.replace("\x00", "")
     out["worker_stderr"] = [ln.strip() for ln in text.splitlines() if ln.strip()][-10:]
+    if out.get("error"):
+        error = out["error"]
+        out["bus_error"] = "bus error" in error.lower() or "SIGBUS" in error
+        out["killed"] = "killed by signal" in error or "exited unexpectedly" in error
     if "bus error" in text.lower():
         out["bus_error"] = True
     return out
+
+
+#: Seconds the whole DataLoader pass may take before it counts as hung (a healthy pass takes
+#: well under a second; the parent's deadline is minutes).
+LOADER_DEADLINE = 60
+
+
+class LoaderHung(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise LoaderHung("no batch within %d s: a DataLoader worker hung" % LOADER_DEADLINE)
 
 
 class WorkerStderr:
@@ -596,21 +621,35 @@ def _load(device, data, batch, workers, out):
     with warnings.catch_warnings():
         # "pin_memory ... no accelerator is found" on CPU-only builds: expected there.
         warnings.simplefilter("ignore")
-        loader = torch.utils.data.DataLoader(data, batch_size=batch, num_workers=workers, pin_memory=True,
-                                             timeout=60)
+        # No DataLoader timeout: with one, each batch is a single wait of that length, and a
+        # dead worker is noticed only when SIGCHLD interrupts it, which it does not when the
+        # kernel delivers SIGCHLD to another thread (common on a loaded machine). Without one,
+        # the loader itself checks its workers' liveness every 5 s; the alarm below bounds a
+        # worker that hangs instead of dying (Python runs the handler in the main thread at
+        # its next 5 s wake-up at the latest).
+        loader = torch.utils.data.DataLoader(data, batch_size=batch, num_workers=workers, pin_memory=True)
+        unsignalled = INJECT == "sigbus_worker_unsignalled"
+        if unsignalled:
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, LOADER_DEADLINE)
         try:
-            for i, chunk in enumerate(loader):
-                want = torch.arange(i * batch, i * batch + batch, dtype=chunk.dtype).unsqueeze(1)
-                if not bool((chunk == want).all()):
-                    wrong.append(i)
-                if device != "cpu":
-                    chunk.to(device, non_blocking=True)
-                seen += chunk.numel() * 4
-        except Exception as exc:
-            text = error_text(exc)
-            out.update(ok=False, error=text, bus_error="bus error" in text.lower() or "SIGBUS" in text,
-                       killed="killed by signal" in text or "exited unexpectedly" in text)
-            return
+            try:
+                for i, chunk in enumerate(loader):
+                    want = torch.arange(i * batch, i * batch + batch, dtype=chunk.dtype).unsqueeze(1)
+                    if not bool((chunk == want).all()):
+                        wrong.append(i)
+                    if device != "cpu":
+                        chunk.to(device, non_blocking=True)
+                    seen += chunk.numel() * 4
+            except Exception as exc:
+                out.update(ok=False, error=error_text(exc))
+                return
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if unsignalled:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
     sync(device)
     seconds = time.perf_counter() - t0
     out.update(ok=not wrong, wrong_batches=wrong, seconds=round(seconds, 4),

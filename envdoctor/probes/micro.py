@@ -29,7 +29,7 @@ KEYS = ("micro.run", *(f"micro.{c}" for c in CHECKS))
 #: Self-test hooks the child honours (see envdoctor/child/micro.py); tests pass one through
 #: ``Options.extra["micro_inject"]``. Never set in production. ``Options.extra`` also takes
 #: ``micro_checks`` (run a subset) and ``micro_budget`` (seconds per timed loop).
-INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker")
+INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker", "sigbus_worker_unsignalled")
 
 # Files whose presence says an NVIDIA driver is loaded (Linux) or exposed through WSL2.
 _GPU_NODES = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")
