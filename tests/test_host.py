@@ -31,7 +31,7 @@ def test_hanging_command_is_abandoned_within_the_deadline(tmp_path):
     host = Host(environ=test_env(PATH=f"{tmp_path}:/usr/bin:/bin"))
     began = time.monotonic()
     res = host.run(["hang"], timeout=0.5)
-    assert time.monotonic() - began < 2.5
+    assert time.monotonic() - began < 4.0  # 0.5 s + reaping; the sleeps last 60 s
     assert res.status == "timeout" and res.reason is Reason.TIMEOUT
 
 
@@ -59,8 +59,10 @@ def test_child_partial_records_survive_a_hang(tmp_path, monkeypatch):
         "import time\nfrom _edchild import emit, stage\nemit(driver='570.1')\nstage('nvmlInit')\ntime.sleep(60)\n")
     monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
     began = time.monotonic()
-    res = Host(environ=test_env()).run_child("stuck", timeout=1.0)
-    assert time.monotonic() - began < 3
+    # 2.5 s: the child must start Python and print its stage before the deadline, even on a
+    # loaded 2-core machine; the sleep is 60 s, so returning at all proves it was abandoned.
+    res = Host(environ=test_env()).run_child("stuck", timeout=2.5)
+    assert time.monotonic() - began < 6
     assert res.status == "timeout"
     assert res.data == {"driver": "570.1"}
     assert res.stage == "nvmlInit" and "nvmlInit" in res.explain()

