@@ -32,7 +32,10 @@ _SECRET_VALUE = [
     re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
     re.compile(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
 ]
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]+:[^/@\s]+)@")
+# Bounded and anchored (no scheme character before it): an unbounded scheme/credential run
+# backtracks quadratically, and whole reports pass through here (64 KB took seconds).
+_URL_CREDENTIALS = re.compile(
+    r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<cred>[^/@\s:]{1,256}:[^/@\s]{1,256})@")
 
 
 def is_secret_name(name: str) -> bool:

@@ -38,3 +38,13 @@ def test_a_written_report_is_redacted_even_if_a_probe_leaked_a_secret():
     text = to_json(Report(facts=facts, findings=()))
     assert "hunter2" not in text and "hf_abcdefghijklmnopqrstuvwxyz" not in text
     assert json.loads(text)["facts"]["env.vars"]["value"]["HF_TOKEN"] == REDACTED
+
+
+def test_redaction_stays_fast_on_long_strings():
+    import time
+
+    began = time.monotonic()
+    for text in ("a" * 200_000, "http:" * 40_000, "x://" + "u" * 100_000, "a:b" * 60_000):
+        redact_text(text)
+    assert time.monotonic() - began < 2.0
+    assert redact_text("see https://me:pw@host/x and " + "y" * 50_000).startswith("see https://<redacted>@host/x")
