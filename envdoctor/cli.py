@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -88,7 +88,7 @@ def main() -> None:
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
              compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool) -> Any:
     from .host import Host
-    from .probes import Options, builtin_probes, run_probes
+    from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
     if python and not os.path.exists(python) and not _which(python):
         raise click.BadParameter(f"{python} does not exist", param_hint="--python")
@@ -97,14 +97,24 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     options = Options(timeout=timeout, python=_which(python) if python else None, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_)
     host = Host(python=options.python)
-    specs = builtin_probes()
+    specs: Iterable[ProbeSpec] = iter_builtin_probes()
     if micro_only:
         specs = [s for s in specs if s.micro or s.name in ("host", "python")]
     result: dict[str, Any] = {}
-    pending = {s.name for s in specs}
+    pending: set[str] = set()
+    lock = threading.Lock()  # the probe threads change `pending` while the spinner reads it
+
+    def started(spec: ProbeSpec) -> ProbeSpec:
+        with lock:
+            pending.add(spec.name)
+        return spec
+
+    def finished(run: Any) -> None:
+        with lock:
+            pending.discard(run.name)
 
     def work() -> None:
-        result["facts"], result["runs"] = run_probes(host, options, specs, on_done=lambda r: pending.discard(r.name))
+        result["facts"], result["runs"] = run_probes(host, options, (started(s) for s in specs), on_done=finished)
 
     worker = threading.Thread(target=work, name="probes", daemon=True)
     began = time.monotonic()
@@ -130,7 +140,8 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
             while worker.is_alive():
                 worker.join(0.1)
                 elapsed = time.monotonic() - began
-                names = ", ".join(sorted(pending))
+                with lock:
+                    names = ", ".join(sorted(pending))
                 slow = " (taking unexpectedly long)" if elapsed > 10 else ""
                 status.update(f"probing: {names} {elapsed:.0f}s{slow}")
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..host import Host
@@ -50,24 +50,26 @@ class ProbeSpec:
         return options.timeout * self.scale
 
 
+def iter_builtin_probes() -> Iterator[ProbeSpec]:
+    """The built-in probes, listed explicitly. The torch probe comes first and the other probe
+    modules are imported only after it is yielded: run_probes starts each probe as it arrives,
+    so the slowest child (``import torch``) is already running while the rest load."""
+    from . import python_probe
+
+    yield from python_probe.PROBES
+    from . import host_probe
+
+    yield from host_probe.PROBES
+    from . import libraries, micro, nvidia
+
+    yield from nvidia.PROBES
+    yield from libraries.PROBES
+    yield from micro.PROBES
+
+
 def builtin_probes() -> list[ProbeSpec]:
-    """The built-in probes, listed explicitly (imported lazily to keep startup fast)."""
-    from . import host_probe, python_probe
+    return list(iter_builtin_probes())
 
-    specs: list[ProbeSpec] = [*host_probe.PROBES, *python_probe.PROBES]
-    for name in _OPTIONAL:
-        try:
-            module = __import__(f"{__name__}.{name}", fromlist=["PROBES"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
-        specs.extend(module.PROBES)
-    return specs
-
-
-# Probe modules added by other areas of the project; each defines PROBES.
-_OPTIONAL = ("nvidia", "libraries", "micro")
 
 # Extra seconds a probe thread gets beyond its own deadline before the runner gives up on it:
 # the deadline inside the probe (host.run) should always fire first.
@@ -86,7 +88,7 @@ def run_probes(
     ``budget`` caps the total wall time (the healthcheck's hard limit): probes still running
     then are abandoned and reported as timeouts."""
     began = time.monotonic()
-    specs = list(probes)
+    specs: list[ProbeSpec] = []
     readings: dict[str, Reading] = {}
     runs: dict[str, ProbeRun] = {}
     lock = threading.Lock()
@@ -126,7 +128,8 @@ def run_probes(
     # the interpreter from exiting (ThreadPoolExecutor joins its workers at exit).
     threads: dict[str, tuple[ProbeSpec, threading.Thread]] = {}
     background = host.niced(10)
-    for spec in specs:
+    for spec in probes:  # started as they arrive (see iter_builtin_probes)
+        specs.append(spec)
         starts[spec.name] = time.monotonic()
         thread = threading.Thread(target=work, args=(spec, host if spec.critical else background),
                                   name=f"probe-{spec.name}", daemon=True)
