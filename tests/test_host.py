@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import time
 
 from envdoctor.host import Host
@@ -9,6 +11,23 @@ from envdoctor.model import Reason
 
 from .conftest import make_exe, test_env
 
+
+
+@pytest.fixture
+def child_script(tmp_path, monkeypatch):
+    """Write a real child script (next to a copy of _edchild.py) that Host.run_child will run."""
+    from envdoctor import host as host_mod
+
+    child_dir = tmp_path / "child"
+    child_dir.mkdir()
+    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
+    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+
+    def write(name: str, code: str) -> str:
+        (child_dir / f"{name}.py").write_text(code)
+        return name
+
+    return write
 
 def test_run_captures_output_and_exit_code(tmp_path):
     make_exe(tmp_path, "tool", "echo out; echo err >&2; exit 3\n")
@@ -48,16 +67,11 @@ def test_non_utf8_output_never_raises(tmp_path):
     assert res.ok and "GPU" in res.stdout and "\ufffd" in res.stdout
 
 
-def test_child_partial_records_survive_a_hang(tmp_path, monkeypatch):
+def test_child_partial_records_survive_a_hang(child_script):
     # A real child script that reports, announces a stage, then hangs.
-    from envdoctor import host as host_mod
-
-    child_dir = tmp_path / "child"
-    child_dir.mkdir()
-    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
-    (child_dir / "stuck.py").write_text(
-        "import time\nfrom _edchild import emit, stage\nemit(driver='570.1')\nstage('nvmlInit')\ntime.sleep(60)\n")
-    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+    child_script("stuck",
+                 "import time\nfrom _edchild import emit, stage\nemit(driver='570.1')\nstage('nvmlInit')\n"
+                 "time.sleep(60)\n")
     began = time.monotonic()
     # 2.5 s: the child must start Python and print its stage before the deadline, even on a
     # loaded 2-core machine; the sleep is 60 s, so returning at all proves it was abandoned.
@@ -68,16 +82,10 @@ def test_child_partial_records_survive_a_hang(tmp_path, monkeypatch):
     assert res.stage == "nvmlInit" and "nvmlInit" in res.explain()
 
 
-def test_child_that_dies_is_crashed_with_its_stage(tmp_path, monkeypatch):
-    from envdoctor import host as host_mod
-
-    child_dir = tmp_path / "child"
-    child_dir.mkdir()
-    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
-    (child_dir / "boom.py").write_text(
-        "import os, signal\nfrom _edchild import emit, stage\nemit(a=1)\nstage('cuInit')\n"
-        "os.kill(os.getpid(), signal.SIGSEGV)\n")
-    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+def test_child_that_dies_is_crashed_with_its_stage(child_script):
+    child_script("boom",
+                 "import os, signal\nfrom _edchild import emit, stage\nemit(a=1)\nstage('cuInit')\n"
+                 "os.kill(os.getpid(), signal.SIGSEGV)\n")
     res = Host(environ=test_env()).run_child("boom", timeout=10)
     assert res.status == "crashed" and res.data == {"a": 1}
     assert "SIGSEGV" in res.explain() and "cuInit" in res.explain()
@@ -171,18 +179,12 @@ def test_realpath_under_a_root_keeps_dot_names_and_stays_inside(tmp_path):
     assert host.realpath("/out") == str(tmp_path / "rootfoo")
 
 
-def test_child_records_are_strict_json_even_with_nan_and_infinity(tmp_path, monkeypatch):
+def test_child_records_are_strict_json_even_with_nan_and_infinity(child_script):
     import json
 
-    from envdoctor import host as host_mod
-
-    child_dir = tmp_path / "child"
-    child_dir.mkdir()
-    (child_dir / "_edchild.py").write_text((host_mod.CHILD_DIR / "_edchild.py").read_text())
-    (child_dir / "nan.py").write_text(
-        "from _edchild import done\n"
-        "done(loss=float('nan'), run={'gbps': float('inf'), 'errs': [1.5, float('-inf')], 'ok': False})\n")
-    monkeypatch.setattr(host_mod, "CHILD_DIR", child_dir)
+    child_script("nan",
+                 "from _edchild import done\n"
+                 "done(loss=float('nan'), run={'gbps': float('inf'), 'errs': [1.5, float('-inf')], 'ok': False})\n")
     res = Host(environ=test_env()).run_child("nan", timeout=10)
     assert res.ok, res.explain()
     assert res.data == {"loss": None, "run": {"gbps": None, "errs": [1.5, None], "ok": False}}
