@@ -369,6 +369,29 @@ def cudart_resolution(facts: Facts):
                     "(C++/libtorch programs, extensions loaded first) fails with \"cannot open shared object file\".",
                     evidence=ev, remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
 
+    ext_missing = {str(e.get("role")).split(":", 1)[1]: (str(e.get("file")), list(e.get("not_found") or ()))
+                   for e in ldd if str(e.get("role", "")).startswith("extension:") and e.get("not_found")}
+    if ext_missing:
+        # An extension wheel built for another CUDA major (libcudart.so.11.0 next to a cu12 torch)
+        # or against another torch (libc10_cuda.so from a different release): it fails at import.
+        version = facts.value("torch.version")
+        variant = torch_variant(facts)
+        commands = []
+        for pkg in ext_missing:
+            index = (f" --index-url https://download.pytorch.org/whl/{variant}"
+                     if pkg in ("torchvision", "torchaudio") and variant else "")
+            commands.append(f"{py} -m pip install --force-reinstall --no-deps {pkg}{index}")
+        detail = "; ".join(f"{pkg} ({os.path.basename(f)}): {', '.join(n)} => not found"
+                           for pkg, (f, n) in ext_missing.items())
+        return warn(f"{', '.join(ext_missing)} cannot resolve {len({s for _, n in ext_missing.values() for s in n})} "
+                    "of its libraries", detail=detail + f". The extension was built for another CUDA or torch than "
+                    f"torch {version or '(not read)'}: importing it fails with \"cannot open shared object file\" "
+                    "or \"undefined symbol\".", evidence=ev,
+                    remedy=Remediation("Reinstall each extension built for this torch and CUDA (torchvision/"
+                                       "torchaudio from torch's own index; others from a wheel matching "
+                                       f"torch {version or ''} and its CUDA, or rebuilt from source).",
+                                       tuple(commands), (GET_STARTED,)))
+
     broken = []
     for soname, item in sorted(choice.items()):
         if not isinstance(item, Mapping) or item.get("family") != "cudart":

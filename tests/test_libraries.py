@@ -407,3 +407,21 @@ def test_names_and_pins():
     assert soname_guess("libcudart-a7b20f20.so.11.0") == "libcudart.so.11"
     assert torch_pins(['nvidia-cudnn-cu12==9.5.1.17; platform_system == "Linux"', "sympy>=1.13",
                        "Nvidia_Nccl_Cu12 == 2.21.5"]) == {"nvidia-cudnn-cu12": "9.5.1.17", "nvidia-nccl-cu12": "2.21.5"}
+
+
+def test_ldd_also_covers_known_extensions(tmp_path):
+    """A site-packages with a torchvision extension whose CUDA runtime is missing: the probe runs
+    ldd on it (a fake ldd that prints what a real one would), and records the role and the miss."""
+    from envdoctor.probes import Options
+    from envdoctor.probes.libraries import probe_libraries
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"  # the probe looks at *site-packages
+    (site / "torchvision").mkdir(parents=True)
+    ext = site / "torchvision" / "_C.so"
+    ext.write_bytes(b"\x7fELF")
+    bindir = tmp_path / "bin"
+    make_exe(bindir, "ldd", "echo '\\tlibcudart.so.11.0 => not found'\necho '\\tlibc.so.6 => /lib/libc.so.6 (0x1)'\n")
+    host = Host(environ=test_env(PATH=f"{bindir}:/usr/bin:/bin", PYTHONPATH=str(site)))
+    facts = probe_libraries(host, Options(timeout=5))
+    entries = [e for e in facts["libs.ldd"].value if e.get("role") == "extension:torchvision"]
+    assert entries and list(entries[0]["not_found"]) == ["libcudart.so.11.0"]

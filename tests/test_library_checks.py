@@ -276,3 +276,14 @@ def test_ldd_binding_a_wheel_library_to_an_ld_library_path_copy_is_flagged():
     # Without the wheel folder for it, the toolkit copy is the only one: no conflict.
     f = facts(libs__ldd=ldd, libs__wheel_dirs=dirs[:2] + dirs[3:], libs__ld_library_path=[STALE])
     assert judge(library_conflicts, f).status is Status.OK
+
+
+def test_an_extension_built_for_another_cuda_warns_with_its_reinstall():
+    tv = {"file": f"{SITE}/torchvision/_C.so", "role": "extension:torchvision",
+          "resolved": {"libc10.so": f"{SITE}/torch/lib/libc10.so"}, "not_found": ["libcudart.so.11.0"]}
+    finding = judge(cudart_resolution, facts(libs__ldd=[*torch_ldd(), tv]))
+    assert finding.status is Status.WARN and finding.title.startswith("torchvision cannot resolve")
+    assert "libcudart.so.11.0 => not found" in finding.detail
+    assert finding.remediation.commands == (
+        "/opt/venv/bin/python -m pip install --force-reinstall --no-deps torchvision "
+        "--index-url https://download.pytorch.org/whl/cu126",)

@@ -55,7 +55,17 @@ KEYS = (
 # The child loads files until one kills it; each crash or hang costs one retry.
 _MAX_CHILDREN = 4
 _MAX_LOADS = 24
-_MAX_LDD = 8
+_MAX_LDD = 14
+# Compiled CUDA extensions of other packages (site-packages-relative folder / file pattern): a
+# wheel built for another CUDA major or torch release fails to resolve its libraries here.
+_EXTENSIONS = (
+    ("torchvision", r"_C\.so", "torchvision"),
+    ("torchaudio/lib", r"libtorchaudio\.so", "torchaudio"),
+    ("xformers", r"_C\.so", "xformers"),
+    ("", r"flash_attn_2_cuda\.cpython.*\.so", "flash-attn"),
+    ("vllm", r"_C\.abi3\.so", "vllm"),
+    ("bitsandbytes", r"libbitsandbytes_cuda\d+\.so", "bitsandbytes"),
+)
 _LDD_LINE = re.compile(r"^(\S+)\s+=>\s+(.*?)\s*(\(0x[0-9a-fA-F]+\))?$")
 
 
@@ -483,6 +493,12 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
         for name in host.list_dir(torch_path):
             if re.match(r"^_C(\.cpython[^/]*|\.abi3)?\.so$", name):
                 ldd_targets.append((os.path.join(torch_path, name), "torch._C"))
+    for sp in site.get("site_packages") or []:
+        for folder, pattern, pkg in _EXTENSIONS:
+            where = os.path.join(sp, folder) if folder else sp
+            for name in host.list_dir(where):
+                if re.fullmatch(pattern, name) and len(ldd_targets) < _MAX_LDD:
+                    ldd_targets.append((os.path.join(where, name), f"extension:{pkg}"))
     ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
     ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
     # Loading is milliseconds per library when warm; a cold network filesystem can take a second.
