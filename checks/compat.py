@@ -566,23 +566,41 @@ def _outside_wheel(paths: Iterable[str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class _Bundled:
+    """What cudnn-mismatch and nccl-mismatch both start from: torch's build, the table's row for
+    the library it bundles, the installed wheel, what torch reported at run time and what it mapped."""
+
+    build: Any
+    row: Mapping[str, Any] | None
+    pkg: tuple[str, str] | None
+    loaded: list[str]
+    foreign: list[str]
+    py: str
+    variant: str
+
+
+def _bundled(facts: Facts, family: str) -> _Bundled | None:
+    build = torch_build(facts)
+    if build is None or not build.cuda:
+        return None
+    loaded = list((facts.value("torch.loaded_libraries") or {}).get(family, []) or [])
+    return _Bundled(build, compat.bundled_libs(build.public, build.variant or ""), _pkg_version(_packages(facts), family),
+                    loaded, _outside_wheel(loaded), facts.value("python.executable") or "python",
+                    build.variant or "cu" + build.cuda.replace(".", ""))
+
+
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
        needs=("torch.version", "torch.cudnn_version"))
 def cudnn_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.cudnn_version", "libs.cudnn_copies", "torch.loaded_libraries")
-    build = torch_build(facts)
-    if build is None or not build.cuda:
+    b = _bundled(facts, "cudnn")
+    if b is None:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
-    row = compat.bundled_libs(build.public, build.variant or "")
+    build, row, pkg, loaded, foreign, py, variant = b.build, b.row, b.pkg, b.loaded, b.foreign, b.py, b.variant
     expected = compat.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None
-    pkgs = _packages(facts)
-    pkg = _pkg_version(pkgs, "cudnn")
     runtime = compat.cudnn_tuple(facts.value("torch.cudnn_version"))
-    loaded = list((facts.value("torch.loaded_libraries") or {}).get("cudnn", []) or [])
-    foreign = _outside_wheel(loaded)
     ev["expected_cudnn"] = row["cudnn"] if row and row.get("cudnn") else None
-    py = facts.value("python.executable") or "python"
-    variant = build.variant or "cu" + build.cuda.replace(".", "")
     fix = Remediation(
         "Let torch load the cuDNN it ships: remove other cuDNN directories from LD_LIBRARY_PATH and reinstall "
         "torch with its pinned nvidia-cudnn wheel.",
@@ -631,21 +649,15 @@ def cudnn_mismatch(facts: Facts) -> Finding:
        needs=("torch.version", "torch.nccl_version"))
 def nccl_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.nccl_version", "libs.nccl_copies", "torch.loaded_libraries")
-    build = torch_build(facts)
-    if build is None or not build.cuda:
+    b = _bundled(facts, "nccl")
+    if b is None:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    build, row, pkg, foreign, py, variant = b.build, b.row, b.pkg, b.foreign, b.py, b.variant
     if build.variant and facts.value("host.os") == "Windows":
         return skip("Windows builds of torch do not use NCCL", evidence=ev)
-    row = compat.bundled_libs(build.public, build.variant or "")
     expected = compat.version(row["nccl"]) if row and row.get("nccl") else None
-    pkgs = _packages(facts)
-    pkg = _pkg_version(pkgs, "nccl")
     runtime = compat.version(facts.value("torch.nccl_version"))
-    loaded = list((facts.value("torch.loaded_libraries") or {}).get("nccl", []) or [])
-    foreign = _outside_wheel(loaded)
     ev["expected_nccl"] = row["nccl"] if row else None
-    py = facts.value("python.executable") or "python"
-    variant = build.variant or "cu" + build.cuda.replace(".", "")
     pin = f"nvidia-nccl-cu{build.cuda.split('.')[0]}"
     pkg_v = compat.version(pkg[1]) if pkg else None
     fix_cmds = ((f"{py} -m pip install --force-reinstall {pin}=={row['nccl']}",) if row and row.get("nccl") else ()) + \
