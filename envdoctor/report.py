@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -134,7 +135,11 @@ def read_input(path: str, stdin: Any = None, limit: int = MAX_INPUT_BYTES) -> st
         try:
             if p.is_dir():
                 raise ReportError(f"{path} is a directory, not a report file")
-            size = p.stat().st_size
+            st = p.stat()
+            if not stat.S_ISREG(st.st_mode):
+                # A FIFO or device would block the read forever (or never end): use `-` for a pipe.
+                raise ReportError(f"{path} is not a regular file; to read a pipe, pass - and redirect it to stdin")
+            size = st.st_size
             if size > limit:
                 raise ReportError(f"{path} is {size / 1e6:.0f} MB; a report is at most {limit // (1 << 20)} MiB. "
                                   "Is this the right file?")

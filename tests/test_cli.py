@@ -42,7 +42,7 @@ def test_check_runs_end_to_end_on_this_machine():
 
 
 def test_report_json_validates_against_the_shipped_schema(saved_report):
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # a test dependency ([test] extra): never skipped
     schema = json.loads((ROOT / "envdoctor/data/report.schema.json").read_text())
     data = json.loads(saved_report.read_text())
     jsonschema.validate(data, schema)
@@ -90,6 +90,13 @@ def test_diagnose_rejects_bad_input_with_one_clear_line(tmp_path, content, messa
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     if message:
         assert message in err
+
+
+def test_diagnose_refuses_a_fifo_instead_of_blocking_on_it(tmp_path):
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    proc = run("diagnose", str(fifo), timeout=30)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr.decode()
 
 
 def test_diagnose_refuses_a_huge_file_without_reading_it(tmp_path):
