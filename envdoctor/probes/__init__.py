@@ -103,7 +103,8 @@ def run_probes(
                     for k in spec.keys}
         else:
             got = dict(result or {})
-            fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}")) for k in spec.keys}
+            fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}",
+                                                f"probe {spec.name} declares {k} but did not set it (a bug)")) for k in spec.keys}
             fill.update(got)
             statuses = {r.reason for r in fill.values()}
             status = "timeout" if Reason.TIMEOUT in statuses else "crashed" if Reason.CRASHED in statuses else "ok"

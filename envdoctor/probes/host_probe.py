@@ -153,7 +153,7 @@ def probe_host(host: Host, options: Options) -> dict[str, Reading]:
         "host.container_evidence": evidence,
         "host.wsl": _wsl(host),
         "host.shm_size": _shm(host),
-        "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED),
+        "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED, "geteuid", "this platform has no user ids"),
         "env.vars": ok(select_env({k: _capped(v) for k, v in host.environ.items()}), "environment"),
     }
 
