@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .model import Finding, Status, thaw
@@ -61,6 +61,8 @@ def _headline(report: Report) -> str:
     if f.value("nvml.driver_version"):
         parts.append(f"driver {f.value('nvml.driver_version')}")
     gpus = f.value("nvml.gpus") or f.value("torch.devices") or []
+    # A saved report is untrusted input: only well-formed GPU entries make the header.
+    gpus = [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, (list, tuple)) else []
     if gpus:
         names = sorted({str(g.get("name", "?")) for g in gpus})
         parts.append(f"{len(gpus)}× " + ", ".join(names))

@@ -100,7 +100,7 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     elif no_devices:
         out["nvml.gpus"] = ok([], SOURCE, "No devices were found")
         out["nvml.device_count"] = ok(0, SOURCE, "No devices were found")
-    elif failure or not_found:
+    elif (failure or not_found) and not out["nvml.driver_version"].ok:
         out["nvml.gpus"] = out["nvml.driver_version"]
         out["nvml.device_count"] = out["nvml.driver_version"]
     return out
