@@ -61,3 +61,35 @@ def mib(n: Any) -> str:
         return f"{int(n) / (1 << 20):.0f} MiB"
     except (TypeError, ValueError):
         return "?"
+
+
+def library_errors(facts: Facts) -> list[dict[str, Any]]:
+    """Dynamic-loader failures torch met ("undefined symbol", "cannot open shared object file"),
+    from every fact that can carry one: the import error (torch.version failed), CUDA
+    initialisation messages, and lines a pasted report holds (torch.library_errors)."""
+    from ..messages import loader_errors
+
+    texts: list[str] = [str(t) for t in facts.value("torch.library_errors") or ()]
+    reading = facts.get("torch.version")
+    if not reading.ok and reading.detail:
+        texts.append(reading.detail)
+    if facts.value("torch.cuda_init_error"):
+        texts.append(str(facts.value("torch.cuda_init_error")))
+    texts.extend(str(t) for t in facts.value("torch.cuda_available_messages") or ())
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for text in texts:
+        for err in loader_errors(text):
+            key = (err["kind"], err["library"], err["symbol"])
+            if key not in seen:
+                seen.add(key)
+                out.append(err)
+    return out
+
+
+def outside_wheel(path: str | None) -> bool:
+    """True for a library path that is not a pip wheel's copy (site-packages/…), e.g. /usr/local/cuda."""
+    if not path or "/" not in path:
+        return False
+    norm = path.replace("\\", "/")
+    return "/site-packages/" not in norm and "/dist-packages/" not in norm

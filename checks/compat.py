@@ -14,14 +14,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat
+from .. import compat, messages
 from packaging.version import Version
 
 from ..compat import CC, ArchList
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._common import torch_variant
+from ._common import library_errors, outside_wheel, torch_variant
 
 GET_STARTED = "https://pytorch.org/get-started/locally/"
 PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
@@ -361,6 +361,7 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
                            extras=_companion_extras(facts))
     if rec:
         drv = _driver_text(facts)
+        drv = drv or rec.driver_note
         arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
         remedy = Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                              + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
@@ -440,6 +441,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     integrated = any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc)
     if rec:
         drv = _driver_text(facts)
+        drv = drv or rec.driver_note
         arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
         text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                 + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
@@ -590,17 +592,68 @@ def _bundled(facts: Facts, family: str) -> _Bundled | None:
                     build.variant or "cu" + build.cuda.replace(".", ""))
 
 
+def _cudnn_facts(facts: Facts) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
+    """(compiled, runtime) cuDNN as torch itself states them: torch.cudnn_build_version and
+    torch.cudnn_version, or both from its "cuDNN version incompatibility" error when reading the
+    runtime version raised it."""
+    compiled = compat.cudnn_tuple(facts.value("torch.cudnn_build_version"))
+    runtime = compat.cudnn_tuple(facts.value("torch.cudnn_version"))
+    reading = facts.get("torch.cudnn_version")
+    if runtime is None and not reading.ok and reading.detail:
+        found = messages.cudnn_incompatibility(reading.detail)
+        if found:
+            compiled, runtime = compiled or found[0], found[1]
+    return compiled, runtime
+
+
+def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """A cuDNN sub-library failed to load ("Could not load library libcudnn_cnn_train.so.8 …
+    undefined symbol"): two cuDNN copies are mixed, typically a system one shadowing torch's."""
+    errs = [e for e in library_errors(facts) if "cudnn" in (e["provider"], e["family"])]
+    if not errs:
+        return None
+    ev["library_errors"] = [f"{x['path']}: {x['kind']} {x['symbol'] or ''}".strip()[:300] for x in errs]
+    foreign = sorted({str(x["path"]).rsplit("/", 1)[0] for x in errs if outside_wheel(x["path"])})
+    version, variant = _torch_dist(facts)
+    commands = []
+    if foreign:
+        commands.append(f"echo $LD_LIBRARY_PATH   # remove {', '.join(foreign)} from it, or: unset LD_LIBRARY_PATH")
+    else:
+        commands.append("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it")
+    if version:
+        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
+                                    f"{compat.index_url(variant or 'cu121')}"))
+    e = errs[0]
+    what = (f"{e['library']} could not be loaded: it lacks {e['symbol'][:80]}" + (f" ({e['version_node']})"
+                                                                               if e["version_node"] else "")
+            if e["kind"] == "undefined-symbol" else f"{e['library']} cannot be found")
+    where = f" It was loaded from {', '.join(foreign)}, not from torch's nvidia-cudnn wheel." if foreign else ""
+    return fail("cuDNN libraries from two different copies are mixed",
+                detail=f"{what}.{where} cuDNN's sub-libraries must all come from one release: a system or toolkit "
+                       "cuDNN on LD_LIBRARY_PATH shadows part of the one torch ships.", evidence=ev,
+                remedy=Remediation("Let torch load only the cuDNN it ships: take other cuDNN folders off "
+                                   "LD_LIBRARY_PATH (or remove the system copy), and reinstall torch if its wheel was "
+                                   "replaced.", tuple(commands),
+                                   ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",)))
+
+
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
        needs=("torch.version", "torch.cudnn_version"))
 def cudnn_mismatch(facts: Facts) -> Finding:
-    ev = evidence(facts, "torch.version", "torch.cudnn_version", "libs.cudnn_copies", "torch.loaded_libraries")
+    ev = evidence(facts, "torch.version", "torch.cudnn_version", "torch.cudnn_build_version", "libs.cudnn_copies",
+                  "torch.loaded_libraries")
+    broken = _cudnn_loader_error(facts, ev)
+    if broken is not None:
+        return broken
     b = _bundled(facts, "cudnn")
     if b is None:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     build, row, pkg, loaded, foreign, py, variant = b.build, b.row, b.pkg, b.loaded, b.foreign, b.py, b.variant
-    expected = compat.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None
-    runtime = compat.cudnn_tuple(facts.value("torch.cudnn_version"))
-    ev["expected_cudnn"] = row["cudnn"] if row and row.get("cudnn") else None
+    compiled, runtime = _cudnn_facts(facts)
+    # torch's own compile-time version is proof; the table's row is the fallback.
+    expected = compiled or (compat.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None)
+    proven = compiled is not None
+    ev["expected_cudnn"] = ".".join(map(str, compiled)) if compiled else (row["cudnn"] if row and row.get("cudnn") else None)
     fix = Remediation(
         "Let torch load the cuDNN it ships: remove other cuDNN directories from LD_LIBRARY_PATH and reinstall "
         "torch with its pinned nvidia-cudnn wheel.",
@@ -613,10 +666,12 @@ def cudnn_mismatch(facts: Facts) -> Finding:
     if observed and expected:
         obs, exp = ".".join(map(str, observed)), ".".join(map(str, expected))
         if observed[0] != expected[0] or observed[1] < expected[1]:
-            verdict = fail if row and row["verified"] else warn
+            verdict = fail if proven or (row and row["verified"]) else warn
+            origin = "torch says it was compiled against" if proven else \
+                f"torch {build.version} ships cuDNN {row['cudnn'] if row else exp} ({table_row}):"
             return verdict(f"cuDNN {obs} is loaded; torch {build.version} was built with cuDNN {exp}",
-                           detail=f"{what} is {obs} but torch {build.version} ships cuDNN {row['cudnn'] if row else exp} "
-                                  f"({table_row}). torch refuses a different major or an older minor (\"cuDNN version "
+                           detail=f"{what} is {obs} but {origin} {exp}. "
+                                  "torch refuses a different major or an older minor (\"cuDNN version "
                                   f"incompatibility: PyTorch was compiled against {expected[:3]} but found runtime "
                                   f"version {observed[:3]}\")."
                                   + (f" Loaded from outside the wheel: {', '.join(foreign)}." if foreign else "")
@@ -632,7 +687,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
     if observed is None:
         if expected is None:
             return skip("cuDNN version not read", detail=compat.not_in_table(f"torch {build.version}"), evidence=ev)
-        return skip("cuDNN version not read", detail=f"torch {build.version} ships cuDNN {row['cudnn'] if row else ''}; "
+        return skip("cuDNN version not read", detail=f"torch {build.version} ships cuDNN {'.'.join(map(str, expected))}; "
                     "the loaded version was not collected.", evidence=ev)
     obs = ".".join(map(str, observed))
     if expected is None:
@@ -645,10 +700,58 @@ def cudnn_mismatch(facts: Facts) -> Finding:
 # ---------------------------------------------------------------------------------------------
 # nccl-mismatch
 
+def _torch_dist(facts: Facts) -> tuple[str | None, str | None]:
+    """(public version, variant) of torch, from torch itself or, when its import failed, its
+    distribution's metadata in the package list."""
+    build = torch_build(facts)
+    if build is not None:
+        return build.public, build.variant
+    dist = _packages(facts).get("torch")
+    if not dist or compat.version(str(dist).split("+")[0]) is None:
+        return None, None
+    return str(dist).split("+")[0], torch_variant(facts)
+
+
+def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torch (libtorch_cuda.so) needs an NCCL symbol the loaded libnccl lacks, or libnccl is missing."""
+    errs = [e for e in library_errors(facts) if "nccl" in (e["provider"], e["family"])]
+    if not errs:
+        return None
+    e = errs[0]
+    ev["library_errors"] = [f"{x['path']}: {x['kind']} {x['symbol'] or ''}".strip() for x in errs]
+    pkgs = _packages(facts)
+    nccl_wheels = sorted(n for n in pkgs if re.fullmatch(r"nvidia-nccl(-cu\d+)?", n))
+    version, variant = _torch_dist(facts)
+    cuda = compat.variant_cuda(variant) if variant else None
+    major = cuda.split(".")[0] if cuda else None
+    keep = (f"nvidia-nccl-cu{major}" if major and int(major) <= 12 else "nvidia-nccl") if major else None
+    extra = [n for n in nccl_wheels if keep and n != keep]
+    commands = [_pip(facts, "pip list") + " | grep -i nccl   # more than one nvidia-nccl wheel is the usual cause"]
+    if extra:
+        commands.append(_pip(facts, "pip uninstall -y " + " ".join(extra)))
+    if version:
+        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
+                                    f"{compat.index_url(variant or 'cu' + (major or '12') + '6')}"))
+    commands.append("echo $LD_LIBRARY_PATH $LD_PRELOAD   # a system libnccl here overrides the wheel's")
+    what = (f"{e['library']} needs {e['symbol']}, which the libnccl.so.2 the loader found does not define"
+            if e["kind"] == "undefined-symbol" else f"{e['library']} cannot be loaded")
+    return fail("torch and the NCCL it loads do not fit" if e["kind"] == "undefined-symbol" else "libnccl cannot be loaded",
+                detail=f"{what}: an older NCCL, or another CUDA major's nvidia-nccl wheel, is loaded in place of the "
+                       f"one torch pins." + (f" Installed NCCL wheels: {', '.join(f'{n} {pkgs[n]}' for n in nccl_wheels)}."
+                                             if nccl_wheels else ""),
+                evidence=ev, remedy=Remediation("Keep only the NCCL wheel torch depends on (and no system libnccl on "
+                                                "LD_LIBRARY_PATH/LD_PRELOAD), then reinstall torch so pip restores its pin.",
+                                                tuple(commands),
+                                                ("https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html",)))
+
+
 @check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
        needs=("torch.version", "torch.nccl_version"))
 def nccl_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.nccl_version", "libs.nccl_copies", "torch.loaded_libraries")
+    broken = _nccl_loader_error(facts, ev)
+    if broken is not None:
+        return broken
     b = _bundled(facts, "nccl")
     if b is None:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)

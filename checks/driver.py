@@ -596,6 +596,11 @@ def cuda_init(facts: Facts):
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
     init = reading.value
     code = init.get("code")
+    owner = _CUDA_INIT_OWNERS.get(code)
+    if owner:
+        # The check that names the cause judges it (and fails); one failure per cause.
+        return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
+                    detail=f"\"{init.get('message') or ''}\". {_CUDA_INIT_TEXT[code][1]}", evidence=ev)
     if code == 0:
         return ok(f"cuInit succeeded: {facts.value('cuda.device_count', 0)} device(s), driver API "
                   f"{facts.value('cuda.driver_version', '?')}", evidence=ev)
@@ -610,6 +615,10 @@ def cuda_init(facts: Facts):
                    "(reboot) clears a driver in a bad state.")
     return fail(title, detail=f"cuInit returned {code} {name}: \"{message}\". {text}".strip(), evidence=ev,
                 remedy=Remediation(fix, commands, links or (CUDA_RESULT_CODES,)))
+
+
+#: cuInit results whose cause a more specific check names and fails on.
+_CUDA_INIT_OWNERS = {802: "fabric-manager", 804: "cuda-forward-compat"}
 
 
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------

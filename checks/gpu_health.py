@@ -430,10 +430,11 @@ _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "co
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
        needs=("nvml.gpus",))
 def fabric_manager(facts: Facts):
+    cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     none = _no_gpus(facts)
-    if none:
+    if none and not cuda_802:
         return none
-    gpus = _gpus(facts)
+    gpus = _gpus(facts) if none is None else []
     ev = _gpu_ev(gpus, "fabric")
     ev.update(evidence(facts, "cuda.init", "nvml.driver_version"))
     driver = facts.value("nvml.driver_version") or facts.value("driver.kernel_module_version")
@@ -450,7 +451,6 @@ def fabric_manager(facts: Facts):
     not_started = [g for g in with_fabric if g["fabric"]["state"] == 1]
     failed = [g for g in with_fabric if g["fabric"]["state"] == 3 and g["fabric"].get("status")]
     in_progress = [g for g in with_fabric if g["fabric"]["state"] == 2]
-    cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     if not_started or failed:
         notes = [f"{_label(g)}: fabric not started" for g in not_started]
         notes += [f"{_label(g)}: fabric setup finished with error status {g['fabric']['status']}" for g in failed]
@@ -462,9 +462,10 @@ def fabric_manager(facts: Facts):
                     ": fabric state 'in progress'. CUDA returns 802 until it completes (usually seconds after boot).",
                     evidence=ev, gpus=[g["index"] for g in in_progress], remedy=remedy)
     if cuda_802:
-        return fail("CUDA error 802: the fabric manager is not running", detail="cuInit returned 802 \"system not yet "
-                    "initialized\"; on NVSwitch systems (HGX/DGX) this means nvidia-fabricmanager is not running or "
-                    "does not match the driver.", evidence=ev, remedy=remedy)
+        message = (facts.value("cuda.init") or {}).get("message") or "system not yet initialized"
+        return fail("CUDA error 802: the fabric manager is not running", detail=f"cuInit returned 802 \"{message}\"; "
+                    "on NVSwitch systems (HGX/DGX) this means nvidia-fabricmanager is not running or does not match "
+                    "the driver.", evidence=ev, remedy=remedy)
     if with_fabric:
         return ok("NVSwitch fabric set up", detail=", ".join(_label(g) for g in with_fabric), evidence=ev)
     return ok("No NVSwitch fabric on these GPUs", evidence=ev)

@@ -16,7 +16,7 @@ from typing import Any
 from ..kit import Remediation, error, evidence, fail, ok, pip_install_torch, skip, warn
 from ..model import Facts, Reason, Status
 from ..registry import check
-from ._common import torch_variant
+from ._common import library_errors, outside_wheel, torch_variant
 
 #: Families whose copies the libraries probe inventories (libs.<family>_copies).
 COPY_FAMILIES = ("cudart", "cudnn", "nccl", "cublas")
@@ -166,10 +166,69 @@ def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
     return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(kept))
 
 
+#: pip distribution (without the -cuNN suffix) that ships each CUDA library family.
+_WHEEL_OF = {"nvJitLink": "nvidia-nvjitlink", "cublas": "nvidia-cublas", "cusparse": "nvidia-cusparse",
+             "cudart": "nvidia-cuda-runtime", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
+             "curand": "nvidia-curand", "nvrtc": "nvidia-cuda-nvrtc", "cupti": "nvidia-cuda-cupti"}
+#: Families whose loader errors another check owns (it knows their pins).
+_OWNED_ELSEWHERE = {"nccl": "nccl-mismatch", "cudnn": "cudnn-mismatch"}
+
+
+def _symbol_minimum(symbol: str) -> str | None:
+    """``__nvJitLinkComplete_12_4`` -> ``"12.4"``: nvJitLink versions its symbols by toolkit release."""
+    m = re.search(r"_(\d{2})_(\d{1,2})$", symbol)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _loader_conflict(facts: Facts, ev: dict[str, Any]):
+    """A fail when torch (or a CUDA library it loads) hit an undefined symbol that another CUDA
+    library should define: the copy of that library the loader found is older or foreign."""
+    errs = [e for e in library_errors(facts) if e["kind"] == "undefined-symbol" and e["provider"]
+            and e["provider"] not in _OWNED_ELSEWHERE and e["provider"] != "torch"
+            and e["family"] not in _OWNED_ELSEWHERE]
+    if not errs:
+        return None
+    ev["library_errors"] = [f"{e['path']}: undefined symbol {e['symbol']}" + (f" ({e['version_node']})"
+                                                                             if e["version_node"] else "")
+                            for e in errs]
+    py = facts.value("python.executable") or "python"
+    notes, commands = [], []
+    entries = _ld_entries(facts)
+    if entries:
+        commands.append("unset LD_LIBRARY_PATH   # it holds " + ", ".join(entries[:3]))
+    else:
+        commands.append("echo $LD_LIBRARY_PATH   # drop CUDA toolkit folders (/usr/local/cuda*/lib64) from it")
+    for e in errs:
+        provider, node = e["provider"], e["version_node"]
+        lib = node or f"lib{provider}"
+        minimum = _symbol_minimum(e["symbol"])
+        notes.append(f"{e['library']} needs {e['symbol']} from {lib}" + (f" (CUDA {minimum} or newer)" if minimum else "")
+                     + f", and the {lib} the loader found lacks it")
+        commands.append(f"ldd {e['path']} | grep -i {provider}   # which copy it resolves to")
+        major = re.search(r"\.so\.(\d+)", node or "") or re.search(r"\.so\.(\d+)", e["library"])
+        wheel = _WHEEL_OF.get(provider)
+        if wheel and major:
+            name = f"{wheel}-cu{major.group(1)}" if int(major.group(1)) <= 12 else wheel
+            spec = f"'{name}>={minimum}'" if minimum else name
+            commands.append(f"{py} -m pip install -U {spec}")
+    foreign = [e["path"] for e in errs if outside_wheel(e["path"])]
+    return fail("A CUDA library torch loads comes from the wrong copy (undefined symbol)",
+                detail="; ".join(notes) + ". The usual cause is a system CUDA toolkit on LD_LIBRARY_PATH that "
+                "shadows the nvidia-* wheels torch depends on, or one nvidia-* wheel left older than the others."
+                + (f" Loaded from outside the wheels: {', '.join(foreign)}." if foreign else ""),
+                evidence=ev, remedy=Remediation("Let torch load the CUDA libraries from its own nvidia-* wheels: take "
+                                                "toolkit folders off LD_LIBRARY_PATH, and bring the wheel that "
+                                                "provides the symbol up to date.", tuple(commands),
+                                                ("https://github.com/pytorch/pytorch/issues/140797",)))
+
+
 @check("library-conflicts", "One copy of each CUDA library, the one torch was built with",
        needs=("libs.cudart_copies", "libs.cudnn_copies", "libs.nccl_copies"))
 def library_conflicts(facts: Facts):
     ev = evidence(facts, "libs.ld_library_path", "libs.wheel_dirs")
+    # What the loader said (an "undefined symbol" naming another CUDA library) is judged when the
+    # copies themselves say nothing more precise (a pasted report, or no ldd/maps evidence).
+    conflict = _loader_conflict(facts, dict(ev))
     ev["libs.loader_choice"] = _choice_summary(facts)
     ev["copies"] = _copies_summary(facts)
     mapped = facts.get("torch.loaded_libraries")
@@ -178,6 +237,8 @@ def library_conflicts(facts: Facts):
     have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
     loaded = facts.value("torch.loaded_libraries") or {}
     if not have_copies and not loaded:
+        if conflict is not None:
+            return conflict
         return skip("CUDA library copies were not examined",
                     detail=facts.get("libs.cudart_copies").describe(), evidence=ev)
     wheel_dirs = _wheel_dirs(facts)
@@ -274,6 +335,8 @@ def library_conflicts(facts: Facts):
                             f"LD_LIBRARY_PATH entry {entry} instead of torch's nvidia wheel")
             remove.append(entry)
 
+    if status is Status.OK and conflict is not None:
+        return conflict
     if status is Status.OK:
         summary = []
         for family in COPY_FAMILIES:

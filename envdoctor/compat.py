@@ -605,6 +605,16 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
         candidates = newer + older
     else:
         candidates = order[::-1]
+        if driver_cuda_int is None:
+            # Neither the installed release nor the driver is known: the newest release of the
+            # lowest CUDA that runs these GPUs asks the least of a driver nobody has read.
+            def lowest_cuda(minor: str) -> int:
+                codes = [cuda_to_int(variant_cuda(v) or "") or 0 for v in release_variants(minor, platform)
+                         if variant_cuda(v) and (a := arch_list(minor, v, platform)) is not None
+                         and all(runs_on(a, cc).runs for cc in ccs)
+                         and (latest_patch(minor) or minor, v) not in excluded and (minor, v) not in excluded]
+                return min(codes) if codes else 1 << 30
+            candidates = sorted(candidates, key=lowest_cuda)  # stable: newest first within one CUDA
     for minor in candidates:
         row = releases()[minor]
         if python and minor_of(python) not in row["python"]:
@@ -624,7 +634,8 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
             arch = arch_list(minor, variant, platform)
             if arch is None or not all(runs_on(arch, cc).runs for cc in ccs):
                 continue
-            rank = (how == "native", code)
+            # Unknown driver: the lowest CUDA that works asks the least of it.
+            rank = (how == "native", code) if how != "unknown" else (True, -code)
             if best is None or rank > best[0]:
                 best = (rank, variant, arch, how)
         if best is not None:
@@ -633,7 +644,12 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
             why = (f"torch {patch}+{variant} carries {arch.describe()}"
                    + ("" if arch.verified else f" (table row from {arch.source}, unverified)"))
             note = ""
-            if driver_cuda_int is not None:
+            if driver_cuda_int is None:
+                need = min_driver(variant_cuda(variant) or "")
+                floor = need.minimum or need.floor
+                note = (f"needs a driver for CUDA {variant_cuda(variant)}" + (f" (≥ {floor} on Linux)" if floor else "")
+                        + "; the driver was not read: nvidia-smi's 'CUDA Version' must be at least that")
+            else:
                 have = cuda_from_int(driver_cuda_int)
                 note = (f"your driver supports CUDA {have}" if how == "native" else
                         f"your driver supports CUDA {have}; CUDA {variant_cuda(variant)} runs on it through "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.checks import driver as driver_checks
+from envdoctor.checks import gpu_health
 from envdoctor.diagnose import run_check
 from envdoctor.host import Host
 from envdoctor.model import Facts, Reason, Status, thaw
@@ -157,6 +158,10 @@ def test_each_cuinit_error_gets_its_own_finding(tmp_path, code, name, title_part
     assert r["cuda.driver_version"].value == 12040
     assert not r["cuda.device_count"].ok
     finding = judge(driver_checks.cuda_init, r)
+    if code == 802:
+        # The cause has its own check; cuda-init points at it instead of failing twice.
+        assert finding.status is Status.SKIP and "fabric-manager" in finding.title
+        finding = judge(gpu_health.fabric_manager, r)
     assert finding.status is Status.FAIL and title_part in finding.title
     assert any(command_part in c for c in finding.remediation.commands)
     assert init["message"] in finding.detail

@@ -24,6 +24,8 @@ def test_real_cpu_torch():
     assert facts["torch.cuda_version"].ok and facts["torch.cuda_version"].value is None
     assert facts["torch.cuda_available"].value is False
     assert facts["torch.device_count"].value == 0
+    # The CPU wheel has no cuDNN: "compiled against" is null, read (not failed).
+    assert facts["torch.cudnn_build_version"].ok and facts["torch.cudnn_build_version"].value is None
     assert facts["python.version"].value.startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
     assert facts["python.packages"].value["torch"] == torch.__version__
     assert set(PROBE.keys) <= set(facts)

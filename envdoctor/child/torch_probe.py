@@ -119,8 +119,14 @@ def main():
     try:
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         info["cudnn_version"] = cudnn
-    except Exception as exc:
+    except Exception as exc:  # "cuDNN version incompatibility: …" is itself the answer
         info["cudnn_error"] = error_text(exc)
+    try:
+        # What torch was compiled against; torch compares it with the loaded cuDNN on first use.
+        compiled = torch._C._cudnn.getCompileVersion() if hasattr(torch._C, "_cudnn") else None
+        info["cudnn_build_version"] = ".".join(str(p) for p in compiled) if compiled else None
+    except Exception as exc:
+        info["cudnn_build_error"] = error_text(exc)
     try:
         nccl = torch.cuda.nccl.version() if info["cuda_version"] else None
         if isinstance(nccl, tuple):

@@ -1,5 +1,6 @@
 """Turn what people paste into bug trackers (``python -m torch.utils.collect_env`` output, vLLM's
-variant of it, plain ``nvidia-smi``) into the same Facts a live probe writes.
+variant of it, plain ``nvidia-smi``, or only torch's own CUDA warnings and errors) into the same
+Facts a live probe writes.
 
 ``parse_text`` cleans the paste (markdown fences and quote markers, HTML ``<details>`` tags,
 Windows line endings, NULs from UTF-16 files read as UTF-8), detects which reports it holds,
@@ -72,6 +73,8 @@ def detect_formats(text: str) -> list[str]:
         found.append("collect_env")
     if nvidia_smi.looks_like(lines):
         found.append("nvidia-smi")
+    if not found and collect_env.has_messages(lines):
+        found.append("torch-messages")
     return found
 
 
@@ -98,12 +101,13 @@ def _parse(text: str) -> Facts:
     lines = _clean(text)
     is_collect_env = collect_env.looks_like(lines)
     is_smi = nvidia_smi.looks_like(lines)
-    if not (is_collect_env or is_smi):
+    is_messages = not (is_collect_env or is_smi) and collect_env.has_messages(lines)
+    if not (is_collect_env or is_smi or is_messages):
         printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
         what = "binary or garbled data" if printable < 0.9 else "text"
-        raise ParseError(f"not an environment report: the {what} has neither collect_env fields "
-                         "('PyTorch version: …', 'Is CUDA available: …') nor an nvidia-smi table "
-                         "('NVIDIA-SMI … Driver Version: …')")
+        raise ParseError(f"not an environment report: the {what} has no collect_env fields "
+                         "('PyTorch version: …', 'Is CUDA available: …'), no nvidia-smi table "
+                         "('NVIDIA-SMI … Driver Version: …') and none of torch's CUDA warnings")
     readings: dict[str, Reading] = {}
     if is_collect_env:
         readings.update(collect_env.parse(lines))
@@ -124,7 +128,7 @@ def _parse(text: str) -> Facts:
             why = f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
             readings["host.container"] = ok("docker", "paste", why)
             readings["host.container_evidence"] = ok([why], "paste")
-    source = "collect_env" if is_collect_env else "nvidia-smi"
+    source = "collect_env" if is_collect_env else "nvidia-smi" if is_smi else "torch messages"
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .. import messages as torch_messages
 from ..model import Reading, Reason, missing, ok
 from ._util import cuda_api_int, is_placeholder, to_bool, unread, version_in
 
@@ -46,9 +47,9 @@ KEYS = (
     "python.version", "python.packages",
     "torch.version", "torch.debug", "torch.cuda_version", "torch.hip_version", "torch.cuda_available",
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
-    "torch.cudnn_version", "torch.nccl_version",
+    "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
-    "cuda.driver_version", "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
+    "cuda.init", "cuda.driver_version", "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
 )
 
 _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*)$")
@@ -74,6 +75,7 @@ _TORCH_MESSAGES = (
     re.compile(r"CUDA initialization: .+"),
     re.compile(r"Found no NVIDIA driver on your system.*"),
     re.compile(r"Torch not compiled with CUDA enabled"),
+    re.compile(r"cuda runtime error \(\d+\)|THCudaCheck FAIL|cuDNN version (?:incompatibility|mismatch)"),
 )
 
 
@@ -335,8 +337,13 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     capabilities: dict[str, tuple[int, int]] = {}
     arch_list: list[str] | None = None
     driver_api: int | None = None
+    cuda_init: dict[str, Any] | None = None
+    cudnn: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+    library_errors: list[str] = []
     for line in lines:
         text = line.strip()
+        if torch_messages.loader_errors(text) and text not in library_errors:
+            library_errors.append(text)
         if not any(p.search(text) for p in _TORCH_MESSAGES):
             if m := _ARCH_LIST_RE.search(text):
                 arch_list = m.group(1).split()
@@ -352,13 +359,30 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             driver_api = int(m.group(1))
         if m := _ARCH_LIST_RE.search(text):
             arch_list = m.group(1).split()
+        cuda_init = cuda_init or torch_messages.cuda_error(text)
+        cudnn = cudnn or torch_messages.cudnn_incompatibility(text)
+    if library_errors:
+        out["torch.library_errors"] = ok(library_errors, SOURCE, "loader errors pasted with the report")
+    if cuda_init is not None and "cuda.init" not in out:
+        # What cudaGetDeviceCount() returned, as torch worded it: the same code cuInit gave.
+        out["cuda.init"] = ok(cuda_init, SOURCE, "error code from torch's CUDA initialisation message")
+    if cudnn is not None:
+        compiled, runtime = cudnn
+        out["torch.cudnn_version"] = ok(torch_messages.cudnn_int(runtime), SOURCE, "from torch's cuDNN incompatibility error")
+        out["torch.cudnn_build_version"] = ok(".".join(map(str, compiled)), SOURCE,
+                                              "from torch's cuDNN incompatibility error")
     if arch_list:
         out["torch.arch_list"] = ok(arch_list, SOURCE, "from torch's capability warning")
     if driver_api is not None:
         out["cuda.driver_version"] = ok(driver_api, SOURCE, "from torch's 'driver too old' message")
     if "torch.cuda_available" in out or messages:
         out["torch.cuda_available_messages"] = ok(messages, SOURCE)
-    if capabilities:
+    if capabilities and not any(out.get(k) is not None and out[k].ok for k in ("torch.devices", "nvml.gpus")):
+        # Only torch's warning names the GPUs: it is torch describing its own devices.
+        out["torch.devices"] = ok([{"index": i, "name": name, "capability": list(cc)}
+                                   for i, (name, cc) in enumerate(capabilities.items())], SOURCE,
+                                  "from torch's capability warning")
+    elif capabilities:
         for key in ("torch.devices", "nvml.gpus"):
             reading = out.get(key)
             if reading is None or not reading.ok:
@@ -376,6 +400,19 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             out[key] = ok(updated, reading.source, reading.detail)
 
 
+def has_messages(lines: Sequence[str]) -> bool:
+    """True when a line is one of torch's own messages that carries a fact (a GPU's capability and
+    the wheel's arch list, the driver's CUDA version, a CUDA error code, cuDNN versions, a loader
+    error): such a paste is a small report even without collect_env or nvidia-smi around it."""
+    for line in lines:
+        text = line.strip()
+        if (_CAP_WARN_RE.search(text) or _OLD_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
+                or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
+                or torch_messages.loader_errors(text)):
+            return True
+    return False
+
+
 def _match_capability(name: str, capabilities: dict[str, tuple[int, int]]) -> tuple[int, int] | None:
     for warned, cap in capabilities.items():
         if warned.endswith(name) or name.endswith(warned):
@@ -383,4 +420,4 @@ def _match_capability(name: str, capabilities: dict[str, tuple[int, int]]) -> tu
     return None
 
 
-__all__ = ["FIELDS", "KEYS", "SOURCE", "cuda_api_int", "looks_like", "normalize_name", "parse"]
+__all__ = ["FIELDS", "KEYS", "SOURCE", "cuda_api_int", "has_messages", "looks_like", "normalize_name", "parse"]

@@ -20,6 +20,7 @@ TORCH_FIELDS = {
     "debug": ("debug", None),
     "arch_list": ("arch_list", "arch_list_error"),
     "cudnn_version": ("cudnn_version", "cudnn_error"),
+    "cudnn_build_version": ("cudnn_build_version", "cudnn_build_error"),
     "nccl_version": ("nccl_version", "nccl_error"),
     "cuda_available": ("cuda_available", None),
     "cuda_available_messages": ("cuda_available_messages", None),

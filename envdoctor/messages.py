@@ -1,0 +1,147 @@
+"""Facts carried by the messages torch and the CUDA runtime print themselves.
+
+torch words its failures in a few fixed sentences, and those sentences hold facts: the CUDA error
+code ``cudaGetDeviceCount()`` returned, the cuDNN torch was compiled against and the one it found.
+A live probe meets them as exception texts (``torch.cudnn_version`` failing with "cuDNN version
+incompatibility …"), a pasted report as lines next to the collect_env block. Both go through
+these functions, so checks judge the same facts from either source.
+
+Sources for the wording (torch/csrc, torch/backends/cudnn/__init__.py, c10/cuda/CUDAFunctions.cpp):
+https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp
+https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["CUDA_RUNTIME_ERRORS", "cuda_error", "cudnn_incompatibility", "cudnn_int"]
+
+#: cudaError_t codes whose value and meaning equal the driver API's CUresult for cuInit, so a
+#: runtime error from cudaGetDeviceCount() stands for what cuInit returned. (35, the runtime's
+#: "driver too old", has no cuInit equivalent but is judged by cuda-init's table too.)
+#: https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html
+#: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html
+CUDA_RUNTIME_ERRORS: dict[int, str] = {
+    35: "cudaErrorInsufficientDriver",
+    46: "CUDA_ERROR_DEVICE_UNAVAILABLE",
+    100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE",
+    304: "CUDA_ERROR_OPERATING_SYSTEM",
+    802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+    999: "CUDA_ERROR_UNKNOWN",
+}
+
+# torch >= 1.8: "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before
+# calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
+_GET_COUNT_RE = re.compile(r"Unexpected error from cudaGetDeviceCount\(\).*?Error (\d+): (.+?)\s*(?:\(Triggered|$)")
+# torch 0.4-1.7: "cuda runtime error (999) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:47"
+_THC_RE = re.compile(r"cuda runtime error \((\d+)\) : (.+?)(?: at \S+|$)")
+# "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error"
+_THC_CHECK_RE = re.compile(r"THCudaCheck FAIL .*?error=(\d+) : (.+?)\s*$")
+# c10's special case for cudaErrorUnknown (torch >= 1.6): "CUDA unknown error - this may be due to an
+# incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start."
+_UNKNOWN_RE = re.compile(r"CUDA unknown error - this may be due to an incorrectly set up environment")
+
+# torch >= 1.2: "cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but found
+# runtime version (8, 0, 3)." torch 1.0/1.1: "cuDNN version mismatch: PyTorch was compiled against
+# 7102 but linked against 7005"
+_CUDNN_TUPLE_RE = re.compile(r"cuDNN version incompatibility: PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) "
+                             r"but found runtime version \((\d+), (\d+), (\d+)\)")
+_CUDNN_INT_RE = re.compile(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
+
+
+def cuda_error(text: str) -> dict[str, Any] | None:
+    """``{"code", "name", "message"}`` when ``text`` is torch reporting a CUDA error code from
+    initialisation that means the same as a cuInit result; else None."""
+    code: int | None = None
+    message = ""
+    for rx in (_GET_COUNT_RE, _THC_RE, _THC_CHECK_RE):
+        if m := rx.search(text):
+            code, message = int(m.group(1)), m.group(2).strip().rstrip(".")
+            break
+    if code is None and _UNKNOWN_RE.search(text):
+        code, message = 999, "unknown error"
+    if code is None or code not in CUDA_RUNTIME_ERRORS:
+        return None
+    # CUDA < 10.1 numbered cudaErrorUnknown 30: only trust a code whose words agree.
+    if code == 999 and "unknown" not in message.lower():
+        return None
+    return {"code": code, "name": CUDA_RUNTIME_ERRORS[code], "message": message}
+
+
+def cudnn_int(version: tuple[int, int, int]) -> int:
+    """``(8, 0, 3)`` -> ``8003``, ``(9, 1, 0)`` -> ``90100``: how torch.backends.cudnn.version() encodes it."""
+    major, minor, patch = version
+    return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
+
+
+def _from_int(value: int) -> tuple[int, int, int]:
+    if value >= 10000:
+        return value // 10000, value % 10000 // 100, value % 100
+    return value // 1000, value % 1000 // 100, value % 100
+
+
+def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+    """``(compiled, runtime)`` cuDNN versions when ``text`` is torch refusing the cuDNN it found."""
+    if m := _CUDNN_TUPLE_RE.search(text):
+        g = [int(x) for x in m.groups()]
+        return (g[0], g[1], g[2]), (g[3], g[4], g[5])
+    if m := _CUDNN_INT_RE.search(text):
+        return _from_int(int(m.group(1))), _from_int(int(m.group(2)))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic-loader errors: "undefined symbol" and "cannot open shared object file".
+
+#: "…/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"
+_UNDEFINED_RE = re.compile(r"(?P<path>[^\s:'\"]*\.so(?:\.[\w.]+)?): undefined symbol: (?P<symbol>[\w$@.]+?)"
+                           r"(?:, version (?P<node>[\w.+-]+))?(?:$|[\s'\"])")
+#: "libcudart.so.12: cannot open shared object file: No such file or directory"
+_MISSING_RE = re.compile(r"(?P<path>[^\s:'\"]*\.so(?:\.[\w.]+)?): cannot open shared object file")
+
+#: CUDA library families by the start of a library's file name and a symbol's prefix.
+_FAMILY_BY_NAME = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvJitLink", "nvJitLink"),
+                   ("libcusparse", "cusparse"), ("libcublas", "cublas"), ("libcudart", "cudart"),
+                   ("libcufft", "cufft"), ("libcusolver", "cusolver"), ("libcurand", "curand"),
+                   ("libnvrtc", "nvrtc"), ("libcupti", "cupti"), ("libnvToolsExt", "nvtx"), ("libcuda.", "cuda"),
+                   ("libtorch", "torch"), ("libc10", "torch"))
+_FAMILY_BY_SYMBOL = (("__nvJitLink", "nvJitLink"), ("nvJitLink", "nvJitLink"), ("nccl", "nccl"),
+                     ("cudnn", "cudnn"), ("_ZN5cudnn", "cudnn"), ("cublas", "cublas"), ("cusparse", "cusparse"),
+                     ("cufft", "cufft"), ("cusolver", "cusolver"), ("nvrtc", "nvrtc"))
+
+
+def family_of(name: str | None) -> str | None:
+    """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it."""
+    if not name:
+        return None
+    base = name.rsplit("/", 1)[-1]
+    for prefix, family in _FAMILY_BY_NAME:
+        if base.startswith(prefix):
+            return family
+    for prefix, family in _FAMILY_BY_SYMBOL:
+        if base.startswith(prefix):
+            return family
+    return None
+
+
+def loader_errors(text: str) -> list[dict[str, Any]]:
+    """Each dynamic-loader failure in ``text``: ``{"kind": "undefined-symbol"|"missing-library",
+    "path", "library", "symbol", "provider"}``. ``library`` is the object that failed to load;
+    ``provider`` the family that should have defined the symbol (from its version node, else its
+    name) — the copy that is too old or the wrong one."""
+    out: list[dict[str, Any]] = []
+    for m in _UNDEFINED_RE.finditer(text):
+        path, symbol, node = m.group("path"), m.group("symbol"), m.group("node")
+        provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
+        out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
+                    "family": family_of(path), "symbol": symbol, "version_node": node, "provider": provider})
+    for m in _MISSING_RE.finditer(text):
+        path = m.group("path")
+        out.append({"kind": "missing-library", "path": path, "library": path.rsplit("/", 1)[-1],
+                    "family": family_of(path), "symbol": None, "version_node": None, "provider": family_of(path)})
+    return out
