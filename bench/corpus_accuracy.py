@@ -14,7 +14,7 @@ from pathlib import Path
 
 from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Status
-from envdoctor.parsers import ParseError, parse_text
+from envdoctor.parsers import ParseError, detect_formats, parse_text
 from envdoctor.registry import load_registry
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
@@ -28,6 +28,7 @@ class Outcome:
     got: str  # first failing check id, "healthy" when none fails, "parse-error: …" when unreadable
     fails: tuple[str, ...]
     top_warn: str = ""  # first warning, shown when nothing fails (a paste too short to prove a fail)
+    kind: str = "report"  # "report" (collect_env and/or nvidia-smi) or "messages" (only torch's own lines)
 
     @property
     def correct(self) -> bool:
@@ -40,14 +41,16 @@ def load_cases(corpus: Path = CORPUS) -> list[dict]:
 
 def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: ignore[no-untyped-def]
     text = (corpus / case["file"]).read_bytes().decode("utf-8", errors="replace")
+    kind = "messages" if detect_formats(text) == ["torch-messages"] else "report"
     try:
         facts = parse_text(text)
     except ParseError as exc:
-        return Outcome(case["file"], case["expected"], f"parse-error: {exc}", ())
+        return Outcome(case["file"], case["expected"], f"parse-error: {exc}", (), kind=kind)
     findings = sort_findings(diagnose(facts, registry))
     fails = tuple(f.id for f in findings if f.status is Status.FAIL)
     warns = [f.id for f in findings if f.status is Status.WARN]
-    return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails, warns[0] if warns else "")
+    return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails, warns[0] if warns else "",
+                   kind)
 
 
 def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | int]]:
@@ -69,6 +72,12 @@ def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | in
         "root_causes": len({o.expected for o in broken}),
         "healthy": len(healthy),
         "healthy_with_fail": false_fails,
+        # The same bar split by what the paste holds: a collect_env / nvidia-smi report, or only
+        # torch's own warning and error lines (which carry fewer facts and map more directly).
+        "broken_reports": sum(o.kind == "report" for o in broken),
+        "broken_reports_right": sum(o.correct for o in broken if o.kind == "report"),
+        "broken_messages": sum(o.kind == "messages" for o in broken),
+        "broken_messages_right": sum(o.correct for o in broken if o.kind == "messages"),
     }
     return outcomes, stats
 
@@ -79,13 +88,15 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"cases": [asdict(o) | {"correct": o.correct} for o in outcomes], "stats": stats}, indent=1))
         return 0
     width = max(len(o.file) for o in outcomes)
-    print(f"{'case':{width}}  {'expected':24}  {'top fail':24}  ok  other fails")
+    print(f"{'case':{width}}  {'expected':24}  {'top fail':24}  ok  {'paste':8}  other fails")
     for o in outcomes:
         rest = ", ".join(f for f in o.fails[1:]) or "-"
-        print(f"{o.file:{width}}  {o.expected:24}  {o.got[:24]:24}  {'✓' if o.correct else '✗'}   {rest}")
+        print(f"{o.file:{width}}  {o.expected:24}  {o.got[:24]:24}  {'✓' if o.correct else '✗'}   {o.kind:8}  {rest}")
     print()
     print(f"broken cases: {stats['broken_right']}/{stats['broken']} right "
           f"({100 * stats['broken_accuracy']:.0f}%, bar 90%)")
+    print(f"  of which collect_env/nvidia-smi reports: {stats['broken_reports_right']}/{stats['broken_reports']}; "
+          f"torch's messages only: {stats['broken_messages_right']}/{stats['broken_messages']}")
     print(f"healthy cases: {stats['healthy_with_fail']}/{stats['healthy']} with a fail (bar 0)")
     print(f"cases: {stats['cases']} ({stats['broken']} broken over {stats['root_causes']} root causes, "
           f"{stats['healthy']} healthy)")

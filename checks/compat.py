@@ -178,12 +178,39 @@ def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
             and compat.last_release_for(g.cc, plat) is None]
 
 
+def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
+    """torch's own "The NVIDIA driver on your system is too old (found version 11040)" without the
+    torch version around it: torch has compared its CUDA with the driver's and said no. The
+    driver's CUDA is in the message, so the remedy can still name a wheel that runs on it."""
+    texts = [str(t) for t in facts.value("torch.cuda_available_messages") or ()]
+    if not any("driver on your system is too old" in t for t in texts):
+        return None
+    cap = facts.value("cuda.driver_version")
+    if not isinstance(cap, int) or cap <= 0:
+        return None
+    have = compat.cuda_from_int(cap)
+    ev = evidence(facts, "cuda.driver_version", "torch.cuda_available_messages", "python.packages")
+    installed, _ = _torch_dist(facts)
+    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+                           current=installed, extras=_companion_extras(facts))
+    alt = f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver runs: {rec.reason}" if rec else ""
+    return fail(f"The NVIDIA driver is too old for the installed torch (the driver supports CUDA {have})",
+                detail=f"torch said so itself: \"The NVIDIA driver on your system is too old (found version {cap})\": the "
+                       f"driver supports CUDA up to {have}, and this torch was built for a newer CUDA. {_as_of()}",
+                evidence=ev, remedy=Remediation(
+                    "Either upgrade the NVIDIA driver to one that supports torch's CUDA (nvidia-smi then shows a "
+                    f"higher 'CUDA Version')" + (f", {alt}." if rec else "."),
+                    (_pip(facts, rec.command()),) if rec else (), (DRIVERS, PREVIOUS)))
+
+
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
        needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
 def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
                   "cuda.driver_version", "torch.cuda_available")
     build = _cuda_build(facts)
+    if build is None and (said := _torch_says_driver_too_old(facts)):
+        return said
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     cap = compat.driver_cuda(facts)
@@ -378,6 +405,36 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
                 detail=detail, evidence=ev, gpus=[g.index for g in bad], remedy=remedy)
 
 
+_NO_KERNEL_IMAGE = "no kernel image is available for execution on the device"
+
+
+def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
+    """CUDA's own "no kernel image is available for execution on the device" (cudaErrorNoKernelImageForDevice)
+    next to a GPU of known capability, with no arch list or torch version to compare: the binary has
+    no code for that GPU, and the table can still name a wheel that has."""
+    texts = [str(t) for t in facts.value("torch.cuda_available_messages") or ()]
+    if not any(_NO_KERNEL_IMAGE in t for t in texts):
+        return None
+    eol = {g.index for g in _gpus_without_any_wheel(facts)}  # gpu-eol owns those: no wheel to install
+    devices = [g for g in gpus(facts) if g.cc and g.index not in eol]
+    if not devices:
+        return None
+    ev = evidence(facts, "torch.cuda_available_messages", "torch.devices", "nvml.gpus", "torch.version")
+    ccs = [g.cc for g in devices if g.cc]
+    rec = compat.recommend(ccs, compat.driver_cuda(facts), _python(facts), compat.platform_of(facts),
+                           current=_torch_dist(facts)[0], extras=_companion_extras(facts))
+    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in devices if g.cc)
+    drv = _driver_text(facts) or (rec.driver_note if rec else "")
+    arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "") if rec else ""
+    return fail(f"The installed torch has no kernels for {devices[0].label()} ({compat.sm(devices[0].cc)})",  # type: ignore[arg-type]
+                detail=f"{who}; CUDA reported \"{_NO_KERNEL_IMAGE}\": the build carries neither SASS nor PTX that "
+                       f"runs on this architecture{arrow}. {_as_of()}",
+                evidence=ev, gpus=[g.index for g in devices],
+                remedy=Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}." if rec else
+                                   "Install a torch build whose get_arch_list() includes this GPU's sm_XY.",
+                                   (_pip(facts, rec.command()),) if rec else (), (PREVIOUS,)))
+
+
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
        needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
@@ -388,6 +445,8 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
         # torch's own "supports CUDA capabilities sm_…" list is enough to judge, with no version read.
         cuda = facts.value("torch.cuda_version")
         build = TorchBuild("(version not read)", "", None, str(cuda) if cuda else None)
+    elif build is None and (said := _cuda_says_no_kernel_image(facts)):
+        return said
     elif build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     devices = gpus(facts)
@@ -414,6 +473,12 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
             bad.append(g)
         elif sup.how == "ptx":
             jit.append(f"{g.label()}: {sup.explain(g.cc)}")
+    eol = {g.index for g in _gpus_without_any_wheel(facts)}
+    if bad and all(g.index in eol for g in bad):
+        # No wheel of any release runs there: a reinstall cannot help, and gpu-eol says so.
+        return skip(f"{', '.join(g.label() for g in bad)}: no torch wheel runs on it; judged by gpu-eol",
+                    detail=f"torch {build.version} carries {arch.span()}.", evidence=ev)
+    bad = [g for g in bad if g.index not in eol]
     if not bad:
         note = f" Unknown compute capability for: {', '.join(g.label() for g in unknown)} " \
                f"({compat.not_in_table('their product names')})." if unknown else ""
@@ -724,7 +789,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     version, variant = _torch_dist(facts)
     cuda = compat.variant_cuda(variant) if variant else None
     major = cuda.split(".")[0] if cuda else None
-    keep = (f"nvidia-nccl-cu{major}" if major and int(major) <= 12 else "nvidia-nccl") if major else None
+    keep = f"nvidia-nccl-cu{major}" if major else None  # NCCL wheels keep the -cuNN suffix for CUDA 13 too
     extra = [n for n in nccl_wheels if keep and n != keep]
     commands = [_pip(facts, "pip list") + " | grep -i nccl   # more than one nvidia-nccl wheel is the usual cause"]
     if extra:

@@ -99,10 +99,10 @@ def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, i
 # Dynamic-loader errors: "undefined symbol" and "cannot open shared object file".
 
 #: "…/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"
-_UNDEFINED_RE = re.compile(r"(?P<path>[^\s:'\"]*\.so(?:\.[\w.]+)?): undefined symbol: (?P<symbol>[\w$@.]+?)"
-                           r"(?:, version (?P<node>[\w.+-]+))?(?:$|[\s'\"])")
+_UNDEFINED_RE = re.compile(r"(?P<path>[^\s:'\"(]*\.so(?:\.[\w.]+)?): undefined symbol: (?P<symbol>[\w$@]+(?:\.[\w$@]+)*)"
+                           r"(?:, version (?P<node>[\w+-]+(?:\.[\w+-]+)*))?(?![\w$@])")
 #: "libcudart.so.12: cannot open shared object file: No such file or directory"
-_MISSING_RE = re.compile(r"(?P<path>[^\s:'\"]*\.so(?:\.[\w.]+)?): cannot open shared object file")
+_MISSING_RE = re.compile(r"(?P<path>[^\s:'\"(]*\.so(?:\.[\w.]+)?): cannot open shared object file")
 
 #: CUDA library families by the start of a library's file name and a symbol's prefix.
 _FAMILY_BY_NAME = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvJitLink", "nvJitLink"),

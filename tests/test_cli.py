@@ -168,3 +168,30 @@ def test_usage_errors_exit_2():
 def test_unwritable_output_is_a_clear_error(tmp_path):
     proc = run("report", "--json", "-o", str(tmp_path / "no" / "such" / "dir" / "r.json"), "--no-micro")
     assert proc.returncode == 2 and "cannot write" in proc.stderr.decode()
+
+
+def test_a_report_whose_facts_have_the_wrong_types_never_shows_a_traceback(saved_report, tmp_path):
+    # A hostile or hand-edited report: every fact value replaced by a string, number, null or odd mapping.
+    data = json.loads(saved_report.read_text())
+    odd = ["570.86.16", 7, None, {"name": []}, ["x", 1]]
+    for i, reading in enumerate(data["facts"].values()):
+        if isinstance(reading, dict):
+            reading["value"], reading["reason"] = odd[i % len(odd)], None
+    bad = tmp_path / "odd.json"
+    bad.write_text(json.dumps(data))
+    for args in (("diagnose", str(bad)), ("diagnose", str(bad), "--json"), ("diagnose", str(bad), "--markdown")):
+        proc = run(*args)
+        assert "Traceback" not in proc.stderr.decode() + proc.stdout.decode(), args
+        assert proc.returncode in (0, 1, 2, 3), args
+
+
+def test_an_nvidia_smi_failure_followed_by_a_working_table_reads_the_table(tmp_path):
+    paste = tmp_path / "smi.txt"
+    paste.write_text("$ docker run --rm --gpus all ubuntu nvidia-smi\nFailed to initialize NVML: Unknown Error\n"
+                     "$ docker run --rm --gpus all ubuntu nvidia-smi\n"
+                     "| NVIDIA-SMI 570.86.16              Driver Version: 570.86.16      CUDA Version: 12.8     |\n")
+    proc = run("diagnose", str(paste), "--json")
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    facts = json.loads(proc.stdout)["facts"]
+    assert facts["nvml.driver_version"]["value"] == "570.86.16"
+    assert facts["nvml.gpus"]["value"] is None and facts["nvml.gpus"]["reason"] == "not_in_report"

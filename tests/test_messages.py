@@ -134,3 +134,132 @@ def test_build_version_outranks_the_table() -> None:
     assert found.status is Status.FAIL and "compiled against 9.5.1" in found.detail
     assert next(iter(diagnose(facts(torch__cudnn_build_version="9.5.1"),
                               [s for s in load_registry(plugins=False) if s.id == "cudnn-mismatch"]))).status is Status.OK
+
+
+# -- dynamic-loader errors ------------------------------------------------------------------------------------
+NVJITLINK = ("ImportError: /usr/local/lib/python3.10/dist-packages/torch/lib/../../nvidia/cusparse/lib/libcusparse.so.12: "
+             "undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12")
+
+
+def test_loader_errors_are_read_from_any_wording() -> None:
+    [e] = messages.loader_errors(NVJITLINK)
+    assert (e["library"], e["symbol"], e["provider"], e["family"]) == (
+        "libcusparse.so.12", "__nvJitLinkComplete_12_4", "nvJitLink", "cusparse")
+    # An issue title wraps it in parentheses; a stored copy cuts it mid-word.
+    [t] = messages.loader_errors(f"PyTorch >= 2.5.0 revive #111469 ({NVJITLINK.split(': ', 1)[1]})")
+    assert t["version_node"] == "libnvJitLink.so.12"
+    [cut] = messages.loader_errors("x/libcudnn_cnn_train.so.8: undefined symbol: _ZN5cudnn3cnn4abcd, vers")
+    assert cut["provider"] == "cudnn" and cut["version_node"] is None
+    [gone] = messages.loader_errors("OSError: libcudart.so.12: cannot open shared object file: No such file or directory")
+    assert gone["kind"] == "missing-library" and gone["family"] == "cudart"
+    assert messages.loader_errors("undefined symbol in my own code") == []
+
+
+def paste_with(error: str, torch: str = "N/A", packages: tuple[str, ...] = ()) -> str:
+    return "\n".join([error, "", "PyTorch version: " + torch, "Is debug build: N/A",
+                      "CUDA used to build PyTorch: N/A" if torch == "N/A" else "CUDA used to build PyTorch: 12.4",
+                      "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 4090",
+                      "Nvidia driver version: 550.54.14", "Versions of relevant libraries:",
+                      *(f"[pip3] {p}" for p in packages)])
+
+
+def finding(text: str, check_id: str):  # type: ignore[no-untyped-def]
+    return next(x for x in diagnose(parse_text(text), load_registry(plugins=False)) if x.id == check_id)
+
+
+def test_nvjitlink_undefined_symbol_blames_library_conflicts_with_the_wheel_to_update() -> None:
+    text = paste_with(NVJITLINK, packages=("torch==2.5.1", "nvidia-nvjitlink-cu12==12.1.105"))
+    assert first_fail(text) == "library-conflicts"
+    f = finding(text, "library-conflicts")
+    assert "CUDA 12.4 or newer" in f.detail
+    assert any("'nvidia-nvjitlink-cu12>=12.4'" in c for c in f.remediation.commands)
+    # torch-import still fails (torch does not import) but is not what a reader sees first.
+    assert finding(text, "torch-import").status is Status.FAIL
+
+
+def test_nccl_undefined_symbol_blames_nccl_and_removes_the_other_major() -> None:
+    error = ("ImportError: /home/u/.env/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: "
+             "undefined symbol: ncclCommResume")
+    text = paste_with(error, packages=("torch==2.10.0+cu130", "nvidia-nccl-cu12==2.29.3", "nvidia-nccl-cu13==2.29.7"))
+    assert first_fail(text) == "nccl-mismatch"
+    f = finding(text, "nccl-mismatch")
+    assert any(c.endswith("pip uninstall -y nvidia-nccl-cu12") for c in f.remediation.commands)
+    assert any("torch==2.10.0" in c and "/whl/cu130" in c for c in f.remediation.commands)
+
+
+def test_a_system_cudnn_sub_library_blames_cudnn_mismatch() -> None:
+    error = ("Could not load library libcudnn_cnn_train.so.8. Error: /usr/local/cuda/lib64/libcudnn_cnn_train.so.8: "
+             "undefined symbol: _ZN5cudnn3cnn34layerNormFwd_execute_internal_implERKNS_7backend11VariantPackE, "
+             "version libcudnn_cnn_infer.so.8")
+    text = paste_with(error, torch="2.2.0+cu121")
+    assert first_fail(text) == "cudnn-mismatch"
+    f = finding(text, "cudnn-mismatch")
+    assert "/usr/local/cuda/lib64" in f.detail and "/usr/local/cuda/lib64" in f.remediation.commands[0]
+
+
+# -- torch's warnings alone are a (small) report --------------------------------------------------------------
+SM120 = ["/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:235: UserWarning: ",
+         "NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+         "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+         "If you want to use the NVIDIA GeForce RTX 5070 Ti GPU with PyTorch, please check the instructions at "
+         "https://pytorch.org/get-started/locally/"]
+
+
+def test_a_capability_warning_alone_is_judged_with_the_lowest_cuda_that_runs_the_gpu() -> None:
+    from envdoctor.parsers import detect_formats
+
+    text = "\n".join(SM120)
+    assert detect_formats(text) == ["torch-messages"]
+    f = parse_text(text)
+    assert tuple(f.value("torch.devices")[0]["capability"]) == (12, 0) and f.value("torch.arch_list")[-1] == "sm_90"
+    arch = finding(text, "torch-arch-support")
+    assert arch.status is Status.FAIL
+    # The driver is unknown: the wheel that asks least of it (CUDA 12.8 is the first with sm_120).
+    assert "/whl/cu128" in arch.remediation.commands[0] and "570" in arch.detail
+
+
+def test_a_quoted_warning_keeps_a_clean_gpu_name() -> None:
+    text = ("`UserWarning: NVIDIA RTX A6000 with CUDA capability sm_86 is not compatible with the current PyTorch "
+            "installation. The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.`")
+    assert parse_text(text).value("torch.devices")[0]["name"] == "NVIDIA RTX A6000"
+
+
+def test_torch_2_11_compute_capability_block_is_read() -> None:
+    text = "\n".join([
+        "UserWarning: Found GPU0 Tesla V100-PCIE-32GB which is of compute capability (CC) 7.0.",
+        "The following list shows the CCs this version of PyTorch was built for and the hardware CCs it supports:",
+        "- 7.5 which supports hardware CC >=7.5,<8.0", "- 8.0 which supports hardware CC >=8.0,<9.0 except {8.7}",
+        "- 12.0 which supports hardware CC >=12.0,<13.0",
+        "Please follow the instructions at https://pytorch.org/get-started/locally/ to install a PyTorch release "
+        "that supports one of these CUDA versions: 12.6, 12.8"])
+    f = parse_text(text)
+    assert f.value("torch.arch_list") == ("sm_75", "sm_80", "sm_120")
+    assert tuple(f.value("torch.devices")[0]["capability"]) == (7, 0)
+    assert first_fail(text) == "torch-arch-support"
+
+
+def test_driver_too_old_message_alone_recommends_a_wheel_for_the_drivers_cuda() -> None:
+    text = ("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). "
+            "Please update your GPU driver by downloading and installing a new version from the URL: "
+            "http://www.nvidia.com/Download/index.aspx")
+    assert first_fail(text) == "driver-too-old"
+    f = finding(text, "driver-too-old")
+    assert "CUDA 11.4" in f.title and "/whl/cu11" in f.remediation.commands[0]
+
+
+def test_no_kernel_image_with_a_known_gpu_blames_the_wheel_unless_no_wheel_exists() -> None:
+    new = "\n".join(["UserWarning: NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with "
+                     "the current PyTorch installation.",
+                     "RuntimeError: CUDA error: no kernel image is available for execution on the device"])
+    assert first_fail(new) == "torch-arch-support"
+    old = "\n".join(["Found GPU0 GeForce GTX 660 Ti which is of cuda capability 3.0.",
+                     "PyTorch no longer supports this GPU because it is too old.",
+                     "RuntimeError: CUDA error: no kernel image is available for execution on the device"])
+    assert first_fail(old) == "gpu-eol"
+
+
+def test_garbage_is_still_refused() -> None:
+    from envdoctor.parsers import ParseError
+
+    with pytest.raises(ParseError, match="not an environment report"):
+        parse_text("RuntimeError: CUDA error: no kernel image is available for execution on the device")

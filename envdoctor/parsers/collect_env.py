@@ -69,12 +69,17 @@ _CAP_WARN_RE = re.compile(r"(?:UserWarning:\s*)?(.+?) with CUDA capability sm_(\
                           r"with the current PyTorch installation")
 _ARCH_LIST_RE = re.compile(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
 _OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of cuda capability (\d+)\.(\d+)")
+# torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
+# capability (CC) 7.0." then one line per code CC it was built for: "- 7.5 which supports hardware CC >=7.5,<8.0"
+_CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of compute capability \(CC\) (\d+)\.(\d+)")
+_CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
 _TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,6})\)")
 _TORCH_MESSAGES = (
-    _CAP_WARN_RE, _OLD_GPU_RE, _TOO_OLD_RE,
+    _CAP_WARN_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
     re.compile(r"CUDA initialization: .+"),
     re.compile(r"Found no NVIDIA driver on your system.*"),
     re.compile(r"Torch not compiled with CUDA enabled"),
+    re.compile(r"no kernel image is available for execution on the device"),
     re.compile(r"cuda runtime error \(\d+\)|THCudaCheck FAIL|cuDNN version (?:incompatibility|mismatch)"),
 )
 
@@ -340,10 +345,15 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     cuda_init: dict[str, Any] | None = None
     cudnn: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
     library_errors: list[str] = []
+    code_ccs: list[str] = []
     for line in lines:
         text = line.strip()
         if torch_messages.loader_errors(text) and text not in library_errors:
             library_errors.append(text)
+        if m := _CODE_CC_RE.match(text):
+            if (sm := f"sm_{m.group(1)}{m.group(2)}") not in code_ccs:
+                code_ccs.append(sm)
+            continue
         if not any(p.search(text) for p in _TORCH_MESSAGES):
             if m := _ARCH_LIST_RE.search(text):
                 arch_list = m.group(1).split()
@@ -352,9 +362,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             messages.append(text)
         if m := _CAP_WARN_RE.search(text):
             cc = m.group(2)
-            capabilities[m.group(1).strip()] = (int(cc[:-1]), int(cc[-1]))
-        if m := _OLD_GPU_RE.search(text):
-            capabilities[m.group(2).strip()] = (int(m.group(3)), int(m.group(4)))
+            capabilities[_gpu_name(m.group(1))] = (int(cc[:-1]), int(cc[-1]))
+        if m := (_OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text)):
+            capabilities[_gpu_name(m.group(2))] = (int(m.group(3)), int(m.group(4)))
         if m := _TOO_OLD_RE.search(text):
             driver_api = int(m.group(1))
         if m := _ARCH_LIST_RE.search(text):
@@ -371,6 +381,8 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
         out["torch.cudnn_version"] = ok(torch_messages.cudnn_int(runtime), SOURCE, "from torch's cuDNN incompatibility error")
         out["torch.cudnn_build_version"] = ok(".".join(map(str, compiled)), SOURCE,
                                               "from torch's cuDNN incompatibility error")
+    if code_ccs and not arch_list:
+        arch_list = code_ccs  # the code CCs torch >= 2.11 lists are its get_arch_list() sm_ entries
     if arch_list:
         out["torch.arch_list"] = ok(arch_list, SOURCE, "from torch's capability warning")
     if driver_api is not None:
@@ -400,13 +412,18 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             out[key] = ok(updated, reading.source, reading.detail)
 
 
+def _gpu_name(text: str) -> str:
+    """The GPU name out of a warning quoted in prose ("`UserWarning: NVIDIA RTX A6000")."""
+    return re.sub(r"^.*?UserWarning:\s*", "", text.strip()).strip("`'\" ")
+
+
 def has_messages(lines: Sequence[str]) -> bool:
     """True when a line is one of torch's own messages that carries a fact (a GPU's capability and
     the wheel's arch list, the driver's CUDA version, a CUDA error code, cuDNN versions, a loader
     error): such a paste is a small report even without collect_env or nvidia-smi around it."""
     for line in lines:
         text = line.strip()
-        if (_CAP_WARN_RE.search(text) or _OLD_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
+        if (_CAP_WARN_RE.search(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
                 or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
                 or torch_messages.loader_errors(text)):
             return True
