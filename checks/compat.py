@@ -932,12 +932,32 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
     severe = False
     notes: list[str] = []
     row = compat.companions(build.public)
+    judged: list[str] = []
     for name in present:
         ver = pkgs[name]
         built_for = compat.companion_torch(name, ver)
         expected = row.get(name) if row else None
-        if built_for is None:
-            notes.append(compat.not_in_table(f"{name} {ver}"))
+        abi_from = compat.stable_abi_from(name)
+        pv, tv = compat.version(ver), compat.version(torch_minor or "")
+        if abi_from and pv is not None and tv is not None and pv >= Version(abi_from):
+            # Built against torch's stable ABI: any torch at or above its own release works.
+            if tv >= Version(compat.minor_of(ver) or abi_from):
+                judged.append(name)
+                notes.append(f"{name} {ver} uses torch's stable ABI (works with torch ≥ {compat.minor_of(ver)})")
+            else:
+                problems.append(f"{name} {ver} needs torch ≥ {compat.minor_of(ver)}, not {build.public}")
+                severe = True
+        elif built_for is None:
+            if expected and row and row.get("verified") and compat.minor_of(ver) != expected and pv is not None:
+                # The table knows what this torch pairs with; a release the table lacks is not it. An
+                # older one is a plain mismatch; a newer one is beyond the table, so it only warns.
+                newer = pv > (compat.version(expected) or pv)
+                problems.append(f"{name} {ver} is not the {name} built for torch {torch_minor} "
+                                f"(torch {torch_minor} pairs with {name} {expected})"
+                                + (f"; {compat.not_in_table(f'{name} {ver}')}" if newer else ""))
+                severe = severe or not newer
+            else:
+                notes.append(compat.not_in_table(f"{name} {ver}"))
         elif built_for != torch_minor:
             if name == "torchaudio" and row and row.get("torchaudio") is None:
                 notes.append(f"no torchaudio release is pinned to torch {torch_minor} (PyPI as of {compat.as_of()}); "
@@ -946,6 +966,8 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
                 problems.append(f"{name} {ver} is built for torch {built_for}, not {build.public}"
                                 + (f" (torch {torch_minor} pairs with {name} {expected})" if expected else ""))
                 severe = True
+        else:
+            judged.append(name)
         tag = _tag(ver)
         if tag and torch_tag and tag != torch_tag:
             if _tag_major(tag) != _tag_major(torch_tag):
@@ -964,7 +986,10 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
                     f"not exist\", \"compiled with different CUDA major versions\"). {_as_of()}",
                     evidence=ev, remedy=Remediation("Reinstall them together from torch's index (pip picks the "
                                                     "companions whose pin matches).", (cmd,), (PREVIOUS,)))
-    return ok(f"{', '.join(f'{p} {pkgs[p]}' for p in present)} match torch {build.version}",
+    if not judged:
+        return skip(f"{', '.join(f'{p} {pkgs[p]}' for p in present)} not judged against torch {build.version}",
+                    detail="; ".join(notes), evidence=ev)
+    return ok(f"{', '.join(f'{p} {pkgs[p]}' for p in judged)} match torch {build.version}",
               detail="; ".join(notes), evidence=ev)
 
 

@@ -538,6 +538,15 @@ def companions(torch_version: str) -> Mapping[str, Any] | None:
     return None
 
 
+def stable_abi_from(package: str) -> str | None:
+    """The first release of ``package`` built against torch's stable ABI (it then runs with any torch
+    at or above its own release), when the table knows one."""
+    for row in data()["companions"].get("stable_abi") or ():
+        if row["package"] == package:
+            return str(row["from"])
+    return None
+
+
 def companion_torch(package: str, package_version: str) -> str | None:
     """The torch minor a torchvision/torchaudio release was built for."""
     minor = minor_of(package_version)

@@ -281,3 +281,11 @@ def test_torch_1_10_arch_lists_from_the_builder_script() -> None:
     assert cu113 is not None and cu113.span() == "sm_37…sm_86"
     assert not compat.runs_on(cu102, (8, 0)).runs and compat.runs_on(cu113, (8, 0)).runs
     assert compat.runs_on(cu113, (8, 6)).runs and not compat.runs_on(cu113, (9, 0)).runs
+
+
+def test_stable_abi_rows_name_known_sources_and_parse() -> None:
+    rows = DATA["companions"].get("stable_abi") or []
+    assert rows, "torchaudio 2.11's stable ABI is recorded"
+    for row in rows:
+        assert row["source"] in DATA["sources"] and row["source"] in DATA["companions"]["sources"]
+        assert isinstance(row["verified"], bool) and Version(row["from"])

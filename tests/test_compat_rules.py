@@ -377,7 +377,8 @@ def test_nvcc_other_major_warns_when_extensions_are_built() -> None:
 
 @pytest.mark.parametrize(("vision", "status"), [
     ("0.21.0+cu126", Status.OK), ("0.21.0", Status.OK), ("0.20.1+cu126", Status.FAIL),
-    ("0.21.0+cu124", Status.WARN), ("0.21.0+cpu", Status.FAIL), ("0.99.0", Status.OK),
+    ("0.21.0+cu124", Status.WARN), ("0.21.0+cpu", Status.FAIL), ("0.99.0", Status.WARN),
+    ("0.12.0", Status.FAIL), ("0.1.6", Status.FAIL),
 ])
 def test_torchvision_pairs(vision: str, status: Status) -> None:
     f = facts(python__packages={"torch": "2.6.0+cu126", "torchvision": vision})
@@ -387,10 +388,32 @@ def test_torchvision_pairs(vision: str, status: Status) -> None:
         assert "torchvision" in found.remediation.commands[0] and "/whl/cu126" in found.remediation.commands[0]
 
 
-def test_torchaudio_without_a_paired_release_is_not_judged() -> None:
+def test_torchaudio_on_the_stable_abi_runs_with_newer_torch_only() -> None:
+    # torchaudio >= 2.11 is built against torch's stable ABI (docs.pytorch.org/audio/2.11.0/installation.html).
     f = facts(torch__version="2.13.0+cu130", torch__cuda_version="13.0",
               python__packages={"torch": "2.13.0+cu130", "torchaudio": "2.11.1"})
-    assert worst(rules.torch_companions, f).status is Status.OK
+    found = worst(rules.torch_companions, f)
+    assert found.status is Status.OK and "stable ABI" in found.detail
+    older = facts(python__packages={"torch": "2.6.0+cu126", "torchaudio": "2.11.1"})
+    assert worst(rules.torch_companions, older).status is Status.FAIL
+
+
+def test_companions_outside_the_table_are_not_called_a_match() -> None:
+    # torch 1.3 is not in the companions table: nothing is judged, and the headline does not say "match".
+    f = facts(torch__version="1.3.1", torch__cuda_version="10.1",
+              python__packages={"torch": "1.3.1", "torchvision": "0.4.2"})
+    found = worst(rules.torch_companions, f)
+    assert found.status is Status.SKIP and "not judged" in found.title
+
+
+def test_old_pairs_come_from_the_versions_table() -> None:
+    # pytorch/pytorch wiki "PyTorch Versions": torch 1.9 pairs with torchvision 0.10, 1.6 with 0.7.
+    bad = facts(torch__version="1.9.0+cu102", torch__cuda_version="10.2",
+                python__packages={"torch": "1.9.0", "torchvision": "0.7.0"})
+    assert worst(rules.torch_companions, bad).status is Status.FAIL
+    good = facts(torch__version="1.9.0+cu102", torch__cuda_version="10.2",
+                 python__packages={"torch": "1.9.0", "torchvision": "0.10.0", "torchaudio": "0.9.0"})
+    assert worst(rules.torch_companions, good).status is Status.OK
 
 
 # ------------------------------------------------------------------------------- cuda-major-mix
