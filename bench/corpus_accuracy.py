@@ -28,7 +28,7 @@ class Outcome:
     got: str  # first failing check id, "healthy" when none fails, "parse-error: …" when unreadable
     fails: tuple[str, ...]
     top_warn: str = ""  # first warning, shown when nothing fails (a paste too short to prove a fail)
-    kind: str = "report"  # "report" (collect_env and/or nvidia-smi) or "messages" (only torch's own lines)
+    kind: str = "report"  # "report" (collect_env and/or nvidia-smi) or "messages" (torch's own lines, a banner)
 
     @property
     def correct(self) -> bool:
@@ -41,7 +41,7 @@ def load_cases(corpus: Path = CORPUS) -> list[dict]:
 
 def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: ignore[no-untyped-def]
     text = (corpus / case["file"]).read_bytes().decode("utf-8", errors="replace")
-    kind = "messages" if detect_formats(text) == ["torch-messages"] else "report"
+    kind = "messages" if detect_formats(text) in (["torch-messages"], ["ultralytics"]) else "report"
     try:
         facts = parse_text(text)
     except ParseError as exc:

@@ -209,7 +209,7 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
                   "cuda.driver_version", "torch.cuda_available")
     build = _cuda_build(facts)
-    if build is None and (said := _torch_says_driver_too_old(facts)):
+    if (build is None or not build.cuda) and (said := _torch_says_driver_too_old(facts)):
         return said
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
@@ -406,6 +406,9 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
 
 
 _NO_KERNEL_IMAGE = "no kernel image is available for execution on the device"
+#: torch's _check_capability: "Found GPU0 … which is of cuda capability 5.0. PyTorch no longer supports
+#: this GPU because it is too old." — the installed build's lowest target is above the GPU.
+_TOO_OLD_FOR_BUILD = "PyTorch no longer supports this GPU"
 
 
 def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
@@ -413,7 +416,8 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
     next to a GPU of known capability, with no arch list or torch version to compare: the binary has
     no code for that GPU, and the table can still name a wheel that has."""
     texts = [str(t) for t in facts.value("torch.cuda_available_messages") or ()]
-    if not any(_NO_KERNEL_IMAGE in t for t in texts):
+    too_old = any(_TOO_OLD_FOR_BUILD in t for t in texts)
+    if not any(_NO_KERNEL_IMAGE in t for t in texts) and not too_old:
         return None
     eol = {g.index for g in _gpus_without_any_wheel(facts)}  # gpu-eol owns those: no wheel to install
     devices = [g for g in gpus(facts) if g.cc and g.index not in eol]
@@ -426,9 +430,11 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
     who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in devices if g.cc)
     drv = _driver_text(facts) or (rec.driver_note if rec else "")
     arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "") if rec else ""
+    said = (f"torch said \"{_TOO_OLD_FOR_BUILD} because it is too old\": this build's lowest architecture is above "
+            "the GPU's" if too_old else f"CUDA reported \"{_NO_KERNEL_IMAGE}\": the build carries neither SASS nor PTX "
+            "that runs on this architecture")
     return fail(f"The installed torch has no kernels for {devices[0].label()} ({compat.sm(devices[0].cc)})",  # type: ignore[arg-type]
-                detail=f"{who}; CUDA reported \"{_NO_KERNEL_IMAGE}\": the build carries neither SASS nor PTX that "
-                       f"runs on this architecture{arrow}. {_as_of()}",
+                detail=f"{who}; {said}{arrow}. Other wheels still carry it (see gpu-eol). {_as_of()}",
                 evidence=ev, gpus=[g.index for g in devices],
                 remedy=Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}." if rec else
                                    "Install a torch build whose get_arch_list() includes this GPU's sm_XY.",
@@ -465,12 +471,15 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     unknown = [g for g in devices if g.cc is None]
     bad: list[Gpu] = []
     jit: list[str] = []
+    beyond: list[str] = []
     for g in devices:
         if g.cc is None:
             continue
-        sup = compat.runs_on(arch, g.cc)
+        sup = compat.runs_on(arch, g.cc, compat.reach_of(arch, build.cuda))
         if not sup.runs:
             bad.append(g)
+            if sup.reach:
+                beyond.append(f"{g.label()}: {sup.explain(g.cc)}")
         elif sup.how == "ptx":
             jit.append(f"{g.label()}: {sup.explain(g.cc)}")
     eol = {g.index for g in _gpus_without_any_wheel(facts)}
@@ -524,7 +533,8 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
             text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
                     f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
             remedy = Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
-    detail = (f"{head}{arrow}. The GPU's architecture is {direction}: CUDA kernels fail with \"no kernel image is "
+    detail = (f"{head}{arrow}. " + (f"{'; '.join(beyond)}. " if beyond else "") +
+              f"The GPU's architecture is {direction}: CUDA kernels fail with \"no kernel image is "
               f"available for execution on the device\" although torch.cuda.is_available() is True. "
               f"Arch list from {origin}.")
     if integrated:
@@ -702,6 +712,25 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
                                    ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",)))
 
 
+def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, int],
+                   runtime: tuple[int, int, int]) -> Finding:
+    exp, obs = ".".join(map(str, compiled)), ".".join(map(str, runtime))
+    version, variant = _torch_dist(facts)
+    commands = ["echo $LD_LIBRARY_PATH   # remove the cuDNN/CUDA folders from it, or: unset LD_LIBRARY_PATH",
+                "ldconfig -p | grep libcudnn   # system copies the loader can find"]
+    if version:
+        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
+                                    f"{compat.index_url(variant or 'cu121')}"))
+    return fail(f"cuDNN {obs} is loaded; torch was built with cuDNN {exp}",
+                detail=f"torch says \"cuDNN version incompatibility: PyTorch was compiled against {compiled} but found "
+                       f"runtime version {runtime}\": another cuDNN (usually from LD_LIBRARY_PATH or a system/toolkit "
+                       "install) is found before the one torch ships, and torch refuses a different major or an older "
+                       "minor.", evidence=ev,
+                remedy=Remediation(f"Let torch load the cuDNN it ships ({exp}): take other cuDNN folders off "
+                                   f"LD_LIBRARY_PATH, or install cuDNN {exp} where they point.", tuple(commands),
+                                   ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",)))
+
+
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
        needs=("torch.version", "torch.cudnn_version"))
 def cudnn_mismatch(facts: Facts) -> Finding:
@@ -712,6 +741,10 @@ def cudnn_mismatch(facts: Facts) -> Finding:
         return broken
     b = _bundled(facts, "cudnn")
     if b is None:
+        said = _cudnn_facts(facts)
+        if said[0] and said[1]:
+            # torch's own "cuDNN version incompatibility" with no torch version around it: still proof.
+            return _cudnn_refused(facts, ev, *said)  # type: ignore[arg-type]
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
     build, row, pkg, loaded, foreign, py, variant = b.build, b.row, b.pkg, b.loaded, b.foreign, b.py, b.variant
     compiled, runtime = _cudnn_facts(facts)

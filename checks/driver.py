@@ -241,7 +241,7 @@ def driver_nouveau(facts: Facts):
        needs=("driver.kernel_module_version", "nvml.init"))
 def driver_version_mismatch(facts: Facts):
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "nvml.library_path", "nvml.init",
-                  "cuda.library_path", "cuda.init")
+                  "cuda.library_path", "cuda.init", "driver.userspace_version")
     kmod = kernel_version(facts)
     user_versions = {}
     nvml_lib = version_in_filename(facts.value("nvml.library_path"))
@@ -253,6 +253,8 @@ def driver_version_mismatch(facts: Facts):
         user_versions["libcuda"] = version_in_filename(cuda_path)
     if facts.value("nvml.driver_version"):
         user_versions["NVML"] = facts.value("nvml.driver_version")
+    if facts.value("driver.userspace_version"):
+        user_versions["userspace driver"] = facts.value("driver.userspace_version")
     remedy = Remediation(
         "The driver packages were updated (often by unattended-upgrades) while the old kernel module stayed "
         "loaded. Load the new module (reboot, or reload it on an idle machine), then hold the driver packages so "
@@ -267,6 +269,17 @@ def driver_version_mismatch(facts: Facts):
             detail += (f", userspace {', '.join(f'{k} {v}' for k, v in user_versions.items())}." if user_versions
                        else ".")
         return fail("Driver/library version mismatch", detail=detail, evidence=ev, remedy=remedy)
+    if nvml_code(facts) == 13 and facts.get("nvml.init").source == "nvidia-smi":
+        return fail("nvidia-smi and libnvidia-ml come from different driver releases",
+                    detail="nvidia-smi: \"Failed to initialize NVML: Function Not Found\": the libnvidia-ml.so.1 it "
+                    "loaded lacks a function this nvidia-smi needs — an older copy (a stale symlink or a leftover of a "
+                    "previous driver) shadows the one installed with the current driver.", evidence=ev,
+                    remedy=Remediation("Point libnvidia-ml.so.1 at the current driver's copy (or reinstall the driver "
+                                       "so its links are rewritten), then check again.",
+                                       ("ldconfig -p | grep -E 'libnvidia-ml|libcuda'   # every copy the loader knows",
+                                        "ls -l $(ldconfig -p | awk '/libnvidia-ml.so.1/ {print $NF}')   # where it points",
+                                        "cat /proc/driver/nvidia/version   # the kernel module's version",
+                                        "sudo ldconfig && nvidia-smi"), (DRIVER_GUIDE,)))
     if cuda_code(facts) == 803:
         return fail("CUDA reports a driver mismatch (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
                     detail="cuInit: \"system has unsupported display driver / cuda driver combination\": libcuda and "
@@ -355,6 +368,29 @@ def container_gpu(facts: Facts):
                          "# or in /etc/docker/daemon.json: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]"),
                         (CGROUP_NOTICE,)))
     mode = nvd.get("mode")
+    if nodes_unknown:
+        # A pasted report: no /dev listing, so judge only from what NVML and torch said.
+        if facts.value("nvml.gpus") or facts.value("torch.devices"):
+            return ok(f"GPUs are visible in this {container} container", evidence=ev)
+        no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
+        if code == 9 or no_libcuda:
+            return fail("The container cannot reach the NVIDIA driver", detail=f"Inside this {container} container "
+                        + ("torch finds no NVIDIA driver (no libcuda.so.1): the NVIDIA runtime injects the driver's "
+                           "libraries only into containers that request GPUs with the compute capability"
+                           if no_libcuda and code != 9 else
+                           "NVML says it \"couldn't communicate with the NVIDIA driver\": the driver's libraries are "
+                           "there but /dev/nvidiactl and /dev/nvidia* were not passed in")
+                        + " — the container was started without the NVIDIA runtime, --gpus, or the 'gpu' + 'compute' "
+                        "capabilities (docker compose: deploy.resources.reservations.devices).", evidence=ev,
+                        remedy=Remediation(
+                            "Start the container through the NVIDIA container toolkit with GPUs requested.",
+                            ("docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all",
+                             "# docker compose: deploy: {resources: {reservations: {devices: "
+                             "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
+                            (TOOLKIT_INSTALL,)))
+        return skip(f"GPU wiring of this {container} container not read", detail="The report has no /dev listing and "
+                    "no GPU reading.", evidence=ev)
     if not present and not facts.get("cuda.library_path").ok:
         detail = (f"No /dev/nvidia* device nodes and no libcuda.so.1 in this {container} container: it was started "
                   "without GPU access")

@@ -444,21 +444,41 @@ class Support:
     runs: bool
     how: Literal["sass", "ptx", "none"]
     target: Target | None = None
+    reach: CC | None = None  # set when PTX exists but the wheel's CUDA predates the GPU's architecture
 
     def explain(self, cc: CC) -> str:
         if self.how == "sass" and self.target:
             same = self.target.cc == cc
             return f"SASS {self.target.label()}" + ("" if same else f" runs on {sm(cc)} (same major, lower minor)")
+        if self.how == "ptx" and self.target and self.reach:
+            return (f"PTX {self.target.label()} exists, but the CUDA this wheel was built with reaches only "
+                    f"{sm(self.reach)}: the CUDA libraries it bundles (cuBLAS, cuDNN) predate {sm(cc)}, torch itself "
+                    f"reports the GPU as not compatible, and such wheels fail on it in practice (cu102 wheels on "
+                    f"Ampere, cu118/cu126 wheels on Blackwell)")
         if self.how == "ptx" and self.target:
             return f"PTX {self.target.label()} is JIT-compiled for {sm(cc)} (slow first start)"
         return f"no SASS for {cc[0]}.x ≤ {cc_text(cc)} and no PTX ≤ {cc_text(cc)}"
 
 
-def runs_on(arch: ArchList, cc: CC) -> Support:
+def reach_of(arch: ArchList, cuda: str | None = None) -> CC | None:
+    """The newest architecture the CUDA a wheel was built with can target: the toolkit's highest
+    target when its version is known, else the wheel's highest SASS. PyTorch wheels carry SASS for
+    their toolkit's newest major (tests/test_compat_data.py checks this over the table)."""
+    rng = toolkit_range(cuda) if cuda else None
+    if rng is not None:
+        return rng[1]
+    return max(arch.sass) if arch.sass else None
+
+
+def runs_on(arch: ArchList, cc: CC, reach: CC | None = None) -> Support:
     """Whether code in ``arch`` runs on a GPU of compute capability ``cc`` (NVIDIA binary compatibility).
 
     SASS sm_XY runs on X.Z with Z ≥ Y (same major); ``a`` targets only on X.Y exactly; ``f`` like plain
-    SASS within the family; PTX compute_XY JIT-compiles for any CC ≥ X.Y unless arch-specific."""
+    SASS within the family; PTX compute_XY JIT-compiles for any CC ≥ X.Y unless arch-specific. With
+    ``reach`` (see :func:`reach_of`), PTX does not count for a GPU of a newer major than the wheel's
+    CUDA can target: torch's kernels might JIT, but the CUDA libraries it bundles (cuBLAS, cuDNN)
+    predate the architecture, and such wheels failed in practice — cu102 wheels on Ampere, cu118 and
+    cu126 wheels on Blackwell (real cases in tests/corpus)."""
     best: Support | None = None
     for t in arch.targets:
         if t.ptx:
@@ -472,6 +492,8 @@ def runs_on(arch: ArchList, cc: CC) -> Support:
         if t.ptx and (t.cc == cc if t.suffix == "a" else t.cc <= cc):
             if best is None or (best.target and t.cc > best.target.cc):
                 best = Support(True, "ptx", t)
+    if best is not None and reach is not None and cc[0] > reach[0]:
+        return Support(False, "ptx", best.target, reach)
     return best or Support(False, "none")
 
 
@@ -615,15 +637,17 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
     else:
         candidates = order[::-1]
         if driver_cuda_int is None:
-            # Neither the installed release nor the driver is known: the newest release of the
-            # lowest CUDA that runs these GPUs asks the least of a driver nobody has read.
+            # Neither the installed release nor the driver is known: the newest release built
+            # for the lowest CUDA major that runs these GPUs asks the least of a driver nobody read.
             def lowest_cuda(minor: str) -> int:
                 codes = [cuda_to_int(variant_cuda(v) or "") or 0 for v in release_variants(minor, platform)
                          if variant_cuda(v) and (a := arch_list(minor, v, platform)) is not None
-                         and all(runs_on(a, cc).runs for cc in ccs)
+                         and all(runs_on(a, cc, reach_of(a, variant_cuda(v))).runs for cc in ccs)
                          and (latest_patch(minor) or minor, v) not in excluded and (minor, v) not in excluded]
                 return min(codes) if codes else 1 << 30
-            candidates = sorted(candidates, key=lowest_cuda)  # stable: newest first within one CUDA
+            # By CUDA major only, and no lower than 12 (drivers since 2022 run it): the newest release
+            # within that, never an old release for the sake of a lower minor or an older major.
+            candidates = sorted(candidates, key=lambda m: max(lowest_cuda(m) // 1000, 12))
     for minor in candidates:
         row = releases()[minor]
         if python and minor_of(python) not in row["python"]:
@@ -641,7 +665,7 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
             if how is None:
                 continue
             arch = arch_list(minor, variant, platform)
-            if arch is None or not all(runs_on(arch, cc).runs for cc in ccs):
+            if arch is None or not all(runs_on(arch, cc, reach_of(arch, cuda)).runs for cc in ccs):
                 continue
             # Unknown driver: the lowest CUDA that works asks the least of it.
             rank = (how == "native", code) if how != "unknown" else (True, -code)
@@ -671,7 +695,8 @@ def last_release_for(cc: CC, platform: Platform = "linux_x86_64") -> tuple[str, 
     """The newest (release patch, variant) in the table whose wheels run on ``cc``, whatever the driver."""
     for minor in releases_newest_first():
         good = [v for v in release_variants(minor, platform)
-                if variant_cuda(v) and (a := arch_list(minor, v, platform)) is not None and runs_on(a, cc).runs]
+                if variant_cuda(v) and (a := arch_list(minor, v, platform)) is not None
+                and runs_on(a, cc, reach_of(a, variant_cuda(v))).runs]
         if good:
             return latest_patch(minor) or minor, max(good, key=lambda v: cuda_to_int(variant_cuda(v) or "0") or 0)
     return None
@@ -690,10 +715,11 @@ def supported_by_newest(cc: CC, platform: Platform = "linux_x86_64") -> bool | N
     newest = current_release()
     if newest is None:
         return None
-    lists = [a for v in release_variants(newest, platform) if variant_cuda(v) and (a := arch_list(newest, v, platform))]
+    lists = [(a, variant_cuda(v)) for v in release_variants(newest, platform)
+             if variant_cuda(v) and (a := arch_list(newest, v, platform))]
     if not lists:
         return None
-    return any(runs_on(a, cc).runs for a in lists)
+    return any(runs_on(a, cc, reach_of(a, cuda)).runs for a, cuda in lists)
 
 
 def toolkit_row(cuda: str) -> Mapping[str, Any] | None:

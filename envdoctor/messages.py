@@ -50,8 +50,21 @@ _UNKNOWN_RE = re.compile(r"CUDA unknown error - this may be due to an incorrectl
 # runtime version (8, 0, 3)." torch 1.0/1.1: "cuDNN version mismatch: PyTorch was compiled against
 # 7102 but linked against 7005"
 _CUDNN_TUPLE_RE = re.compile(r"cuDNN version incompatibility: PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) "
-                             r"but found runtime version \((\d+), (\d+), (\d+)\)")
+                             r"but (?:found runtime version|linked against) \((\d+), (\d+), (\d+)\)")
 _CUDNN_INT_RE = re.compile(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
+
+
+#: cudaGetErrorString / cuGetErrorString wording that names one code unambiguously, as CUDA samples,
+#: vLLM logs and other frameworks print it without torch's "Error NNN:" prefix.
+_ERROR_STRINGS = (
+    ("system not yet initialized", 802),
+    ("forward compatibility was attempted on non supported HW", 804),
+    ("system has unsupported display driver / cuda driver combination", 803),
+    ("no CUDA-capable device is detected", 100),
+    ("all CUDA-capable devices are busy or unavailable", 46),
+)
+#: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).
+_CUINIT_NAME_RE = re.compile(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
 
 
 def cuda_error(text: str) -> dict[str, Any] | None:
@@ -61,10 +74,20 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     message = ""
     for rx in (_GET_COUNT_RE, _THC_RE, _THC_CHECK_RE):
         if m := rx.search(text):
-            code, message = int(m.group(1)), m.group(2).strip().rstrip(".")
+            code, message = int(m.group(1)), m.group(2).strip().rstrip(".\"'`")
             break
     if code is None and _UNKNOWN_RE.search(text):
         code, message = 999, "unknown error"
+    if code is None and (m := _CUINIT_NAME_RE.search(text)):
+        names = {name: c for c, name in CUDA_RUNTIME_ERRORS.items()}
+        if m.group(1) in names:
+            code, message = names[m.group(1)], text[m.end():].strip(" :")[:120] or m.group(1)
+            return {"code": code, "name": m.group(1), "message": message}
+    if code is None:
+        for words, known in _ERROR_STRINGS:
+            if words.lower() in text.lower():
+                code, message = known, words
+                break
     if code is None or code not in CUDA_RUNTIME_ERRORS:
         return None
     # CUDA < 10.1 numbered cudaErrorUnknown 30: only trust a code whose words agree.

@@ -289,3 +289,15 @@ def test_stable_abi_rows_name_known_sources_and_parse() -> None:
     for row in rows:
         assert row["source"] in DATA["sources"] and row["source"] in DATA["companions"]["sources"]
         assert isinstance(row["verified"], bool) and Version(row["from"])
+
+
+def test_wheels_carry_sass_for_their_toolkits_newest_major() -> None:
+    # compat.reach_of() stands in the wheel's highest SASS for its CUDA's reach when the CUDA version
+    # is unknown (a pasted warning): that holds for every CUDA row of the table.
+    for row in DATA["torch_arch_lists"]["rows"]:
+        cuda = compat.variant_cuda(row["variant"])
+        rng = compat.toolkit_range(cuda) if cuda else None
+        if not rng or not row["sass"]:
+            continue
+        highest = max(compat.parse_cc(c) for c in row["sass"])
+        assert highest[0] == rng[1][0], (row["torch"], row["variant"], row["platform"], highest, rng)

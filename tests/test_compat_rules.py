@@ -111,9 +111,19 @@ def test_same_major_lower_minor_sass_runs() -> None:
 
 
 def test_ptx_only_is_a_warning() -> None:
-    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__arch_list=["sm_80", "sm_90", "compute_90"])
+    # H100 (sm_90) with only sm_80 SASS + compute_80 PTX from CUDA 12.6, which itself targets sm_90: JIT works.
+    f = torch26_on("NVIDIA H100 80GB HBM3", "9.0", torch__arch_list=["sm_80", "compute_80"])
     found = worst(rules.torch_arch_support, f)
     assert found.status is Status.WARN and "JIT" in found.title
+
+
+def test_ptx_from_a_cuda_older_than_the_architecture_does_not_count() -> None:
+    # CUDA 12.6 reaches sm_90: its bundled libraries predate Blackwell, so compute_90 PTX does not make
+    # a cu126 wheel work on an RTX 5090 (what users saw with torch 2.6+cu126; cu102 wheels on Ampere alike).
+    f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__arch_list=["sm_80", "sm_90", "compute_90"])
+    found = worst(rules.torch_arch_support, f)
+    assert found.status is Status.FAIL and "reaches only sm_90" in found.detail
+    assert "/whl/cu12" in found.remediation.commands[0] or "/whl/cu13" in found.remediation.commands[0]
 
 
 def test_arch_specific_target_does_not_run_elsewhere() -> None:

@@ -1,6 +1,6 @@
 """Turn what people paste into bug trackers (``python -m torch.utils.collect_env`` output, vLLM's
-variant of it, plain ``nvidia-smi``, or only torch's own CUDA warnings and errors) into the same
-Facts a live probe writes.
+variant of it, plain ``nvidia-smi``, Ultralytics' environment banner, or only torch's own CUDA
+warnings and errors) into the same Facts a live probe writes.
 
 ``parse_text`` cleans the paste (markdown fences and quote markers, HTML ``<details>`` tags,
 Windows line endings, NULs from UTF-16 files read as UTF-8), detects which reports it holds,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ..model import Facts, Reading, Reason, missing, ok
-from . import collect_env, nvidia_smi
+from . import collect_env, nvidia_smi, ultralytics
 
 __all__ = ["MAX_CHARS", "ParseError", "decode", "detect_formats", "parse_text"]
 
@@ -30,6 +30,31 @@ _BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S+.*:)")
 # A shell prompt whose host name is 12 hex digits: Docker names a container's host after the
 # first 12 hex digits of its id (root@098b49afe624:/#), so the paste came from inside one.
 _DOCKER_PROMPT_RE = re.compile(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")
+
+
+# A command whose output is a container's: `kubectl logs|exec`, `docker|podman|nvidia-docker run|exec`.
+_CONTAINER_CMD_RE = re.compile(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|podman|nvidia-docker)\s+"
+                               r"(?:-\S+\s+)*(logs|exec|run|compose\s+(?:run|exec|logs|up))\b")
+# docker compose prefixes each service's output: "qna-transformers_1  | …" (v1) / "web-1  | …" (v2).
+_COMPOSE_LOG_RE = re.compile(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
+_REPORT_LINE_RE = re.compile(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
+
+
+def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
+    """("docker"|"kubernetes"|"podman", why) when the paste shows its output came from inside a container:
+    a Docker-id shell prompt, docker compose log prefixes on the report's lines, or a container
+    command (kubectl logs, docker run …) before the first report line."""
+    if prompt := next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None):
+        return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
+    for line in lines:
+        if _REPORT_LINE_RE.search(line):
+            if _COMPOSE_LOG_RE.match(line):
+                return "docker", f"the report's lines carry docker compose's service prefix ({line.split('|')[0].strip()})"
+            return None  # the first report line came before any container command: the host's
+        if m := _CONTAINER_CMD_RE.match(line.strip()):
+            kind = {"kubectl": "kubernetes", "oc": "kubernetes", "podman": "podman"}.get(m.group(1), "docker")
+            return kind, f"the output follows `{line.strip()[:80]}`, a command that runs in a container"
+    return None
 
 
 class ParseError(ValueError):
@@ -73,6 +98,8 @@ def detect_formats(text: str) -> list[str]:
         found.append("collect_env")
     if nvidia_smi.looks_like(lines):
         found.append("nvidia-smi")
+    if not found and ultralytics.looks_like(lines):
+        found.append("ultralytics")
     if not found and collect_env.has_messages(lines):
         found.append("torch-messages")
     return found
@@ -101,8 +128,9 @@ def _parse(text: str) -> Facts:
     lines = _clean(text)
     is_collect_env = collect_env.looks_like(lines)
     is_smi = nvidia_smi.looks_like(lines)
-    is_messages = not (is_collect_env or is_smi) and collect_env.has_messages(lines)
-    if not (is_collect_env or is_smi or is_messages):
+    is_banner = not is_collect_env and ultralytics.looks_like(lines)
+    is_messages = not (is_collect_env or is_smi or is_banner) and collect_env.has_messages(lines)
+    if not (is_collect_env or is_smi or is_banner or is_messages):
         printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
         what = "binary or garbled data" if printable < 0.9 else "text"
         raise ParseError(f"not an environment report: the {what} has no collect_env fields "
@@ -118,17 +146,21 @@ def _parse(text: str) -> Facts:
             # version and memory), unless it failed where collect_env's own call worked.
             if reading.ok or key not in readings or not readings[key].ok:
                 readings[key] = reading
+    if is_banner:
+        for key, reading in ultralytics.parse(lines).items():
+            readings.setdefault(key, reading)
     if not is_collect_env:
         # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
         # often pasted next to nvidia-smi without a collect_env block: they still are facts.
         collect_env.scan_messages(lines, readings)
     if "host.container" not in readings:
-        prompt = next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None)
-        if prompt:
-            why = f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
-            readings["host.container"] = ok("docker", "paste", why)
+        found = _container_evidence(lines)
+        if found:
+            kind, why = found
+            readings["host.container"] = ok(kind, "paste", why)
             readings["host.container_evidence"] = ok([why], "paste")
-    source = "collect_env" if is_collect_env else "nvidia-smi" if is_smi else "torch messages"
+    source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
+              else "torch messages")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")

@@ -49,7 +49,8 @@ KEYS = (
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
     "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
-    "cuda.init", "cuda.driver_version", "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
+    "cuda.init", "cuda.driver_version", "driver.kernel_module_version", "driver.userspace_version",
+    "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
 )
 
 _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*)$")
@@ -67,12 +68,18 @@ _ARCH_RE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686|AMD64)
 # the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
 _CAP_WARN_RE = re.compile(r"(?:UserWarning:\s*)?(.+?) with CUDA capability sm_(\d+)\w* is not compatible "
                           r"with the current PyTorch installation")
+_CAP_TAIL_RE = re.compile(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
 _ARCH_LIST_RE = re.compile(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
 _OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of cuda capability (\d+)\.(\d+)")
 # torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
 # capability (CC) 7.0." then one line per code CC it was built for: "- 7.5 which supports hardware CC >=7.5,<8.0"
 _CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of compute capability \(CC\) (\d+)\.(\d+)")
 _CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
+# The kernel's refusal when libnvidia/libcuda and the loaded module differ (dmesg, journal):
+# "NVRM: API mismatch: the client has the version 367.44, but NVRM: this kernel module has the version 367.35."
+_NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?:\.\d+)+),? but\s+(?:\S*\s*NVRM:\s*)?"
+                               r"this kernel module has the version (\d+(?:\.\d+)+)")
+_NO_DRIVER = "Found no NVIDIA driver on your system"
 _TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,6})\)")
 _TORCH_MESSAGES = (
     _CAP_WARN_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
@@ -80,6 +87,7 @@ _TORCH_MESSAGES = (
     re.compile(r"Found no NVIDIA driver on your system.*"),
     re.compile(r"Torch not compiled with CUDA enabled"),
     re.compile(r"no kernel image is available for execution on the device"),
+    re.compile(r"PyTorch no longer supports this GPU because it is too old"),
     re.compile(r"cuda runtime error \(\d+\)|THCudaCheck FAIL|cuDNN version (?:incompatibility|mismatch)"),
 )
 
@@ -354,7 +362,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             if (sm := f"sm_{m.group(1)}{m.group(2)}") not in code_ccs:
                 code_ccs.append(sm)
             continue
-        if not any(p.search(text) for p in _TORCH_MESSAGES):
+        found_init = torch_messages.cuda_error(text)
+        found_cudnn = torch_messages.cudnn_incompatibility(text)
+        if not (found_init or found_cudnn or any(p.search(text) for p in _TORCH_MESSAGES)):
             if m := _ARCH_LIST_RE.search(text):
                 arch_list = m.group(1).split()
             continue
@@ -369,10 +379,30 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             driver_api = int(m.group(1))
         if m := _ARCH_LIST_RE.search(text):
             arch_list = m.group(1).split()
-        cuda_init = cuda_init or torch_messages.cuda_error(text)
-        cudnn = cudnn or torch_messages.cudnn_incompatibility(text)
+        cuda_init = cuda_init or found_init
+        cudnn = cudnn or found_cudnn
+    if not capabilities or not arch_list:
+        # Pastes re-wrapped by a chat window or an issue form break torch's sentences anywhere:
+        # read the same sentences once more from the text joined into one line.
+        joined = " ".join(line.strip() for line in lines if line.strip())
+        for m in _CAP_TAIL_RE.finditer(joined):
+            # The GPU's name is what precedes the phrase, back to the previous sentence or quote.
+            name = _gpu_name(re.split(r"\.\s|:\s|[`\"']", joined[max(0, m.start() - 80):m.start()])[-1])
+            if name:
+                capabilities.setdefault(name, (int(m.group(1)[:-1]), int(m.group(1)[-1])))
+                messages.append(f"{name}{m.group(0)}")
+        if not arch_list and (m := _ARCH_LIST_RE.search(joined)):
+            arch_list = m.group(1).split()
+    nvrm = _NVRM_MISMATCH_RE.search(" ".join(line.strip() for line in lines if "NVRM" in line or "kernel module" in line))
+    if nvrm and "driver.kernel_module_version" not in out:
+        why = "from the kernel's 'NVRM: API mismatch' message"
+        out["driver.userspace_version"] = ok(nvrm.group(1), SOURCE, why)
+        out["driver.kernel_module_version"] = ok(nvrm.group(2), SOURCE, why)
     if library_errors:
         out["torch.library_errors"] = ok(library_errors, SOURCE, "loader errors pasted with the report")
+    if cuda_init is None and "cuda.init" not in out and any(_NO_DRIVER in t for t in messages):
+        # torch's "Found no NVIDIA driver on your system": cudaGetDeviceCount found no libcuda at all.
+        out["cuda.init"] = missing(Reason.ABSENT, SOURCE, f"torch: \"{_NO_DRIVER}\" (no libcuda.so.1)")
     if cuda_init is not None and "cuda.init" not in out:
         # What cudaGetDeviceCount() returned, as torch worded it: the same code cuInit gave.
         out["cuda.init"] = ok(cuda_init, SOURCE, "error code from torch's CUDA initialisation message")
@@ -424,10 +454,13 @@ def has_messages(lines: Sequence[str]) -> bool:
     for line in lines:
         text = line.strip()
         if (_CAP_WARN_RE.search(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
+                or "API mismatch: the client has the version" in text or _NO_DRIVER in text
                 or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
                 or torch_messages.loader_errors(text)):
             return True
-    return False
+    # A capability warning re-wrapped across lines.
+    joined = " ".join(line.strip() for line in lines if line.strip())
+    return bool(_CAP_TAIL_RE.search(joined) and _ARCH_LIST_RE.search(joined))
 
 
 def _match_capability(name: str, capabilities: dict[str, tuple[int, int]]) -> tuple[int, int] | None:

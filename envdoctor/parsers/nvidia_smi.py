@@ -43,6 +43,7 @@ _NVML_WORDS = (
     ("GPU access blocked by the operating system", 17, "NVML_ERROR_OPERATING_SYSTEM"),
     ("GPU is lost", 15, "NVML_ERROR_GPU_IS_LOST"),
     ("NVML Shared Library Not Found", 12, "NVML_ERROR_LIBRARY_NOT_FOUND"),
+    ("Function Not Found", 13, "NVML_ERROR_FUNCTION_NOT_FOUND"),
     ("Unknown Error", 999, "NVML_ERROR_UNKNOWN"),
 )
 _NOT_FOUND = ("nvidia-smi: command not found", "'nvidia-smi' is not recognized", "nvidia-smi: not found")
