@@ -37,11 +37,11 @@ CUDA_RUNTIME_ERRORS: dict[int, str] = {
 
 # torch >= 1.8: "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before
 # calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
-_GET_COUNT_RE = re.compile(r"Unexpected error from cudaGetDeviceCount\(\).*?Error (\d+): (.+?)\s*(?:\(Triggered|$)")
+_GET_COUNT_RE = re.compile(r"Unexpected error from cudaGetDeviceCount\(\).{0,300}?Error (\d+): ([^(]{1,200}?)\s*(?:\(Triggered|$)")
 # torch 0.4-1.7: "cuda runtime error (999) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:47"
-_THC_RE = re.compile(r"cuda runtime error \((\d+)\) : (.+?)(?: at \S+|$)")
+_THC_RE = re.compile(r"cuda runtime error \((\d+)\) : (.{1,200}?)(?: at \S+|$)")
 # "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error"
-_THC_CHECK_RE = re.compile(r"THCudaCheck FAIL .*?error=(\d+) : (.+?)\s*$")
+_THC_CHECK_RE = re.compile(r"THCudaCheck FAIL .{0,300}?error=(\d+) : (.{1,200}?)\s*$")
 # c10's special case for cudaErrorUnknown (torch >= 1.6): "CUDA unknown error - this may be due to an
 # incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start."
 _UNKNOWN_RE = re.compile(r"CUDA unknown error - this may be due to an incorrectly set up environment")
@@ -121,11 +121,21 @@ def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, i
 # ---------------------------------------------------------------------------------------------
 # Dynamic-loader errors: "undefined symbol" and "cannot open shared object file".
 
-#: "…/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"
-_UNDEFINED_RE = re.compile(r"(?P<path>[^\s:'\"(]*\.so(?:\.[\w.]+)?): undefined symbol: (?P<symbol>[\w$@]+(?:\.[\w$@]+)*)"
-                           r"(?:, version (?P<node>[\w+-]+(?:\.[\w+-]+)*))?(?![\w$@])")
-#: "libcudart.so.12: cannot open shared object file: No such file or directory"
-_MISSING_RE = re.compile(r"(?P<path>[^\s:'\"(]*\.so(?:\.[\w.]+)?): cannot open shared object file")
+#: "…/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12" and
+#: "libcudart.so.12: cannot open shared object file". Found by their literal phrase, then the path is
+#: the token before it and the symbol the token after: linear time on any line (no backtracking).
+_UNDEFINED = ": undefined symbol: "
+_MISSING = ": cannot open shared object file"
+_SO_RE = re.compile(r".*\.so(?:\.[\w.]+)?")
+_SYMBOL_RE = re.compile(r"[\w$@]+(?:\.[\w$@]+)*")
+_NODE_RE = re.compile(r", version ([\w+-]+(?:\.[\w+-]+)*)")
+_TOKEN_SPLIT_RE = re.compile(r"[\s'\"(`]")
+
+
+def _path_before(text: str, end: int) -> str | None:
+    token = _TOKEN_SPLIT_RE.split(text[max(0, end - 400):end])[-1]
+    return token if token and _SO_RE.fullmatch(token) else None
+
 
 #: CUDA library families by the start of a library's file name and a symbol's prefix.
 _FAMILY_BY_NAME = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvJitLink", "nvJitLink"),
@@ -158,13 +168,24 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
     ``provider`` the family that should have defined the symbol (from its version node, else its
     name) — the copy that is too old or the wrong one."""
     out: list[dict[str, Any]] = []
-    for m in _UNDEFINED_RE.finditer(text):
-        path, symbol, node = m.group("path"), m.group("symbol"), m.group("node")
-        provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
-        out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
-                    "family": family_of(path), "symbol": symbol, "version_node": node, "provider": provider})
-    for m in _MISSING_RE.finditer(text):
-        path = m.group("path")
-        out.append({"kind": "missing-library", "path": path, "library": path.rsplit("/", 1)[-1],
-                    "family": family_of(path), "symbol": None, "version_node": None, "provider": family_of(path)})
+    pos = text.find(_UNDEFINED)
+    while pos >= 0 and len(out) < 50:
+        after = pos + len(_UNDEFINED)
+        path = _path_before(text, pos)
+        sym = _SYMBOL_RE.match(text, after)
+        if path and sym:
+            symbol = sym.group(0)
+            node_m = _NODE_RE.match(text, sym.end())
+            node = node_m.group(1) if node_m else None
+            provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
+            out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
+                        "family": family_of(path), "symbol": symbol, "version_node": node, "provider": provider})
+        pos = text.find(_UNDEFINED, after)
+    pos = text.find(_MISSING)
+    while pos >= 0 and len(out) < 100:
+        path = _path_before(text, pos)
+        if path:
+            out.append({"kind": "missing-library", "path": path, "library": path.rsplit("/", 1)[-1],
+                        "family": family_of(path), "symbol": None, "version_node": None, "provider": family_of(path)})
+        pos = text.find(_MISSING, pos + len(_MISSING))
     return out

@@ -101,3 +101,24 @@ def test_a_container_prompt_with_a_working_gpu_is_not_called_gpu_less() -> None:
     assert verdicts(text)["container-gpu"] is Status.OK
     bare = "root@bde82b12a79f:/app# python -m torch.utils.collect_env\nPyTorch version: 1.12.1+cu113\n"
     assert verdicts(bare)["container-gpu"] is Status.SKIP
+
+
+def test_hostile_long_lines_do_not_stall_the_parser() -> None:
+    """Each shape once made a regex backtrack quadratically (minutes on a 4 MB paste). A hang
+    guard, not a speed target: the child gets a deadline far above the ~1 s these take now."""
+    import subprocess
+    import sys
+
+    script = r'''
+import sys
+from envdoctor.parsers import parse_text
+shapes = ["a" * 7990, "a" + " " * 7988 + "b", "ab.so" * 1598, " with CUDA capability sm_" * 300, "Found GPU0 " * 700,
+          ": undefined symbol: " * 380, "GPU 0: " + "a " * 3990, "- " + "a" * 7990, "YOLOv5 " * 1100,
+          "Unexpected error from cudaGetDeviceCount() " * 180, "THCudaCheck FAIL " * 460, "cuInit " * 1100,
+          "Product Name: a" + " " * 7980 + "b"]
+for line in shapes:
+    parse_text("PyTorch version: 2.1.0\nIs CUDA available: True\n" + "\n".join([line] * 480))
+print("done")
+'''
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr[-2000:]

@@ -26,7 +26,7 @@ MAX_LINE = 8_000
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
 _TAG_LINE_RE = re.compile(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
-_BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S+.*:)")
+_BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S.*:)")
 # A shell prompt whose host name is 12 hex digits: Docker names a container's host after the
 # first 12 hex digits of its id (root@098b49afe624:/#), so the paste came from inside one.
 _DOCKER_PROMPT_RE = re.compile(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")

@@ -53,27 +53,49 @@ KEYS = (
     "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
 )
 
-_KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*)$")
+_KEY_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
+
+
+class _KeyValue:
+    """``"Key  : value"`` split at the first colon (what a lazy ``^(key)\\s*:`` regex matched), in
+    linear time whatever the line holds."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: str) -> None:
+        self.key, self.value = key, value
+
+    def group(self, n: int) -> str:
+        return self.key if n == 1 else self.value
+
+
+def _key_value(line: str) -> _KeyValue | None:
+    idx = line.find(":")
+    if idx <= 0:
+        return None
+    key = line[:idx].rstrip()
+    if not key or not _KEY_CHARS_RE.fullmatch(key):
+        return None
+    return _KeyValue(key, line[idx + 1:].strip())
 # Hand-edited pastes sometimes lose the colon of the first line ("PyTorch version 1.5.0").
 _TORCH_NO_COLON_RE = re.compile(r"^(PyTorch version)\s+(\d\S*)$")
 _PKG_RE = re.compile(r"^\[(pip\d*|conda)\]\s+(.*)$")
 _PIP_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+)|\(\s*([^)\s]+)\s*\)|@\s*\S+)")
 _CONDA_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)")
-_GPU_LINE_RE = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*(?:\(UUID:[^)]*\))?\s*$")
+_GPU_LINE_RE = re.compile(r"^GPU\s+(\d+):\s*(.*\S)")
 _ENV_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
 _PLATFORM_RE = re.compile(r"^Linux-(.+?)-(x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686)(?:-with-(?:glibc)?([\d.]+)?.*)?$")
 _ARCH_RE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686|AMD64)\)\s*$")
 
 # Messages torch itself prints while initialising CUDA. They carry facts (the GPU's capability,
 # the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
-_CAP_WARN_RE = re.compile(r"(?:UserWarning:\s*)?(.+?) with CUDA capability sm_(\d+)\w* is not compatible "
-                          r"with the current PyTorch installation")
+
 _CAP_TAIL_RE = re.compile(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
 _ARCH_LIST_RE = re.compile(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
-_OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of cuda capability (\d+)\.(\d+)")
+_OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of cuda capability (\d+)\.(\d+)")
 # torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
 # capability (CC) 7.0." then one line per code CC it was built for: "- 7.5 which supports hardware CC >=7.5,<8.0"
-_CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.+?) which is of compute capability \(CC\) (\d+)\.(\d+)")
+_CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of compute capability \(CC\) (\d+)\.(\d+)")
 _CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
 # The kernel's refusal when libnvidia/libcuda and the loaded module differ (dmesg, journal):
 # "NVRM: API mismatch: the client has the version 367.44, but NVRM: this kernel module has the version 367.35."
@@ -82,7 +104,7 @@ _NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 _TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,6})\)")
 _TORCH_MESSAGES = (
-    _CAP_WARN_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
+    _CAP_TAIL_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
     re.compile(r"CUDA initialization: .+"),
     re.compile(r"Found no NVIDIA driver on your system.*"),
     re.compile(r"Torch not compiled with CUDA enabled"),
@@ -96,7 +118,7 @@ def looks_like(lines: Sequence[str]) -> bool:
     """True when at least two collect_env field labels occur (one alone is too weak: "OS: …")."""
     seen: set[str] = set()
     for line in lines:
-        if (m := _KEY_RE.match(line)) and (key := _norm_key(m.group(1))) in _MARKERS:
+        if (m := _key_value(line)) and (key := _norm_key(m.group(1))) in _MARKERS:
             seen.add(key)
             if len(seen) >= 2 or key == "pytorch version":
                 return True
@@ -118,7 +140,7 @@ def _split(lines: Sequence[str]) -> tuple[dict[str, tuple[str, list[str]]], list
         if _PKG_RE.match(line):
             packages.append(line)
             continue
-        m = _KEY_RE.match(line) or _TORCH_NO_COLON_RE.match(line)
+        m = _key_value(line) or _TORCH_NO_COLON_RE.match(line)
         key = _norm_key(m.group(1)) if m else ""
         if m and key in FIELDS:
             # The first occurrence wins: a paste holding two reports is judged by the first.
@@ -286,7 +308,10 @@ def _gpus(fields: dict[str, tuple[str, list[str]]], out: dict[str, Reading]) -> 
     gpus: list[dict[str, Any]] = []
     for line in ([first] if first else []) + more:
         if m := _GPU_LINE_RE.match(line):
-            gpus.append({"index": int(m.group(1)), "name": m.group(2)})
+            name = m.group(2)
+            if name.endswith(")") and (cut := name.rfind("(UUID:")) > 0:
+                name = name[:cut].rstrip()
+            gpus.append({"index": int(m.group(1)), "name": name})
         elif not gpus and first and line == first and not is_placeholder(first):
             # On ROCm and macOS collect_env prints torch's device name without "GPU n:".
             gpus.append({"index": 0, "name": first})
@@ -370,9 +395,8 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             continue
         if text not in messages:
             messages.append(text)
-        if m := _CAP_WARN_RE.search(text):
-            cc = m.group(2)
-            capabilities[_gpu_name(m.group(1))] = (int(cc[:-1]), int(cc[-1]))
+        if found := _capability_warning(text):
+            capabilities[found[0]] = found[1]
         if m := (_OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text)):
             capabilities[_gpu_name(m.group(2))] = (int(m.group(3)), int(m.group(4)))
         if m := _TOO_OLD_RE.search(text):
@@ -442,6 +466,18 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             out[key] = ok(updated, reading.source, reading.detail)
 
 
+def _capability_warning(text: str) -> tuple[str, tuple[int, int]] | None:
+    """(GPU name, capability) from "<name> with CUDA capability sm_120 is not compatible with the
+    current PyTorch installation", anchored on the phrase (linear time on any line)."""
+    if " with CUDA capability sm_" not in text:
+        return None
+    m = _CAP_TAIL_RE.search(text)
+    if m is None:
+        return None
+    name = _gpu_name(re.split(r"\.\s|:\s|[`\"']", text[max(0, m.start() - 80):m.start()])[-1])
+    return (name, (int(m.group(1)[:-1]), int(m.group(1)[-1]))) if name else None
+
+
 def _gpu_name(text: str) -> str:
     """The GPU name out of a warning quoted in prose ("`UserWarning: NVIDIA RTX A6000")."""
     return re.sub(r"^.*?UserWarning:\s*", "", text.strip()).strip("`'\" ")
@@ -453,7 +489,7 @@ def has_messages(lines: Sequence[str]) -> bool:
     error): such a paste is a small report even without collect_env or nvidia-smi around it."""
     for line in lines:
         text = line.strip()
-        if (_CAP_WARN_RE.search(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
+        if (_capability_warning(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
                 or "API mismatch: the client has the version" in text or _NO_DRIVER in text
                 or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
                 or torch_messages.loader_errors(text)):

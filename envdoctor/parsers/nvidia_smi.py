@@ -23,7 +23,7 @@ _BUS_RE = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])
 _GPU_CELL_RE = re.compile(r"^\s*(\d{1,3})\s+(.*?\S)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _MEM_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _LIST_RE = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*\(UUID:\s*(GPU-[0-9a-fA-F-]+)\)")
-_PRODUCT_RE = re.compile(r"^Product Name\s*:\s*(.+?)\s*$")
+_PRODUCT_RE = re.compile(r"^Product Name\s*:\s*(.*\S)")
 _PROC_RE = re.compile(
     r"^\|\s*(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C\+G|C|G|M\+C|M)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$")
 _FAILURES = (

@@ -20,7 +20,7 @@ SOURCE = "ultralytics"
 KEYS = ("torch.version", "torch.cuda_version", "torch.devices", "torch.device_count", "torch.cuda_available",
         "python.version")
 
-_BANNER_RE = re.compile(r"(?:YOLOv\d\S*|Ultralytics\b).*?\btorch[- ](\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc)\d+)?"
+_BANNER_RE = re.compile(r"(?:YOLOv\d\S*|Ultralytics\b).{0,200}?\btorch[- ](\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc)\d+)?"
                         r"(?:\+[\w.]+)?)")
 _PYTHON_RE = re.compile(r"\bPython-(\d+\.\d+(?:\.\d+)?)")
 _DEVICE_RE = re.compile(r"CUDA:(\d+) \(([^,()]+(?:\([^)]*\))?[^,()]*), (\d+)\s*MiB\)")
