@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from ..compat import CC, ArchList
 from ..kit import Remediation, evidence, fail, ok, skip, warn
-from ..model import Facts, Finding
+from ..model import Facts, Finding, Status
 from ..registry import check
 from ._common import library_errors, outside_wheel, torch_variant
 
@@ -178,6 +178,45 @@ def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
             and compat.last_release_for(g.cc, plat) is None]
 
 
+def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
+    """The NVIDIA container runtime refused an image: "unsatisfied condition: cuda>=12.4"."""
+    need = facts.value("container.cuda_requirement")
+    if not need or compat.version(need) is None:
+        return None
+    ev = evidence(facts, "container.cuda_requirement", "cuda.driver_version", "nvml.driver_version")
+    driver = compat.min_driver(str(need))
+    floor = driver.minimum or driver.floor
+    cap = compat.driver_cuda(facts)
+    have = f" (the host driver supports CUDA {compat.cuda_from_int(cap)})" if cap else ""
+    return fail(f"The host driver is too old for this container image (it needs CUDA ≥ {need})",
+                detail=f"The NVIDIA container runtime refused to start the container: its image declares "
+                       f"cuda>={need}{have}. The image's CUDA runtime needs a driver that supports it"
+                       + (f" (≥ {floor} on Linux{'' if driver.verified else ', unverified row'})" if floor else "")
+                       + f". {_as_of()}", evidence=ev,
+                remedy=Remediation(f"Upgrade the host driver" + (f" to ≥ {floor}" if floor else "") + ", or run an "
+                                   "image tag built for the CUDA the driver supports (nvidia-smi's 'CUDA Version').",
+                                   ("nvidia-smi   # 'CUDA Version' = the newest image CUDA this driver runs",
+                                    "docker run --gpus all nvidia/cuda:<that version>-base-ubuntu22.04 nvidia-smi"),
+                                   (DRIVERS,)))
+
+
+def _runtime_says_driver_too_old(facts: Facts) -> Finding | None:
+    """CUDA error 35, "CUDA driver version is insufficient for CUDA runtime version": the runtime the
+    program loaded is newer than the driver supports."""
+    init = facts.value("cuda.init")
+    if not isinstance(init, Mapping) or init.get("code") != 35:
+        return None
+    ev = evidence(facts, "cuda.init", "nvml.driver_version", "torch.version", "container.cuda_requirement")
+    return fail("The NVIDIA driver is too old for the CUDA runtime in use (error 35)",
+                detail="\"CUDA driver version is insufficient for CUDA runtime version\": the program (or container "
+                       "image) brings a CUDA runtime newer than the driver supports. Compare nvidia-smi's 'CUDA "
+                       f"Version' with the CUDA the program was built for. {_as_of()}", evidence=ev,
+                remedy=Remediation("Upgrade the driver to one that supports the program's CUDA, or use a build of the "
+                                   "program (torch wheel, container image) made for the CUDA the driver supports.",
+                                   ("nvidia-smi   # 'CUDA Version' = the newest CUDA runtime this driver runs",),
+                                   (DRIVERS, PREVIOUS)))
+
+
 def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
     """torch's own "The NVIDIA driver on your system is too old (found version 11040)" without the
     torch version around it: torch has compared its CUDA with the driver's and said no. The
@@ -206,8 +245,19 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
        needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
 def driver_too_old(facts: Facts) -> Finding | list[Finding]:
+    found = _driver_too_old(facts)
+    listed = [found] if isinstance(found, Finding) else list(found)
+    # CUDA error 35 says it outright; cuda-init leaves it to this check, so it must not get lost.
+    if not any(f.status is Status.FAIL for f in listed) and (said := _runtime_says_driver_too_old(facts)):
+        return [*[f for f in listed if f.status is not Status.SKIP], said]
+    return found
+
+
+def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
                   "cuda.driver_version", "torch.cuda_available")
+    if image := _image_needs_newer_cuda(facts):
+        return image
     build = _cuda_build(facts)
     if (build is None or not build.cuda) and (said := _torch_says_driver_too_old(facts)):
         return said
@@ -447,10 +497,12 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.arch_list", "nvml.gpus", "torch.devices")
     build = torch_build(facts)
     reported = compat.parse_arch_list(facts.value("torch.arch_list") or [])
-    if build is None and reported.targets:
-        # torch's own "supports CUDA capabilities sm_…" list is enough to judge, with no version read.
+    if (build is None or not build.cuda) and reported.targets:
+        # torch's own "supports CUDA capabilities sm_…" list is enough to judge, with no version read
+        # (a CUDA build: only CUDA builds print it).
         cuda = facts.value("torch.cuda_version")
-        build = TorchBuild("(version not read)", "", None, str(cuda) if cuda else None)
+        build = (TorchBuild(build.version, build.public, build.variant, str(cuda) if cuda else None) if build
+                 else TorchBuild("(version not read)", "", None, str(cuda) if cuda else None))
     elif build is None and (said := _cuda_says_no_kernel_image(facts)):
         return said
     elif build is None or not build.cuda:
@@ -949,9 +1001,50 @@ def _tag_major(tag: str | None) -> str | None:
     return cuda.split(".")[0] if cuda else tag
 
 
+def _nightly_date(version: str) -> "date | None":
+    """The build date of a nightly (``2.5.0.dev20240720+cu124`` -> 2024-07-20), else None."""
+    from datetime import date
+
+    m = re.search(r"\.dev(\d{4})(\d{2})(\d{2})", str(version))
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torchvision/torchaudio said themselves that torch was built for another CUDA."""
+    said = dict(facts.value("torch.companion_cuda") or {})
+    torch_cuda = facts.value("torch.cuda_version")
+    if not said or not torch_cuda:
+        return None
+    ev["torch.companion_cuda"] = said
+    wrong = {name: cuda for name, cuda in said.items() if str(cuda) != str(torch_cuda)}
+    if not wrong:
+        return None
+    version, variant = _torch_dist(facts)
+    variant = variant or compat.variant_for_cuda(str(torch_cuda))
+    names = " ".join(sorted(wrong))
+    # torch itself goes into the same command: pip then resolves companions that pair with it.
+    spec = f"torch=={version}" if version else "torch"
+    cmd = _pip(facts, f"pip install --force-reinstall {spec} {names} --index-url {compat.index_url(variant)}")
+    listing = ", ".join(f"{n} is built for CUDA {c}" for n, c in sorted(wrong.items()))
+    return fail(f"{names.replace(' ', '/')} and torch are built for different CUDA versions",
+                detail=f"torch is built for CUDA {torch_cuda}; {listing} — the library refuses to load (\"Detected that "
+                       "PyTorch and … were compiled with different CUDA versions\"). Each domain library must come from "
+                       f"the same variant index as torch. {_as_of()}",
+                evidence=ev, remedy=Remediation(f"Reinstall torch and {names} together from one index ({variant}), so "
+                                                "pip picks releases and builds that pair.", (cmd,), (PREVIOUS,)))
+
+
 @check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
 def torch_companions(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "python.packages")
+    refused = _companion_refused(facts, ev)
+    if refused is not None:
+        return refused
     build = torch_build(facts)
     pkgs = _packages(facts)
     present = [p for p in ("torchvision", "torchaudio") if p in pkgs]
@@ -966,13 +1059,24 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
     notes: list[str] = []
     row = compat.companions(build.public)
     judged: list[str] = []
+    torch_night = _nightly_date(build.version)
     for name in present:
         ver = pkgs[name]
         built_for = compat.companion_torch(name, ver)
         expected = row.get(name) if row else None
         abi_from = compat.stable_abi_from(name)
         pv, tv = compat.version(ver), compat.version(torch_minor or "")
-        if abi_from and pv is not None and tv is not None and pv >= Version(abi_from):
+        night = _nightly_date(ver)
+        if torch_night or night:
+            # Nightlies pair by build date, not by the release table (their version numbers run ahead).
+            if torch_night and night and abs((torch_night - night).days) > 1:
+                problems.append(f"{name} {ver} is a nightly of {night}, torch {build.version} one of {torch_night}: "
+                                "nightlies must come from the same day")
+            elif not (torch_night and night):
+                notes.append(f"{name} {ver} and torch {build.version}: a nightly next to a release, not judged")
+            else:
+                judged.append(name)
+        elif abi_from and pv is not None and tv is not None and pv >= Version(abi_from):
             # Built against torch's stable ABI: any torch at or above its own release works.
             if tv >= Version(compat.minor_of(ver) or abi_from):
                 judged.append(name)
@@ -1008,6 +1112,21 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
                 severe = True
             else:
                 problems.append(f"{name} {ver} is a {tag} build, torch is {torch_tag} (same CUDA major)")
+        elif tag is None and torch_tag and name in judged:
+            # An untagged companion came from PyPI, whose build depends on the platform: Linux wheels
+            # are the release's default CUDA variant, Windows and macOS wheels are CPU builds.
+            os_name = facts.value("host.os")
+            pypi = {"Windows": "cpu", "Darwin": "cpu"}.get(str(os_name)) if os_name else None
+            if os_name == "Linux":
+                pypi = compat.release_default_variant(built_for or torch_minor)
+            if pypi and _tag_major(pypi) != _tag_major(torch_tag):
+                problems.append(f"{name} {ver} is PyPI's {os_name} build ({pypi}) but torch is {torch_tag}")
+                severe = True
+            elif pypi is None and os_name is None and (torch_tag == "cpu" or torch_tag.startswith("cu")):
+                problems.append(f"{name} {ver} carries no variant tag: it came from PyPI, where Linux wheels are "
+                                f"CUDA builds and Windows/macOS wheels CPU builds, while torch is {torch_tag} — the "
+                                "platform is not in the report, so check `pip show " + name + "` and reinstall it from "
+                                "torch's index")
     variant = build.variant or "cpu"
     cmd = _pip(facts, f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
                       f"--index-url {compat.index_url(variant)}")

@@ -372,6 +372,17 @@ def container_gpu(facts: Facts):
         # A pasted report: no /dev listing, so judge only from what NVML and torch said.
         if facts.value("nvml.gpus") or facts.value("torch.devices"):
             return ok(f"GPUs are visible in this {container} container", evidence=ev)
+        if code == 4:
+            return fail("The container is not allowed to open the GPU devices", detail=f"Inside this {container} "
+                        "container NVML reports \"Insufficient Permissions\": /dev/nvidia* were passed in but the "
+                        "container may not open them — an SELinux/AppArmor label or a device-cgroup rule denies it.",
+                        evidence=ev, remedy=Remediation(
+                            "Let the container use the devices: on SELinux hosts run it with the container-toolkit's "
+                            "policy or a label that allows it; check the device cgroup.",
+                            ("getenforce   # on the host; 'Enforcing' with a denial in the audit log is the usual cause",
+                             "sudo ausearch -m avc -ts recent | grep nvidia",
+                             "docker run --gpus all --security-opt label=disable …   # to confirm; then fix the policy"),
+                            (TOOLKIT_INSTALL,)))
         no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
         if code == 9 or no_libcuda:
             return fail("The container cannot reach the NVIDIA driver", detail=f"Inside this {container} container "
@@ -654,7 +665,7 @@ def cuda_init(facts: Facts):
 
 
 #: cuInit results whose cause a more specific check names and fails on.
-_CUDA_INIT_OWNERS = {802: "fabric-manager", 804: "cuda-forward-compat"}
+_CUDA_INIT_OWNERS = {802: "fabric-manager", 804: "cuda-forward-compat", 35: "driver-too-old"}
 
 
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------

@@ -291,6 +291,11 @@ def variant_for_driver(facts: Facts) -> tuple[str, str]:
     return "cu118", f"Your driver supports only CUDA {have}, older than any wheel in the table; upgrade the driver."
 
 
+def release_default_variant(minor: str | None) -> str | None:
+    """The CUDA variant PyPI's Linux x86_64 wheel of a torch release is built for (``pypi_default``)."""
+    return _default_variant(minor)
+
+
 def _default_variant(minor: str | None) -> str | None:
     if not minor:
         return None

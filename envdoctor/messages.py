@@ -62,6 +62,7 @@ _ERROR_STRINGS = (
     ("system has unsupported display driver / cuda driver combination", 803),
     ("no CUDA-capable device is detected", 100),
     ("all CUDA-capable devices are busy or unavailable", 46),
+    ("CUDA driver version is insufficient for CUDA runtime version", 35),
 )
 #: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).
 _CUINIT_NAME_RE = re.compile(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
@@ -189,3 +190,45 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
                         "family": family_of(path), "symbol": None, "version_node": None, "provider": family_of(path)})
         pos = text.find(_MISSING, pos + len(_MISSING))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# torchvision / torchaudio refusing a torch built for another CUDA
+
+#: torchvision/extension.py: "Detected that PyTorch and torchvision were compiled with different CUDA
+#: [major ]versions. PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.8."
+_VISION_CUDA_RE = re.compile(r"PyTorch has CUDA Version=(\d+\.\d+) and torchvision has CUDA Version=(\d+\.\d+)")
+#: torchaudio/_extension: "PyTorch has CUDA version 11.7 whereas TorchAudio has CUDA version 11.6."
+_AUDIO_CUDA_RE = re.compile(r"PyTorch has CUDA version (\d+\.\d+) whereas TorchAudio has CUDA version (\d+\.\d+)")
+
+
+def companion_cuda(text: str) -> tuple[str, str, str] | None:
+    """``(package, torch's CUDA, the package's CUDA)`` when ``text`` is torchvision or torchaudio
+    refusing to load next to a torch built for another CUDA."""
+    if "PyTorch has CUDA" not in text:
+        return None
+    if m := _VISION_CUDA_RE.search(text):
+        return "torchvision", m.group(1), m.group(2)
+    if m := _AUDIO_CUDA_RE.search(text):
+        return "torchaudio", m.group(1), m.group(2)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The NVIDIA container runtime refusing an image whose CUDA the host driver cannot run
+
+#: nvidia-container-cli (toolkit >= 1.0): "requirement error: unsatisfied condition: cuda>=12.4, please
+#: update your driver to a newer version, or use an earlier cuda container"
+_CLI_REQUIRE_RE = re.compile(r"requirement error: unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
+#: nvidia-docker 1.0: "Error: unsupported CUDA version: 7.5 < 6.5" (image < driver)
+_V1_REQUIRE_RE = re.compile(r"unsupported CUDA version: (\d+\.\d+) < (\d+\.\d+)")
+
+
+def container_cuda_requirement(text: str) -> tuple[str, str | None] | None:
+    """``(CUDA the image needs, CUDA the driver supports or None)`` when the NVIDIA container
+    runtime refused to start a container because the host driver is too old for its image."""
+    if m := _CLI_REQUIRE_RE.search(text):
+        return m.group(1), None
+    if m := _V1_REQUIRE_RE.search(text):
+        return m.group(1), m.group(2)
+    return None

@@ -543,3 +543,25 @@ def test_no_1x_release_in_the_table_runs_on_hopper() -> None:
     for variant in ("cu102", "cu111", "cu113"):
         arch = compat.arch_list("1.10", variant)
         assert arch is not None and not compat.runs_on(arch, (9, 0)).runs
+
+
+def test_untagged_companions_are_judged_by_what_pypi_ships_on_the_platform() -> None:
+    # PyPI's Linux torchvision is the release's default CUDA build; its Windows wheel is a CPU build.
+    cpu_torch_linux = facts(torch__version="2.6.0+cpu", torch__cuda_version=None,
+                            python__packages={"torch": "2.6.0+cpu", "torchvision": "0.21.0"})
+    assert worst(rules.torch_companions, cpu_torch_linux).status is Status.FAIL
+    cuda_torch_windows = facts(host__os="Windows", python__packages={"torch": "2.6.0+cu126", "torchvision": "0.21.0"})
+    assert worst(rules.torch_companions, cuda_torch_windows).status is Status.FAIL
+    # Platform not in the report: say what to check, do not fail.
+    unknown = facts(host__os=None, python__packages={"torch": "2.6.0+cu126", "torchvision": "0.21.0"})
+    found = worst(rules.torch_companions, unknown)
+    assert found.status is Status.WARN and "pip show torchvision" in found.detail
+
+
+def test_nightlies_pair_by_date_not_by_release_table() -> None:
+    same_day = facts(torch__version="1.8.0.dev20201023", torch__cuda_version="10.2",
+                     python__packages={"torch": "1.8.0.dev20201023", "torchvision": "0.8.0.dev20201023"})
+    assert worst(rules.torch_companions, same_day).status is Status.OK
+    apart = facts(torch__version="2.5.0.dev20240720+cu124", torch__cuda_version="12.4",
+                  python__packages={"torch": "2.5.0.dev20240720+cu124", "torchvision": "0.20.0.dev20240601+cu124"})
+    assert worst(rules.torch_companions, apart).status is Status.WARN

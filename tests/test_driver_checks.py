@@ -156,7 +156,11 @@ def test_nvml_handle_error_for_one_gpu_warns():
 def test_cuda_35_runtime_code_is_explained():
     f = nv_facts(cuda__init={"code": 35, "name": "cudaErrorInsufficientDriver",
                              "message": "CUDA driver version is insufficient for CUDA runtime version"})
-    assert "too old" in judge(d.cuda_init, f).title
+    # cuda-init names the check that owns it; driver-too-old fails with the explanation.
+    assert judge(d.cuda_init, f).status is Status.SKIP and "driver-too-old" in judge(d.cuda_init, f).title
+    from envdoctor.checks import compat as c
+    found = [x for x in run_check(c.driver_too_old, f) if x.status is Status.FAIL]
+    assert found and "error 35" in found[0].title
 
 
 def test_libcuda_missing_with_driver_loaded_fails():

@@ -122,3 +122,67 @@ print("done")
 '''
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr[-2000:]
+
+
+def test_pip_list_freeze_and_detectron2_rows_are_a_package_report() -> None:
+    table = "torch       2.14.0+cu130\ntorchvision 0.28.0+cu129\ntorchaudio  2.11.0+cu129\ntriton      3.8.0\n"
+    assert detect_formats(table) == ["package-list"]
+    f = parse_text(table)
+    assert f.value("torch.version") == "2.14.0+cu130" and f.value("python.packages")["torchvision"] == "0.28.0+cu129"
+    assert first_fail(table) == "torch-companions"
+    freeze = "torch==2.1.0+cu121\ntorchaudio==2.1.0+cu121\ntorchvision==0.16.0+cu118\n"
+    assert first_fail(freeze) == "torch-companions"
+    # detectron2's table names the copy Python imports; it wins over a conda list row.
+    d2 = ("torchvision               0.5.0                py36_cu100    pytorch\n"
+          "PyTorch                1.4.0 @/envs/detectron2/lib/python3.6/site-packages/torch\n"
+          "torchvision            0.2.1 @/envs/CenterNet/lib/python3.6/site-packages/torchvision\n")
+    assert parse_text(d2).value("python.packages")["torchvision"] == "0.2.1"
+    assert first_fail(d2) == "torch-companions"
+
+
+def test_torchvision_and_torchaudio_refusals_name_both_cudas() -> None:
+    vision = ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. "
+              "PyTorch has CUDA Version=12.1 and torchvision has CUDA Version=11.8. Please reinstall the torchvision "
+              "that matches your PyTorch install.")
+    f = parse_text(vision)
+    assert f.value("torch.companion_cuda") == {"torchvision": "11.8"} and f.value("torch.cuda_version") == "12.1"
+    found = next(x for x in diagnose(f, load_registry(plugins=False)) if x.id == "torch-companions")
+    assert found.status is Status.FAIL and "/whl/cu121" in found.remediation.commands[0]
+    audio = ("RuntimeError: Detected that PyTorch and TorchAudio were compiled with different CUDA versions. PyTorch "
+             "has CUDA version 11.7 whereas TorchAudio has CUDA version 11.6.")
+    assert first_fail(audio) == "torch-companions"
+
+
+def test_container_runtime_refusals_blame_the_host_driver() -> None:
+    cli = ("docker: Error response from daemon: OCI runtime create failed: … nvidia-container-cli: requirement error: "
+           "unsatisfied condition: cuda>=12.4, please update your driver to a newer version, or use an earlier cuda "
+           "container: unknown.")
+    f = parse_text(cli)
+    assert f.value("container.cuda_requirement") == "12.4"
+    found = next(x for x in diagnose(f, load_registry(plugins=False)) if x.id == "driver-too-old")
+    assert found.status is Status.FAIL and "12.4" in found.title and "550.54" in found.detail  # CUDA 12.4 GA driver
+    v1 = "$ nvidia-docker run --rm nvidia/cuda nvidia-smi\nnvidia-docker | 2016/04/09 00:07:59 Error: unsupported CUDA version: 7.5 < 6.5"
+    assert first_fail(v1) == "driver-too-old" and parse_text(v1).value("cuda.driver_version") == 6050
+    insufficient = "CUDA Error at onnx_to_trt.cpp:120 - CUDA driver version is insufficient for CUDA runtime version"
+    assert first_fail(insufficient) == "driver-too-old"
+
+
+def test_container_without_the_driver_is_blamed_on_the_container() -> None:
+    ngc = ("WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n"
+           "   Use 'nvidia-docker run' to start this container; see\n")
+    assert parse_text(ngc).value("host.container") == "docker" and first_fail(ngc) == "container-gpu"
+    compose = ("Creating vqgan-clip-docker_generate_run ... done\nTraceback (most recent call last):\n"
+               "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+               "installed a driver from http://www.nvidia.com/Download/index.aspx\n")
+    assert first_fail(compose) == "container-gpu"
+    selinux = "$ docker run --rm --runtime=nvidia nvidia/cuda nvidia-smi\nFailed to initialize NVML: Insufficient Permissions\n"
+    assert first_fail(selinux) == "container-gpu"
+
+
+def test_pythons_banner_names_the_platform() -> None:
+    text = ("$ pip list | grep torch\ntorch      2.9.0+cpu\ntorchvision     0.24.0\n$ python\n"
+            "Python 3.11.14 (main, Oct 10 2025, 08:54:03) [GCC 11.4.0] on linux\n")
+    f = parse_text(text)
+    assert f.value("host.os") == "Linux" and f.value("python.version") == "3.11.14"
+    # PyPI's Linux torchvision 0.24.0 is a CUDA build; torch is +cpu.
+    assert first_fail(text) == "torch-companions"

@@ -1,6 +1,7 @@
 """Turn what people paste into bug trackers (``python -m torch.utils.collect_env`` output, vLLM's
-variant of it, plain ``nvidia-smi``, Ultralytics' environment banner, or only torch's own CUDA
-warnings and errors) into the same Facts a live probe writes.
+variant of it, plain ``nvidia-smi``, Ultralytics' environment banner, ``pip list`` / ``pip freeze``
+package listings, or only torch's own CUDA warnings and errors) into the same Facts a live probe
+writes.
 
 ``parse_text`` cleans the paste (markdown fences and quote markers, HTML ``<details>`` tags,
 Windows line endings, NULs from UTF-16 files read as UTF-8), detects which reports it holds,
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..model import Facts, Reading, Reason, missing, ok
-from . import collect_env, nvidia_smi, ultralytics
+from . import collect_env, nvidia_smi, packages, ultralytics
 
 __all__ = ["MAX_CHARS", "ParseError", "decode", "detect_formats", "parse_text"]
 
@@ -37,6 +38,9 @@ _CONTAINER_CMD_RE = re.compile(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker
                                r"(?:-\S+\s+)*(logs|exec|run|compose\s+(?:run|exec|logs|up))\b")
 # docker compose prefixes each service's output: "qna-transformers_1  | …" (v1) / "web-1  | …" (v2).
 _COMPOSE_LOG_RE = re.compile(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
+_PY_BANNER_RE = re.compile(r"^Python (\d+\.\d+\.\d+)\S* \(.{0,120}\) ?\[.{0,80}\] on (linux|win32|darwin)$")
+# docker compose v1 announcing a one-off container: "Creating vqgan-clip-docker_generate_run ... done"
+_COMPOSE_RUN_RE = re.compile(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
 _REPORT_LINE_RE = re.compile(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
 
@@ -46,11 +50,15 @@ def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
     command (kubectl logs, docker run …) before the first report line."""
     if prompt := next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None):
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
+    if any(collect_env.NGC_NO_DRIVER in line for line in lines):
+        return "docker", f"the start-up banner of an NVIDIA container image (\"{collect_env.NGC_NO_DRIVER}\")"
     for line in lines:
         if _REPORT_LINE_RE.search(line):
             if _COMPOSE_LOG_RE.match(line):
                 return "docker", f"the report's lines carry docker compose's service prefix ({line.split('|')[0].strip()})"
             return None  # the first report line came before any container command: the host's
+        if _COMPOSE_RUN_RE.match(line.strip()):
+            return "docker", f"docker compose started the command: `{line.strip()[:80]}`"
         if m := _CONTAINER_CMD_RE.match(line.strip()):
             kind = {"kubectl": "kubernetes", "oc": "kubernetes", "podman": "podman"}.get(m.group(1), "docker")
             return kind, f"the output follows `{line.strip()[:80]}`, a command that runs in a container"
@@ -100,6 +108,8 @@ def detect_formats(text: str) -> list[str]:
         found.append("nvidia-smi")
     if not found and ultralytics.looks_like(lines):
         found.append("ultralytics")
+    if "collect_env" not in found and packages.looks_like(lines):
+        found.append("package-list")
     if not found and collect_env.has_messages(lines):
         found.append("torch-messages")
     return found
@@ -129,8 +139,9 @@ def _parse(text: str) -> Facts:
     is_collect_env = collect_env.looks_like(lines)
     is_smi = nvidia_smi.looks_like(lines)
     is_banner = not is_collect_env and ultralytics.looks_like(lines)
-    is_messages = not (is_collect_env or is_smi or is_banner) and collect_env.has_messages(lines)
-    if not (is_collect_env or is_smi or is_banner or is_messages):
+    is_list = not is_collect_env and packages.looks_like(lines)
+    is_messages = not (is_collect_env or is_smi or is_banner or is_list) and collect_env.has_messages(lines)
+    if not (is_collect_env or is_smi or is_banner or is_list or is_messages):
         printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
         what = "binary or garbled data" if printable < 0.9 else "text"
         raise ParseError(f"not an environment report: the {what} has no collect_env fields "
@@ -149,10 +160,21 @@ def _parse(text: str) -> Facts:
     if is_banner:
         for key, reading in ultralytics.parse(lines).items():
             readings.setdefault(key, reading)
+    if is_list:
+        for key, reading in packages.parse(lines).items():
+            readings.setdefault(key, reading)
     if not is_collect_env:
         # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
         # often pasted next to nvidia-smi without a collect_env block: they still are facts.
         collect_env.scan_messages(lines, readings)
+    if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
+        # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
+        banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)
+        if banner:
+            readings["host.os"] = ok({"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[banner.group(2)],
+                                     "paste", f"Python's banner: \"… on {banner.group(2)}\"")
+            if not readings.get("python.version", Reading(None, Reason.NOT_IN_REPORT)).ok:
+                readings["python.version"] = ok(banner.group(1), "paste", "Python's banner")
     if "host.container" not in readings:
         found = _container_evidence(lines)
         if found:
@@ -160,7 +182,7 @@ def _parse(text: str) -> Facts:
             readings["host.container"] = ok(kind, "paste", why)
             readings["host.container_evidence"] = ok([why], "paste")
     source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
-              else "torch messages")
+              else "package list" if is_list else "torch messages")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")

@@ -48,6 +48,7 @@ KEYS = (
     "torch.version", "torch.debug", "torch.cuda_version", "torch.hip_version", "torch.cuda_available",
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
     "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
+    "torch.companion_cuda", "container.cuda_requirement",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
     "cuda.init", "cuda.driver_version", "driver.kernel_module_version", "driver.userspace_version",
     "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
@@ -102,6 +103,8 @@ _CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
 _NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?:\.\d+)+),? but\s+(?:\S*\s*NVRM:\s*)?"
                                r"this kernel module has the version (\d+(?:\.\d+)+)")
 _NO_DRIVER = "Found no NVIDIA driver on your system"
+#: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
+NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
 _TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,6})\)")
 _TORCH_MESSAGES = (
     _CAP_TAIL_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
@@ -379,6 +382,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     cudnn: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
     library_errors: list[str] = []
     code_ccs: list[str] = []
+    companion: dict[str, str] = {}
+    requirement: tuple[str, str | None] | None = None
+    torch_cuda_said: str | None = None
     for line in lines:
         text = line.strip()
         if torch_messages.loader_errors(text) and text not in library_errors:
@@ -389,7 +395,12 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
             continue
         found_init = torch_messages.cuda_error(text)
         found_cudnn = torch_messages.cudnn_incompatibility(text)
-        if not (found_init or found_cudnn or any(p.search(text) for p in _TORCH_MESSAGES)):
+        if found_req := torch_messages.container_cuda_requirement(text):
+            requirement = requirement or found_req
+        if found_pair := torch_messages.companion_cuda(text):
+            companion[found_pair[0]] = found_pair[2]
+            torch_cuda_said = torch_cuda_said or found_pair[1]
+        if not (found_init or found_cudnn or found_pair or found_req or any(p.search(text) for p in _TORCH_MESSAGES)):
             if m := _ARCH_LIST_RE.search(text):
                 arch_list = m.group(1).split()
             continue
@@ -422,8 +433,21 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
         why = "from the kernel's 'NVRM: API mismatch' message"
         out["driver.userspace_version"] = ok(nvrm.group(1), SOURCE, why)
         out["driver.kernel_module_version"] = ok(nvrm.group(2), SOURCE, why)
+    if requirement is not None:
+        why = "from the NVIDIA container runtime's requirement error"
+        out["container.cuda_requirement"] = ok(requirement[0], SOURCE, why)
+        if requirement[1] and driver_api is None:
+            driver_api = cuda_api_int(requirement[1])
+    if companion:
+        why = "from torchvision's / torchaudio's own CUDA-version check"
+        out["torch.companion_cuda"] = ok(companion, SOURCE, why)
+        cuda = out.get("torch.cuda_version")
+        if torch_cuda_said and (cuda is None or not cuda.ok):
+            out["torch.cuda_version"] = ok(torch_cuda_said, SOURCE, why)
     if library_errors:
         out["torch.library_errors"] = ok(library_errors, SOURCE, "loader errors pasted with the report")
+    if cuda_init is None and "cuda.init" not in out and any(NGC_NO_DRIVER in line for line in lines):
+        out["cuda.init"] = missing(Reason.ABSENT, SOURCE, f"the container image says \"{NGC_NO_DRIVER}\"")
     if cuda_init is None and "cuda.init" not in out and any(_NO_DRIVER in t for t in messages):
         # torch's "Found no NVIDIA driver on your system": cudaGetDeviceCount found no libcuda at all.
         out["cuda.init"] = missing(Reason.ABSENT, SOURCE, f"torch: \"{_NO_DRIVER}\" (no libcuda.so.1)")
@@ -490,7 +514,8 @@ def has_messages(lines: Sequence[str]) -> bool:
     for line in lines:
         text = line.strip()
         if (_capability_warning(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
-                or "API mismatch: the client has the version" in text or _NO_DRIVER in text
+                or "API mismatch: the client has the version" in text or _NO_DRIVER in text or NGC_NO_DRIVER in text
+                or torch_messages.companion_cuda(text) or torch_messages.container_cuda_requirement(text)
                 or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
                 or torch_messages.loader_errors(text)):
             return True
