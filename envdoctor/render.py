@@ -64,8 +64,11 @@ def _headline(report: Report) -> str:
     # A saved report is untrusted input: only well-formed GPU entries make the header.
     gpus = [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, (list, tuple)) else []
     if gpus:
-        names = sorted({str(g.get("name", "?")) for g in gpus})
-        parts.append(f"{len(gpus)}× " + ", ".join(names))
+        counts: dict[str, int] = {}
+        for g in gpus:
+            name = str(g.get("name", "?"))
+            counts[name] = counts.get(name, 0) + 1
+        parts.append(", ".join(f"{n}× {name}" for name, n in sorted(counts.items())))
     if report.compat_as_of:
         parts.append(f"compat table as of {report.compat_as_of}")
     return " · ".join(safe(p) for p in parts)

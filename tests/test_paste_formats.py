@@ -186,3 +186,17 @@ def test_pythons_banner_names_the_platform() -> None:
     assert f.value("host.os") == "Linux" and f.value("python.version") == "3.11.14"
     # PyPI's Linux torchvision 0.24.0 is a CUDA build; torch is +cpu.
     assert first_fail(text) == "torch-companions"
+
+
+def test_repeated_gpu_lines_are_one_gpu_and_mixed_gpus_are_counted_apiece(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    loop = "$ kubectl logs smi-loop\n" + "GPU 0: NVIDIA A100-PCIE-40GB (UUID: GPU-551720f0-caf0-22b7-f525-2a51a6ab478d)\n" * 4
+    assert len(parse_text(loop).value("nvml.gpus")) == 1
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("PyTorch version: 1.9.0\nIs CUDA available: True\nGPU models and configuration:\n"
+                     "GPU 0: GeForce RTX 2070 SUPER\nGPU 1: GeForce GTX 1070 Ti\nNvidia driver version: 460.32.03\n")
+    out = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", str(mixed)], capture_output=True, text=True,
+                         env={"NO_COLOR": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    assert "1× GeForce GTX 1070 Ti, 1× GeForce RTX 2070 SUPER" in out

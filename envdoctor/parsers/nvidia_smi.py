@@ -135,9 +135,12 @@ def _table_gpus(lines: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _list_gpus(lines: Sequence[str]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for line in lines:
-        if m := _LIST_RE.match(line.strip()):
+        # A paste of a loop (`watch nvidia-smi -L`, a pod's repeated logs) lists each GPU many times.
+        if (m := _LIST_RE.match(line.strip())) and m.group(3) not in seen:
+            seen.add(m.group(3))
             out.append({"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3)})
     return out
 
