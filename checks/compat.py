@@ -181,6 +181,19 @@ def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
 def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
     """The NVIDIA container runtime refused an image: "unsatisfied condition: cuda>=12.4"."""
     need = facts.value("container.cuda_requirement")
+    need_driver = facts.value("container.driver_requirement")
+    if need_driver and compat.version(need_driver):
+        drv = compat.driver_version(facts)
+        ev = evidence(facts, "container.driver_requirement", "nvml.driver_version")
+        return fail(f"The host driver {drv or ''} is older than the container image needs (≥ {need_driver})".replace("  ", " "),
+                    detail=f"The image's start-up check: \"This container was built for NVIDIA Driver Release "
+                           f"{need_driver} or later, but version {drv} was detected\" — its CUDA runtime needs that "
+                           "driver (forward compatibility covers only data-center GPUs).", evidence=ev,
+                    remedy=Remediation(f"Upgrade the host driver to ≥ {need_driver}, or use an older image release "
+                                       "built for the installed driver (the NGC support matrix lists each release's "
+                                       "driver).", ("nvidia-smi   # the driver version and the CUDA it supports",),
+                                       ("https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html",
+                                        DRIVERS)))
     if not need or compat.version(need) is None:
         return None
     ev = evidence(facts, "container.cuda_requirement", "cuda.driver_version", "nvml.driver_version")
@@ -206,6 +219,8 @@ def _runtime_says_driver_too_old(facts: Facts) -> Finding | None:
     init = facts.value("cuda.init")
     if not isinstance(init, Mapping) or init.get("code") != 35:
         return None
+    if facts.value("container.gpus_requested") is False:
+        return None  # a container started without GPUs gets no driver: container-gpu says so
     ev = evidence(facts, "cuda.init", "nvml.driver_version", "torch.version", "container.cuda_requirement")
     return fail("The NVIDIA driver is too old for the CUDA runtime in use (error 35)",
                 detail="\"CUDA driver version is insufficient for CUDA runtime version\": the program (or container "
@@ -305,9 +320,10 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         findings.append(ok(f"Driver supports CUDA {have}; torch {build.version} needs CUDA {build.cuda}",
                            detail=table_note.strip(), evidence=ev))
         return findings
-    if from_table and facts.value("torch.cuda_available") is True:
+    if from_table and facts.value("torch.cuda_available") is True and how != "mvc":
         # torch initialised CUDA on this driver: the table's reading of the driver version is wrong, or
-        # a forward-compatibility libcuda is in use. Never a fail against what torch observed; a warning
+        # a forward-compatibility libcuda is in use. (Within one major, minor-version compatibility
+        # explains it: the mvc warning below says what still needs a newer driver.) Never a fail against what torch observed; a warning
         # only when a verified minimum says the driver alone could not run it.
         vmin = compat.verified_minimum(build.cuda, os_name)
         below = bool(vmin and drv and (compat.version(drv) or Version("0")) < (compat.version(vmin[0]) or Version("0")))
@@ -1014,6 +1030,27 @@ def _nightly_date(version: str) -> "date | None":
         return None
 
 
+def _companion_extension_broken(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torchvision's/torchaudio's C++ extension misses a torch symbol: built against another torch."""
+    errs = [e for e in library_errors(facts) if e["kind"] == "undefined-symbol"
+            and any(f"/{n}/" in str(e["path"]) or str(e["library"]).startswith(f"lib{n}") for n in ("torchvision", "torchaudio"))]
+    if not errs:
+        return None
+    e = errs[0]
+    name = "torchaudio" if "torchaudio" in str(e["path"]) else "torchvision"
+    version, variant = _torch_dist(facts)
+    pkgs = _packages(facts)
+    ev["library_errors"] = [f"{x['path']}: undefined symbol {x['symbol']}" for x in errs]
+    spec = f"torch=={version}" if version else "torch"
+    cmd = _pip(facts, f"pip install --force-reinstall {spec} {name}"
+                      + (f" --index-url {compat.index_url(variant)}" if variant else ""))
+    have = f" (installed: torch {pkgs.get('torch', '?')}, {name} {pkgs[name]})" if name in pkgs else ""
+    return fail(f"{name} was built against another torch", detail=f"{e['library']} lacks {e['symbol'][:90]}, a symbol of "
+                f"the installed torch: its C++ extension was compiled for a different torch release{have}. {_as_of()}",
+                evidence=ev, remedy=Remediation(f"Install torch and {name} together so pip picks the {name} release "
+                                                "built for that torch.", (cmd,), (PREVIOUS,)))
+
+
 def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """torchvision/torchaudio said themselves that torch was built for another CUDA."""
     said = dict(facts.value("torch.companion_cuda") or {})
@@ -1042,7 +1079,7 @@ def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
 @check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
 def torch_companions(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "python.packages")
-    refused = _companion_refused(facts, ev)
+    refused = _companion_refused(facts, ev) or _companion_extension_broken(facts, ev)
     if refused is not None:
         return refused
     build = torch_build(facts)

@@ -384,6 +384,9 @@ def container_gpu(facts: Facts):
                              "docker run --gpus all --security-opt label=disable …   # to confirm; then fix the policy"),
                             (TOOLKIT_INSTALL,)))
         no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
+        unasked = facts.value("container.gpus_requested") is False
+        if unasked and (cuda_code(facts) == 35 or facts.value("torch.cuda_available") is False):
+            no_libcuda = True  # without --gpus no driver reaches the container: CUDA reports 35 / no device
         if code == 9 or no_libcuda:
             return fail("The container cannot reach the NVIDIA driver", detail=f"Inside this {container} container "
                         + ("torch finds no NVIDIA driver (no libcuda.so.1): the NVIDIA runtime injects the driver's "
@@ -644,6 +647,8 @@ def cuda_init(facts: Facts):
     init = reading.value
     code = init.get("code")
     owner = _CUDA_INIT_OWNERS.get(code)
+    if code == 35 and facts.value("container.gpus_requested") is False:
+        owner = "container-gpu"  # the container got no driver at all
     if owner:
         # The check that names the cause judges it (and fails); one failure per cause.
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),

@@ -64,6 +64,11 @@ _ERROR_STRINGS = (
     ("all CUDA-capable devices are busy or unavailable", 46),
     ("CUDA driver version is insufficient for CUDA runtime version", 35),
 )
+#: cudaError_t names as CUDA samples print them: "code=35(cudaErrorInsufficientDriver)".
+_RUNTIME_NAMES = {"cudaErrorInsufficientDriver": 35, "cudaErrorNoDevice": 100, "cudaErrorSystemNotReady": 802,
+                  "cudaErrorSystemDriverMismatch": 803, "cudaErrorCompatNotSupportedOnDevice": 804,
+                  "cudaErrorDevicesUnavailable": 46, "cudaErrorUnknown": 999}
+_RUNTIME_NAME_RE = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 #: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).
 _CUINIT_NAME_RE = re.compile(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
 
@@ -84,6 +89,9 @@ def cuda_error(text: str) -> dict[str, Any] | None:
         if m.group(1) in names:
             code, message = names[m.group(1)], text[m.end():].strip(" :")[:120] or m.group(1)
             return {"code": code, "name": m.group(1), "message": message}
+    if code is None and "cudaError" in text and (m := _RUNTIME_NAME_RE.search(text)):
+        code = _RUNTIME_NAMES.get(m.group(1))
+        message = m.group(1)
     if code is None:
         for words, known in _ERROR_STRINGS:
             if words.lower() in text.lower():
@@ -220,8 +228,14 @@ def companion_cuda(text: str) -> tuple[str, str, str] | None:
 #: nvidia-container-cli (toolkit >= 1.0): "requirement error: unsatisfied condition: cuda>=12.4, please
 #: update your driver to a newer version, or use an earlier cuda container"
 _CLI_REQUIRE_RE = re.compile(r"requirement error: unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
-#: nvidia-docker 1.0: "Error: unsupported CUDA version: 7.5 < 6.5" (image < driver)
+#: nvidia-docker 1.0: "Error: unsupported CUDA version: 7.5 < 6.5" (image, driver) and, later,
+#: "unsupported CUDA version: driver 8.0 < image 9.0.176"
 _V1_REQUIRE_RE = re.compile(r"unsupported CUDA version: (\d+\.\d+) < (\d+\.\d+)")
+_V1_NAMED_RE = re.compile(r"unsupported CUDA version: driver (\d+\.\d+)\S* < image (\d+\.\d+)")
+#: NGC images: "This container was built for NVIDIA Driver Release 535.86 or later, but version
+#: 510.47.03 was detected and compatibility mode is UNAVAILABLE."
+_NGC_DRIVER_RE = re.compile(r"built for NVIDIA Driver Release (\d+(?:\.\d+)*) or later, but\s+version "
+                            r"(\d+(?:\.\d+)+) was detected")
 
 
 def container_cuda_requirement(text: str) -> tuple[str, str | None] | None:
@@ -229,6 +243,14 @@ def container_cuda_requirement(text: str) -> tuple[str, str | None] | None:
     runtime refused to start a container because the host driver is too old for its image."""
     if m := _CLI_REQUIRE_RE.search(text):
         return m.group(1), None
+    if m := _V1_NAMED_RE.search(text):
+        return m.group(2), m.group(1)
     if m := _V1_REQUIRE_RE.search(text):
         return m.group(1), m.group(2)
     return None
+
+
+def container_driver_requirement(text: str) -> tuple[str, str] | None:
+    """``(driver the image needs, driver found)`` from an NGC image's start-up check."""
+    m = _NGC_DRIVER_RE.search(text)
+    return (m.group(1), m.group(2)) if m else None

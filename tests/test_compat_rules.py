@@ -565,3 +565,13 @@ def test_nightlies_pair_by_date_not_by_release_table() -> None:
     apart = facts(torch__version="2.5.0.dev20240720+cu124", torch__cuda_version="12.4",
                   python__packages={"torch": "2.5.0.dev20240720+cu124", "torchvision": "0.20.0.dev20240601+cu124"})
     assert worst(rules.torch_companions, apart).status is Status.WARN
+
+
+def test_a_newer_minor_that_runs_is_minor_version_compatibility_not_forward_compat() -> None:
+    # torch 2.7.0+cu128 on driver 550 (CUDA 12.4 read from the table), CUDA available: MVC, not cuda-compat.
+    f = facts(torch__version="2.7.0+cu128", torch__cuda_version="12.8", nvml__driver_version="550.54.15",
+              nvml__cuda_driver_version=missing(Reason.NOT_IN_REPORT), torch__cuda_available=True,
+              python__packages={"torch": "2.7.0+cu128"})
+    found = worst(rules.driver_too_old, f)
+    assert found.status is Status.WARN and "minor-version compatibility" in found.detail
+    assert "forward-compatibility" not in found.detail

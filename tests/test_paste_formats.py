@@ -200,3 +200,35 @@ def test_repeated_gpu_lines_are_one_gpu_and_mixed_gpus_are_counted_apiece(tmp_pa
     out = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", str(mixed)], capture_output=True, text=True,
                          env={"NO_COLOR": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
     assert "1× GeForce GTX 1070 Ti, 1× GeForce RTX 2070 SUPER" in out
+
+
+def test_ngc_driver_check_and_nvidia_docker_wording() -> None:
+    ngc = ("ERROR: This container was built for NVIDIA Driver Release 535.86 or later, but\n"
+           "       version 510.85.02 was detected and compatibility mode is UNAVAILABLE.\n")
+    f = parse_text(ngc)
+    assert f.value("container.driver_requirement") == "535.86" and f.value("nvml.driver_version") == "510.85.02"
+    assert first_fail(ngc) == "driver-too-old"
+    v1 = "nvidia-docker | 2018/01/10 Error: unsupported CUDA version: driver 8.0 < image 9.0.176"
+    assert parse_text(v1).value("container.cuda_requirement") == "9.0" and first_fail(v1) == "driver-too-old"
+    nospace = "AssertionError: The NVIDIA driver on your system is too old(found version 8000)."
+    assert parse_text(nospace).value("cuda.driver_version") == 8000
+
+
+def test_error_35_is_the_driver_unless_the_container_asked_for_no_gpu() -> None:
+    sample = "cudaGetDeviceCount returned 35\n-> CUDA driver version is insufficient for CUDA runtime version\n"
+    assert first_fail(sample) == "driver-too-old"
+    named = "CUDA error at deviceQuery.cpp:85 code=35(cudaErrorInsufficientDriver) \"cudaGetDeviceCount(&n)\""
+    assert parse_text(named).value("cuda.init")["code"] == 35
+    plain = ("$ docker run --rm -it fastertransformer:latest bash\n"
+             "[ERROR] CUDA runtime error: CUDA driver version is insufficient for CUDA runtime version\n")
+    f = parse_text(plain)
+    assert f.value("container.gpus_requested") is False and first_fail(plain) == "container-gpu"
+    asked = plain.replace("docker run --rm", "docker run --gpus all --rm")
+    assert parse_text(asked).value("container.gpus_requested") is True and first_fail(asked) == "driver-too-old"
+
+
+def test_a_domain_library_extension_missing_a_torch_symbol() -> None:
+    text = ("OSError: /opt/conda/lib/python3.10/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: "
+            "_ZNK5torch8autograd4Node4nameB5cxx11Ev\n\ntorch-2.1.1\ntorchaudio-2.0.1\n")
+    assert parse_text(text).value("python.packages") == {"torch": "2.1.1", "torchaudio": "2.0.1"}
+    assert first_fail(text) == "torch-companions"

@@ -44,6 +44,26 @@ _COMPOSE_RUN_RE = re.compile(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. do
 _REPORT_LINE_RE = re.compile(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
 
+_GPU_REQUEST_WORDS = ("--gpus", "--runtime=nvidia", "--runtime nvidia", "nvidia-docker", "nvidia.com/gpu",
+                      "NVIDIA_VISIBLE_DEVICES")
+
+
+def _gpus_requested(lines: list[str]) -> tuple[bool, str] | None:
+    """Whether the `docker|podman run|create` command in the paste asked for GPUs (its continuation
+    lines included); None when no such command is shown."""
+    for i, line in enumerate(lines):
+        m = _CONTAINER_CMD_RE.match(line.strip())
+        if not m or m.group(1) == "kubectl" or not m.group(2).startswith(("run", "create")) and m.group(1) != "nvidia-docker":
+            continue
+        command = [line.strip()]
+        while command[-1].endswith("\\") and i + len(command) < len(lines):
+            command.append(lines[i + len(command)].strip())
+        text = " ".join(command)
+        asked = m.group(1) == "nvidia-docker" or any(w in text for w in _GPU_REQUEST_WORDS)
+        return asked, f"`{text[:120]}` {'requests' if asked else 'does not request'} GPUs"
+    return None
+
+
 def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
     """("docker"|"kubernetes"|"podman", why) when the paste shows its output came from inside a container:
     a Docker-id shell prompt, docker compose log prefixes on the report's lines, or a container
@@ -181,6 +201,9 @@ def _parse(text: str) -> Facts:
             kind, why = found
             readings["host.container"] = ok(kind, "paste", why)
             readings["host.container_evidence"] = ok([why], "paste")
+            requested = _gpus_requested(lines)
+            if requested is not None:
+                readings["container.gpus_requested"] = ok(requested[0], "paste", requested[1])
     source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
               else "package list" if is_list else "torch messages")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):

@@ -48,7 +48,7 @@ KEYS = (
     "torch.version", "torch.debug", "torch.cuda_version", "torch.hip_version", "torch.cuda_available",
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
     "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
-    "torch.companion_cuda", "container.cuda_requirement",
+    "torch.companion_cuda", "container.cuda_requirement", "container.driver_requirement",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
     "cuda.init", "cuda.driver_version", "driver.kernel_module_version", "driver.userspace_version",
     "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
@@ -105,7 +105,7 @@ _NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 #: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
 NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
-_TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,6})\)")
+_TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
 _TORCH_MESSAGES = (
     _CAP_TAIL_RE, _OLD_GPU_RE, _CC_GPU_RE, _TOO_OLD_RE,
     re.compile(r"CUDA initialization: .+"),
@@ -384,6 +384,7 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     code_ccs: list[str] = []
     companion: dict[str, str] = {}
     requirement: tuple[str, str | None] | None = None
+    driver_req: tuple[str, str] | None = None
     torch_cuda_said: str | None = None
     for line in lines:
         text = line.strip()
@@ -397,10 +398,13 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
         found_cudnn = torch_messages.cudnn_incompatibility(text)
         if found_req := torch_messages.container_cuda_requirement(text):
             requirement = requirement or found_req
+        if found_drv := torch_messages.container_driver_requirement(text):
+            driver_req = driver_req or found_drv
         if found_pair := torch_messages.companion_cuda(text):
             companion[found_pair[0]] = found_pair[2]
             torch_cuda_said = torch_cuda_said or found_pair[1]
-        if not (found_init or found_cudnn or found_pair or found_req or any(p.search(text) for p in _TORCH_MESSAGES)):
+        if not (found_init or found_cudnn or found_pair or found_req or found_drv
+                or any(p.search(text) for p in _TORCH_MESSAGES)):
             if m := _ARCH_LIST_RE.search(text):
                 arch_list = m.group(1).split()
             continue
@@ -433,6 +437,22 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
         why = "from the kernel's 'NVRM: API mismatch' message"
         out["driver.userspace_version"] = ok(nvrm.group(1), SOURCE, why)
         out["driver.kernel_module_version"] = ok(nvrm.group(2), SOURCE, why)
+    if driver_req is None and any("NVIDIA Driver Release" in line for line in lines):
+        driver_req = torch_messages.container_driver_requirement(
+            " ".join(line.strip() for line in lines if "NVIDIA Driver Release" in line or "was detected" in line))
+    if driver_req is not None:
+        why = "from the container image's start-up driver check"
+        out["container.driver_requirement"] = ok(driver_req[0], SOURCE, why)
+        if "nvml.driver_version" not in out or not out["nvml.driver_version"].ok:
+            out["nvml.driver_version"] = ok(driver_req[1], SOURCE, why)
+    if not companion:
+        # torchvision's sentence re-wrapped by a notebook: read it from the joined text.
+        found_pair = torch_messages.companion_cuda(" ".join(line.strip() for line in lines if "CUDA" in line
+                                                            or "torchvision" in line or "TorchAudio" in line))
+        if found_pair:
+            companion[found_pair[0]] = found_pair[2]
+            torch_cuda_said = found_pair[1]
+            messages.append(f"PyTorch has CUDA {found_pair[1]}; {found_pair[0]} has CUDA {found_pair[2]}")
     if requirement is not None:
         why = "from the NVIDIA container runtime's requirement error"
         out["container.cuda_requirement"] = ok(requirement[0], SOURCE, why)
@@ -516,12 +536,15 @@ def has_messages(lines: Sequence[str]) -> bool:
         if (_capability_warning(text) or _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text) or _TOO_OLD_RE.search(text)
                 or "API mismatch: the client has the version" in text or _NO_DRIVER in text or NGC_NO_DRIVER in text
                 or torch_messages.companion_cuda(text) or torch_messages.container_cuda_requirement(text)
+                or torch_messages.container_driver_requirement(text)
                 or torch_messages.cuda_error(text) or torch_messages.cudnn_incompatibility(text)
                 or torch_messages.loader_errors(text)):
             return True
     # A capability warning re-wrapped across lines.
     joined = " ".join(line.strip() for line in lines if line.strip())
-    return bool(_CAP_TAIL_RE.search(joined) and _ARCH_LIST_RE.search(joined))
+    return bool(_CAP_TAIL_RE.search(joined) and _ARCH_LIST_RE.search(joined)) or \
+        torch_messages.companion_cuda(joined[:200_000]) is not None or \
+        torch_messages.container_driver_requirement(joined[:200_000]) is not None
 
 
 def _match_capability(name: str, capabilities: dict[str, tuple[int, int]]) -> tuple[int, int] | None:
