@@ -154,6 +154,31 @@ def upgrade_text(minimum: str | None) -> str:
     return f"upgrade the NVIDIA driver to ≥ {minimum}" if minimum else "upgrade the NVIDIA driver"
 
 
+def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...]:
+    """The commands that install a driver ≥ ``minimum``: the branch to install (the newest verified
+    branch at or above the minimum that still supports every GPU here) and how to confirm it."""
+    if str(facts.value("host.os") or "") == "Windows":
+        return ("nvidia-smi   # after installing the driver from nvidia.com: 'CUDA Version' must cover torch's CUDA",)
+    need = compat.version(minimum) if minimum else None
+    # Newer branches drop old GPUs (R470 was Kepler's last, R580 Maxwell/Pascal/Volta's): cap there.
+    caps = [int(a["last_driver_branch"]) for g in gpus(facts)
+            if g.cc and (a := compat.architecture(g.cc)) and a.get("last_driver_branch")]
+    cap = min(caps) if caps else None
+    rows = [r for r in compat.data()["driver_branches"]["rows"]
+            if (need is None or Version(f"{r['branch']}.999") >= need) and (cap is None or r["branch"] <= cap)]
+    if not rows:
+        return ("nvidia-smi   # no driver branch both supports this GPU and is new enough: see gpu-eol",)
+    pick = max((r for r in rows if r.get("verified")), key=lambda r: r["branch"], default=None) or \
+        max(rows, key=lambda r: r["branch"])
+    branch = pick["branch"]
+    return (f"sudo apt install nvidia-driver-{branch}   # Ubuntu/Debian: branch R{branch}"
+            + (f" (≥ {minimum})" if minimum else "")
+            + ("" if pick.get("verified") else ", unverified table row")
+            + (f"; R{cap} is the last branch for this GPU" if cap is not None else "; or: sudo ubuntu-drivers install"),
+            "sudo reboot   # the new kernel module loads at boot",
+            "nvidia-smi   # 'Driver Version' and the 'CUDA Version' it supports")
+
+
 def _cuda_build(facts: Facts) -> TorchBuild | None:
     """torch's build, or, when its version was not read, a build known only by ``torch.cuda_version``
     (a paste that shows "CUDA used to build PyTorch" but no readable version): enough for the driver."""
@@ -254,7 +279,8 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
                 evidence=ev, remedy=Remediation(
                     "Either upgrade the NVIDIA driver to one that supports torch's CUDA (nvidia-smi then shows a "
                     f"higher 'CUDA Version')" + (f", {alt}." if rec else "."),
-                    (_pip(facts, rec.command()),) if rec else (), (DRIVERS, PREVIOUS)))
+                    ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, None),
+                    (DRIVERS, PREVIOUS)))
 
 
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
@@ -348,10 +374,11 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
                f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
         if minimum else "upgrade the NVIDIA driver"
     row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
-    commands = (_pip(facts, rec.command()),) if rec else ()
+    # The wheel first: it needs no root and no reboot; then the driver upgrade.
+    commands = ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, minimum)
     alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
            if rec else "")
-    fix_text = (f"Either {upgrade}, {alt}." if rec else
+    fix_text = (f"Either {alt[3:]}, or {upgrade}." if rec else
                 f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
     drv_text = f"driver {drv}" if drv else "the driver"
     if how == "mvc":
@@ -674,7 +701,12 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                        + f" {_as_of()}",
                 evidence=ev, gpus=same,
                 remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} and a "
-                                   "CUDA toolkit that still targets it, or use a newer GPU.", (),
+                                   "CUDA toolkit that still targets it"
+                                   + (f" (CUDA {last_cuda} or older)" if last_cuda else "") + ", or use a newer GPU.",
+                                   ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
+                                    f"export TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} CUDA_HOME=/usr/local/cuda"
+                                    + (f"-{last_cuda}" if last_cuda else "") + "   # a toolkit that targets it",
+                                    "pip install -r requirements.txt && python setup.py develop"),
                                    ("https://github.com/pytorch/pytorch#from-source",))))
             continue
         version, variant = last

@@ -575,3 +575,21 @@ def test_a_newer_minor_that_runs_is_minor_version_compatibility_not_forward_comp
     found = worst(rules.driver_too_old, f)
     assert found.status is Status.WARN and "minor-version compatibility" in found.detail
     assert "forward-compatibility" not in found.detail
+
+
+def test_driver_upgrades_name_a_branch_that_still_supports_the_gpu() -> None:
+    from envdoctor.checks.compat import driver_upgrade_commands
+
+    k80 = facts(nvml__gpus=[{"index": 0, "name": "Tesla K80", "compute_capability": "3.7"}], torch__devices=[])
+    assert driver_upgrade_commands(k80, "450.80.02")[0].startswith("sudo apt install nvidia-driver-470")
+    assert "last branch for this GPU" in driver_upgrade_commands(k80, "450.80.02")[0]
+    h100 = facts()
+    first = driver_upgrade_commands(h100, "570.26")[0]
+    assert first.startswith("sudo apt install nvidia-driver-580") and "ubuntu-drivers" in first
+    assert driver_upgrade_commands(facts(host__os="Windows"), "570.26")[0].startswith("nvidia-smi")
+    # The driver-too-old finding carries them.
+    old = facts(torch__version="2.6.0+cu126", torch__cuda_version="12.6", nvml__driver_version="470.82.01",
+                nvml__cuda_driver_version=11040)
+    found = worst(rules.driver_too_old, old)
+    assert found.status is Status.FAIL and any(c.startswith("sudo apt install nvidia-driver-") for c in
+                                               found.remediation.commands)

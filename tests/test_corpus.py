@@ -75,3 +75,18 @@ def test_no_healthy_case_fails_and_accuracy_does_not_regress() -> None:
     assert not false_alarms, "healthy cases with a fail:\n" + "\n".join(false_alarms)
     assert stats["broken_accuracy"] >= ACCURACY_FLOOR, (
         f"{stats['broken_right']}/{stats['broken']} broken cases right:\n" + "\n".join(wrong))
+
+
+def test_every_fail_on_the_corpus_says_what_to_run() -> None:
+    """'Say exactly what to do': each failing finding on a real paste carries a command to run."""
+    from envdoctor.diagnose import diagnose
+    from envdoctor.model import Status
+    from envdoctor.registry import load_registry
+
+    registry = load_registry(plugins=False)
+    bare = []
+    for case in CASES:
+        facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
+        bare += [f"{case['file']}: {f.id}" for f in diagnose(facts, registry)
+                 if f.status is Status.FAIL and not f.remediation.commands]
+    assert not bare, "\n".join(bare)
