@@ -1049,6 +1049,13 @@ def _tag_major(tag: str | None) -> str | None:
     return cuda.split(".")[0] if cuda else tag
 
 
+def _beyond_table(minor: str | None) -> bool:
+    """True for a torch release newer than every release the table knows."""
+    newest = compat.newest_release()
+    v, n = compat.version(minor or ""), compat.version(newest or "")
+    return bool(v and n and v > n)
+
+
 def _nightly_date(version: str) -> "date | None":
     """The build date of a nightly (``2.5.0.dev20240720+cu124`` -> 2024-07-20), else None."""
     from datetime import date
@@ -1165,7 +1172,11 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
             else:
                 notes.append(compat.not_in_table(f"{name} {ver}"))
         elif built_for != torch_minor:
-            if name == "torchaudio" and row and row.get("torchaudio") is None:
+            if row is None and _beyond_table(torch_minor):
+                # torch newer than the table: which companion pairs with it is not known yet.
+                problems.append(f"{name} {ver} is built for torch {built_for}, and "
+                                + compat.not_in_table(f"torch {build.public}"))
+            elif name == "torchaudio" and row and row.get("torchaudio") is None:
                 notes.append(f"no torchaudio release is pinned to torch {torch_minor} (PyPI as of {compat.as_of()}); "
                              f"{name} {ver} not judged")
             else:

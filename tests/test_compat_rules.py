@@ -593,3 +593,11 @@ def test_driver_upgrades_name_a_branch_that_still_supports_the_gpu() -> None:
     found = worst(rules.driver_too_old, old)
     assert found.status is Status.FAIL and any(c.startswith("sudo apt install nvidia-driver-") for c in
                                                found.remediation.commands)
+
+
+def test_a_torch_newer_than_the_table_is_never_a_companion_fail() -> None:
+    # "torch 7.0+cu118" (a typo in a real ticket, or a future release): warn with the table's date, never fail.
+    f = facts(torch__version="7.0.0+cu118", torch__cuda_version="11.8",
+              python__packages={"torch": "7.0.0+cu118", "torchaudio": "2.7.0+cu118"})
+    found = worst(rules.torch_companions, f)
+    assert found.status is Status.WARN and "not in envdoctor's compatibility table" in found.detail
