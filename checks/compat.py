@@ -89,6 +89,8 @@ def torch_build(facts: Facts) -> TorchBuild | None:
         return None
     text = str(ver)
     cuda = facts.value("torch.cuda_version")
+    if cuda is not None and compat.version(str(cuda)) is None:
+        cuda = None  # a hand-edited or hostile report: not a version, so not used
     variant = torch_variant(facts)
     if not cuda and variant:
         cuda = compat.variant_cuda(variant)

@@ -90,3 +90,31 @@ def test_every_fail_on_the_corpus_says_what_to_run() -> None:
         bare += [f"{case['file']}: {f.id}" for f in diagnose(facts, registry)
                  if f.status is Status.FAIL and not f.remediation.commands]
     assert not bare, "\n".join(bare)
+
+
+def test_mangled_pastes_never_crash_a_check() -> None:
+    """Each real paste with 40 characters replaced by hostile ones (NUL, bidi marks, markup, stray
+    digits and dots): parsing either refuses it clearly or every check judges it without crashing."""
+    import random
+
+    from envdoctor.diagnose import diagnose
+    from envdoctor.model import Status
+    from envdoctor.parsers import ParseError
+    from envdoctor.registry import load_registry
+
+    registry = load_registry(plugins=False)
+    rng = random.Random(20261129)
+    hostile = ["\x00", "\u202e", "(", ")", "\\", "[bold]", "\n", "é", "9", ".", "+", "-", ":", "\u00a0", "x"]
+    crashed = []
+    for case in CASES:
+        chars = list((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
+        for _ in range(40):
+            if chars:
+                chars[rng.randrange(len(chars))] = rng.choice(hostile)
+        try:
+            facts = parse_text("".join(chars))
+        except ParseError:
+            continue
+        crashed += [f"{case['file']}: {f.id}: {f.detail[:120]}" for f in diagnose(facts, registry)
+                    if f.status is Status.ERROR]
+    assert not crashed, "\n".join(crashed)

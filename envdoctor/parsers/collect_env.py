@@ -218,7 +218,8 @@ def _torch(fields: dict[str, tuple[str, list[str]]], out: dict[str, Reading]) ->
     if (cuda := fields.get("cuda used to build pytorch")) is not None:
         text = cuda[0]
         if not is_placeholder(text):
-            out["torch.cuda_version"] = ok(text.split()[0], SOURCE)
+            ver = version_in(text)
+            out["torch.cuda_version"] = ok(ver, SOURCE) if ver else unread(text, SOURCE, "CUDA used to build PyTorch")
         elif torch_read:
             # None is printed as "Could not collect" (or "None"): torch.version.cuda is None, i.e.
             # a CPU-only (or ROCm, "N/A") build. That is the answer, not a failed read.
