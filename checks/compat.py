@@ -736,13 +736,7 @@ def _pkg_version(pkgs: dict[str, str], stem: str) -> tuple[str, str] | None:
 
 def _outside_wheel(paths: Iterable[str]) -> list[str]:
     """Mapped libraries that are not a pip wheel's copy (site-packages/nvidia/… or torch/lib)."""
-    out = []
-    for p in paths:
-        norm = str(p).replace("\\", "/")
-        if "/site-packages/" in norm or "/dist-packages/" in norm:
-            continue
-        out.append(str(p))
-    return out
+    return [str(p) for p in paths if outside_wheel(str(p))]
 
 
 @dataclass(frozen=True)

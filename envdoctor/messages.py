@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .compat import cudnn_tuple
+
 __all__ = ["CUDA_RUNTIME_ERRORS", "cuda_error", "cudnn_incompatibility", "cudnn_int"]
 
 #: cudaError_t codes whose value and meaning equal the driver API's CUresult for cuInit, so a
@@ -111,19 +113,15 @@ def cudnn_int(version: tuple[int, int, int]) -> int:
     return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
 
 
-def _from_int(value: int) -> tuple[int, int, int]:
-    if value >= 10000:
-        return value // 10000, value % 10000 // 100, value % 100
-    return value // 1000, value % 1000 // 100, value % 100
-
-
 def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
     """``(compiled, runtime)`` cuDNN versions when ``text`` is torch refusing the cuDNN it found."""
     if m := _CUDNN_TUPLE_RE.search(text):
         g = [int(x) for x in m.groups()]
         return (g[0], g[1], g[2]), (g[3], g[4], g[5])
     if m := _CUDNN_INT_RE.search(text):
-        return _from_int(int(m.group(1))), _from_int(int(m.group(2)))
+        # torch's int encoding: 7102 -> (7, 1, 2), 90100 -> (9, 1, 0)
+        compiled, linked = cudnn_tuple(int(m.group(1))), cudnn_tuple(int(m.group(2)))
+        return (compiled, linked) if compiled and linked else None
     return None
 
 

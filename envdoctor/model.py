@@ -147,7 +147,8 @@ class Facts(Mapping[str, Reading]):
         found = self._data.get(key)
         if found is not None:
             return found
-        return default if default is not None else Reading(reason=Reason.NOT_COLLECTED)
+        return default if default is not None else Reading(
+            reason=Reason.NOT_COLLECTED, detail=f"nothing in this report reads {key}")
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of ``key`` when it was read, else ``default``."""

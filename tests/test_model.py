@@ -30,6 +30,7 @@ def test_reading_round_trip_keeps_value_reason_source_detail():
 def test_unprobed_key_reads_as_not_collected():
     facts = Facts({})
     assert facts.get("nvml.driver_version").reason is Reason.NOT_COLLECTED
+    assert "nvml.driver_version" in facts.get("nvml.driver_version").detail  # never missing without a why
     assert facts.value("nvml.driver_version", "x") == "x"
 
 

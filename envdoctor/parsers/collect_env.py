@@ -48,7 +48,7 @@ KEYS = (
     "torch.version", "torch.debug", "torch.cuda_version", "torch.hip_version", "torch.cuda_available",
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
     "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
-    "torch.companion_cuda", "container.cuda_requirement", "container.driver_requirement",
+    "torch.companion_cuda", "container.cuda_requirement", "container.driver_requirement", "container.gpus_requested",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
     "cuda.init", "cuda.driver_version", "driver.kernel_module_version", "driver.userspace_version",
     "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
@@ -57,27 +57,15 @@ KEYS = (
 _KEY_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
 
 
-class _KeyValue:
-    """``"Key  : value"`` split at the first colon (what a lazy ``^(key)\\s*:`` regex matched), in
-    linear time whatever the line holds."""
-
-    __slots__ = ("key", "value")
-
-    def __init__(self, key: str, value: str) -> None:
-        self.key, self.value = key, value
-
-    def group(self, n: int) -> str:
-        return self.key if n == 1 else self.value
-
-
-def _key_value(line: str) -> _KeyValue | None:
+def _key_value(line: str) -> tuple[str, str] | None:
+    """``"Key  : value"`` split at the first colon, in linear time whatever the line holds."""
     idx = line.find(":")
     if idx <= 0:
         return None
     key = line[:idx].rstrip()
     if not key or not _KEY_CHARS_RE.fullmatch(key):
         return None
-    return _KeyValue(key, line[idx + 1:].strip())
+    return key, line[idx + 1:].strip()
 # Hand-edited pastes sometimes lose the colon of the first line ("PyTorch version 1.5.0").
 _TORCH_NO_COLON_RE = re.compile(r"^(PyTorch version)\s+(\d\S*)$")
 _PKG_RE = re.compile(r"^\[(pip\d*|conda)\]\s+(.*)$")
@@ -121,7 +109,7 @@ def looks_like(lines: Sequence[str]) -> bool:
     """True when at least two collect_env field labels occur (one alone is too weak: "OS: …")."""
     seen: set[str] = set()
     for line in lines:
-        if (m := _key_value(line)) and (key := _norm_key(m.group(1))) in _MARKERS:
+        if (kv := _key_value(line)) and (key := _norm_key(kv[0])) in _MARKERS:
             seen.add(key)
             if len(seen) >= 2 or key == "pytorch version":
                 return True
@@ -143,12 +131,13 @@ def _split(lines: Sequence[str]) -> tuple[dict[str, tuple[str, list[str]]], list
         if _PKG_RE.match(line):
             packages.append(line)
             continue
-        m = _key_value(line) or _TORCH_NO_COLON_RE.match(line)
-        key = _norm_key(m.group(1)) if m else ""
-        if m and key in FIELDS:
+        m = _TORCH_NO_COLON_RE.match(line)
+        kv = _key_value(line) or ((m.group(1), m.group(2)) if m else None)
+        key = _norm_key(kv[0]) if kv else ""
+        if kv and key in FIELDS:
             # The first occurrence wins: a paste holding two reports is judged by the first.
             if key not in fields:
-                fields[key] = (m.group(2).strip(), [])
+                fields[key] = (kv[1].strip(), [])
                 current = key
             else:
                 current = None
