@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, messages
+from .. import compat, messages, versions
 from packaging.version import Version
 
 from ..compat import CC, ArchList
@@ -46,12 +46,12 @@ class Gpu:
 def gpus(facts: Facts) -> list[Gpu]:
     """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
     torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, Mapping)]
-    by_name = {str(d.get("name")): compat.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
+    by_name = {str(d.get("name")): versions.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
     out: list[Gpu] = []
     nvml = [g for g in (facts.value("nvml.gpus") or []) if isinstance(g, Mapping)]
     for pos, g in enumerate(nvml):
         name = str(g.get("name") or "")
-        cc, origin = compat.parse_cc(g.get("compute_capability")), "nvml"
+        cc, origin = versions.parse_cc(g.get("compute_capability")), "nvml"
         if cc is None and by_name.get(name):
             cc, origin = by_name[name], "torch"
         if cc is None and name:
@@ -61,7 +61,7 @@ def gpus(facts: Facts) -> list[Gpu]:
         return out
     for pos, d in enumerate(torch_devs):
         name = str(d.get("name") or "")
-        cc, origin = compat.parse_cc(d.get("capability")), "torch"
+        cc, origin = versions.parse_cc(d.get("capability")), "torch"
         if cc is None and name:
             cc, origin = compat.cc_for_gpu(name), "table"
         out.append(Gpu(_int(d.get("index"), pos), name, cc, origin))
@@ -85,15 +85,15 @@ class TorchBuild:
 
 def torch_build(facts: Facts) -> TorchBuild | None:
     ver = facts.value("torch.version")
-    if not ver or compat.version(ver) is None:
+    if not ver or versions.parse(ver) is None:
         return None
     text = str(ver)
     cuda = facts.value("torch.cuda_version")
-    if cuda is not None and compat.version(str(cuda)) is None:
+    if cuda is not None and versions.parse(str(cuda)) is None:
         cuda = None  # a hand-edited or hostile report: not a version, so not used
     variant = torch_variant(facts)
     if not cuda and variant:
-        cuda = compat.variant_cuda(variant)
+        cuda = versions.variant_cuda(variant)
     return TorchBuild(text, text.split("+", 1)[0], variant, str(cuda) if cuda else None)
 
 
@@ -145,7 +145,7 @@ def _driver_text(facts: Facts) -> str:
     cap = compat.driver_cuda(facts)
     if cap is None:
         return ""
-    cuda = compat.cuda_from_int(cap)
+    cuda = versions.cuda_from_int(cap)
     return f"your driver {drv} supports CUDA {cuda}" if drv else f"your driver supports CUDA {cuda}"
 
 
@@ -161,7 +161,7 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
     branch at or above the minimum that still supports every GPU here) and how to confirm it."""
     if str(facts.value("host.os") or "") == "Windows":
         return ("nvidia-smi   # after installing the driver from nvidia.com: 'CUDA Version' must cover torch's CUDA",)
-    need = compat.version(minimum) if minimum else None
+    need = versions.parse(minimum) if minimum else None
     # Newer branches drop old GPUs (R470 was Kepler's last, R580 Maxwell/Pascal/Volta's): cap there.
     caps = [int(a["last_driver_branch"]) for g in gpus(facts)
             if g.cc and (a := compat.architecture(g.cc)) and a.get("last_driver_branch")]
@@ -188,7 +188,7 @@ def _cuda_build(facts: Facts) -> TorchBuild | None:
     if build is not None:
         return build
     cuda = facts.value("torch.cuda_version")
-    if cuda and compat.version(cuda) is not None:
+    if cuda and versions.parse(cuda) is not None:
         return TorchBuild("(version not read)", "", None, str(cuda))
     return None
 
@@ -209,7 +209,7 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
     """The NVIDIA container runtime refused an image: "unsatisfied condition: cuda>=12.4"."""
     need = facts.value("container.cuda_requirement")
     need_driver = facts.value("container.driver_requirement")
-    if need_driver and compat.version(need_driver):
+    if need_driver and versions.parse(need_driver):
         drv = compat.driver_version(facts)
         ev = evidence(facts, "container.driver_requirement", "nvml.driver_version")
         return fail(f"The host driver {drv or ''} is older than the container image needs (≥ {need_driver})".replace("  ", " "),
@@ -221,13 +221,13 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
                                        "driver).", ("nvidia-smi   # the driver version and the CUDA it supports",),
                                        ("https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html",
                                         DRIVERS)))
-    if not need or compat.version(need) is None:
+    if not need or versions.parse(need) is None:
         return None
     ev = evidence(facts, "container.cuda_requirement", "cuda.driver_version", "nvml.driver_version")
     driver = compat.min_driver(str(need))
     floor = driver.minimum or driver.floor
     cap = compat.driver_cuda(facts)
-    have = f" (the host driver supports CUDA {compat.cuda_from_int(cap)})" if cap else ""
+    have = f" (the host driver supports CUDA {versions.cuda_from_int(cap)})" if cap else ""
     return fail(f"The host driver is too old for this container image (it needs CUDA ≥ {need})",
                 detail=f"The NVIDIA container runtime refused to start the container: its image declares "
                        f"cuda>={need}{have}. The image's CUDA runtime needs a driver that supports it"
@@ -269,7 +269,7 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
     cap = facts.value("cuda.driver_version")
     if not isinstance(cap, int) or cap <= 0:
         return None
-    have = compat.cuda_from_int(cap)
+    have = versions.cuda_from_int(cap)
     ev = evidence(facts, "cuda.driver_version", "torch.cuda_available_messages", "python.packages")
     installed, _ = _torch_dist(facts)
     rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
@@ -318,13 +318,13 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
     if cap is None:
         # The driver is older than every toolkit in the table: compare its version with torch's need.
         ans = compat.highest_cuda_for_driver(drv or "", os_name)
-        dv, mv = compat.version(drv), compat.version(minimum)
+        dv, mv = versions.parse(drv), versions.parse(minimum)
         if dv is None or mv is None or dv >= mv:
             return skip(f"Driver {drv}: its CUDA is unknown", detail=ans.note + "; not judged.", evidence=ev)
         how = None
         have = None
     else:
-        have = compat.cuda_from_int(cap)
+        have = versions.cuda_from_int(cap)
         how = compat.driver_runs(build.cuda, cap)
     table_note = " The driver's CUDA was derived from its version with the table." if from_table else ""
     if from_table and drv and how != "native" and compat.highest_cuda_for_driver(drv, os_name).at_least:
@@ -336,11 +336,11 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         if g.cc is None or not drv:
             continue
         req = compat.gpu_driver_requirement(g.cc, os_name)
-        if req and (compat.version(drv) or Version("0")) < (compat.version(req[0]) or Version("0")):
+        if req and (versions.parse(drv) or Version("0")) < (versions.parse(req[0]) or Version("0")):
             row = req[1]
             findings.append(fail(
                 f"{g.label()} needs NVIDIA driver ≥ {req[0]}; this one is {drv}",
-                detail=f"{row.get('architecture', 'This')} GPUs (CC {compat.cc_text(g.cc)}) need CUDA ≥ {row['min_cuda']} "
+                detail=f"{row.get('architecture', 'This')} GPUs (CC {versions.cc_text(g.cc)}) need CUDA ≥ {row['min_cuda']} "
                        f"and a driver that knows them (≥ {req[0]} on {os_name}, {row['source']}). {_as_of()}",
                 evidence=ev, gpus=[g.index],
                 remedy=Remediation(f"Install an NVIDIA driver ≥ {req[0]} (R570 or newer).", (), (DRIVERS,))))
@@ -354,7 +354,7 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         # explains it: the mvc warning below says what still needs a newer driver.) Never a fail against what torch observed; a warning
         # only when a verified minimum says the driver alone could not run it.
         vmin = compat.verified_minimum(build.cuda, os_name)
-        below = bool(vmin and drv and (compat.version(drv) or Version("0")) < (compat.version(vmin[0]) or Version("0")))
+        below = bool(vmin and drv and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
         seen = (f"The table gives driver {drv} CUDA {have or 'older than ' + str(minimum)}, but "
                 f"torch.cuda.is_available() is True, so CUDA {build.cuda} initialises on this machine")
         if below and vmin:
@@ -415,7 +415,7 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
     certain = not from_table
     if not certain and drv:
         vmin = compat.verified_minimum(build.cuda, os_name)
-        certain = bool(vmin and (compat.version(drv) or Version("0")) < (compat.version(vmin[0]) or Version("0")))
+        certain = bool(vmin and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
     if not certain and _cuda_unavailable(facts):
         certain = True
         detail += (" The table rows behind this are unverified, but torch.cuda.is_available() is False here, as "
@@ -425,7 +425,7 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
     title = f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})"
     hopeless = _gpus_without_any_wheel(facts)
     if hopeless:
-        names = ", ".join(f"{g.label()} ({compat.sm(g.cc)})" for g in hopeless if g.cc)
+        names = ", ".join(f"{g.label()} ({versions.sm(g.cc)})" for g in hopeless if g.cc)
         findings.append(warn(title, detail=detail + f" A newer driver would not make torch work here: no torch wheel "
                              f"runs on {names} (see gpu-eol).", evidence=ev,
                              remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
@@ -468,11 +468,11 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.gpus", "torch.devices")
     first = bad[0]
     assert first.cc is not None
-    cc_s = compat.sm(first.cc)
+    cc_s = versions.sm(first.cc)
     newer = first.cc > hi
-    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in bad if g.cc)
+    who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in bad if g.cc)
     row_src = f"{row['source']}{'' if row['verified'] else ', unverified'}"
-    why = (f"CUDA {build.cuda} compiles SASS for {compat.sm(lo)}…{compat.sm(hi)} only (toolkit targets: {row_src}), "
+    why = (f"CUDA {build.cuda} compiles SASS for {versions.sm(lo)}…{versions.sm(hi)} only (toolkit targets: {row_src}), "
            f"so no build of torch {build.version} can carry kernels for {cc_s}"
            + (" — the GPU's architecture is newer than the toolkit; a PTX fallback, if the build has one, is only "
               "JIT-compiled and torch reports the GPU as not compatible" if newer else
@@ -492,7 +492,7 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
         arrow = ""
         remedy = Remediation(f"Install a torch build made with a CUDA toolkit that targets {cc_s} (see the previous "
                              f"versions page), or build torch from source with TORCH_CUDA_ARCH_LIST="
-                             f"{compat.cc_text(first.cc)}.", (), (PREVIOUS,))
+                             f"{versions.cc_text(first.cc)}.", (), (PREVIOUS,))
     detail = (f"{who}; {why}{arrow}. CUDA kernels fail with \"no kernel image is available for execution on the "
               f"device\" although torch.cuda.is_available() is True. torch {build.version}'s own arch list was not "
               f"read and {compat.not_in_table(f'torch {build.version}')}. {_as_of()}")
@@ -522,13 +522,13 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
     ccs = [g.cc for g in devices if g.cc]
     rec = compat.recommend(ccs, compat.driver_cuda(facts), _python(facts), compat.platform_of(facts),
                            current=_torch_dist(facts)[0], extras=_companion_extras(facts))
-    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in devices if g.cc)
+    who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in devices if g.cc)
     drv = _driver_text(facts) or (rec.driver_note if rec else "")
     arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "") if rec else ""
     said = (f"torch said \"{_TOO_OLD_FOR_BUILD} because it is too old\": this build's lowest architecture is above "
             "the GPU's" if too_old else f"CUDA reported \"{_NO_KERNEL_IMAGE}\": the build carries neither SASS nor PTX "
             "that runs on this architecture")
-    return fail(f"The installed torch has no kernels for {devices[0].label()} ({compat.sm(devices[0].cc)})",  # type: ignore[arg-type]
+    return fail(f"The installed torch has no kernels for {devices[0].label()} ({versions.sm(devices[0].cc)})",  # type: ignore[arg-type]
                 detail=f"{who}; {said}{arrow}. Other wheels still carry it (see gpu-eol). {_as_of()}",
                 evidence=ev, gpus=[g.index for g in devices],
                 remedy=Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}." if rec else
@@ -602,11 +602,11 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
                            exclude={(build.public, build.variant or "")}, extras=_companion_extras(facts))
     first = bad[0]
     assert first.cc is not None
-    cc_s = compat.sm(first.cc)
+    cc_s = versions.sm(first.cc)
     newest_sass = max(arch.sass) if arch.sass else None
     direction = ("newer than anything in this wheel" if newest_sass and first.cc > newest_sass
                  else "dropped from (or never in) this wheel")
-    who = ", ".join(f"{g.label()} is {compat.sm(g.cc)}" for g in bad if g.cc)
+    who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in bad if g.cc)
     head = (f"{who}; torch {build.version} carries {arch.span()} and no PTX that can run on it"
             if not arch.ptx else f"{who}; torch {build.version} carries {arch.describe()}")
     integrated = any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc)
@@ -624,11 +624,11 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
         if last:
             text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
                     f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
-                    f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}.")
+                    f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}.")
             remedy = Remediation(text, (_pip(facts, compat.Recommendation(last[0], last[1], "", True).command()),), (PREVIOUS,))
         else:
             text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
-                    f"TORCH_CUDA_ARCH_LIST={compat.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
+                    f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
             remedy = Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
     detail = (f"{head}{arrow}. " + (f"{'; '.join(beyond)}. " if beyond else "") +
               f"The GPU's architecture is {direction}: CUDA kernels fail with \"no kernel image is "
@@ -673,7 +673,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                             evidence=ev))
             continue
         if newest:
-            out.append(ok(f"torch {current} still ships wheels for {g.label()} ({compat.sm(g.cc)})",
+            out.append(ok(f"torch {current} still ships wheels for {g.label()} ({versions.sm(g.cc)})",
                           detail=_as_of(), evidence=ev, gpus=same))
             continue
         last = compat.last_release_for(g.cc, plat)
@@ -686,14 +686,14 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
             unverified = info is not None and not info.verified
             make = warn if unverified and not _cuda_unavailable(facts) else fail
             last_cuda = arch.get("last_cuda") if arch else None
-            cur_arch = [a for v in compat.release_variants(current or "", plat) if compat.variant_cuda(v)
+            cur_arch = [a for v in compat.release_variants(current or "", plat) if versions.variant_cuda(v)
                         and (a := compat.arch_list(current or "", v, plat)) is not None]
             lowest = min((cc for a in cur_arch for cc in a.sass), default=None)
             out.append(make(
-                f"No torch wheel runs on {g.label()} ({arch_name}, {compat.sm(g.cc)})",
+                f"No torch wheel runs on {g.label()} ({arch_name}, {versions.sm(g.cc)})",
                 detail=f"No current torch wheel supports {g.label()}: torch {current} carries "
-                       f"{compat.sm(lowest) + ' and newer' if lowest else 'newer architectures only'}, and no release "
-                       f"in the table ever carried {compat.sm(g.cc)} (CC {compat.cc_text(g.cc)}), so there is no older "
+                       f"{versions.sm(lowest) + ' and newer' if lowest else 'newer architectures only'}, and no release "
+                       f"in the table ever carried {versions.sm(g.cc)} (CC {versions.cc_text(g.cc)}), so there is no older "
                        f"release to pin either."
                        + (f" The last CUDA toolkit able to target {arch_name} is {last_cuda}." if last_cuda else "")
                        + drv_note
@@ -702,11 +702,11 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                           if unverified else "")
                        + f" {_as_of()}",
                 evidence=ev, gpus=same,
-                remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} and a "
+                remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={versions.cc_text(g.cc)} and a "
                                    "CUDA toolkit that still targets it"
                                    + (f" (CUDA {last_cuda} or older)" if last_cuda else "") + ", or use a newer GPU.",
                                    ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
-                                    f"export TORCH_CUDA_ARCH_LIST={compat.cc_text(g.cc)} CUDA_HOME=/usr/local/cuda"
+                                    f"export TORCH_CUDA_ARCH_LIST={versions.cc_text(g.cc)} CUDA_HOME=/usr/local/cuda"
                                     + (f"-{last_cuda}" if last_cuda else "") + "   # a toolkit that targets it",
                                     "pip install -r requirements.txt && python setup.py develop"),
                                    ("https://github.com/pytorch/pytorch#from-source",))))
@@ -714,8 +714,8 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
         version, variant = last
         cmd = _pip(facts, compat.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command())
         out.append(warn(
-            f"{g.label()} ({arch_name}, {compat.sm(g.cc)}) is end of life for torch: last wheels in torch {version}",
-            detail=f"No wheel of torch {current} carries {compat.sm(g.cc)}; the newest release that does is torch "
+            f"{g.label()} ({arch_name}, {versions.sm(g.cc)}) is end of life for torch: last wheels in torch {version}",
+            detail=f"No wheel of torch {current} carries {versions.sm(g.cc)}; the newest release that does is torch "
                    f"{version} ({variant}). Pin it so upgrades do not break this machine.{drv_note} {_as_of()}",
             evidence=ev, gpus=same,
             remedy=Remediation(f"Stay on torch {version}+{variant} (pin torch=={version} in a constraints file).",
@@ -767,8 +767,8 @@ def _cudnn_facts(facts: Facts) -> tuple[tuple[int, int, int] | None, tuple[int, 
     """(compiled, runtime) cuDNN as torch itself states them: torch.cudnn_build_version and
     torch.cudnn_version, or both from its "cuDNN version incompatibility" error when reading the
     runtime version raised it."""
-    compiled = compat.cudnn_tuple(facts.value("torch.cudnn_build_version"))
-    runtime = compat.cudnn_tuple(facts.value("torch.cudnn_version"))
+    compiled = versions.cudnn_tuple(facts.value("torch.cudnn_build_version"))
+    runtime = versions.cudnn_tuple(facts.value("torch.cudnn_version"))
     reading = facts.get("torch.cudnn_version")
     if runtime is None and not reading.ok and reading.detail:
         found = messages.cudnn_incompatibility(reading.detail)
@@ -845,7 +845,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
     build, row, pkg, loaded, foreign, py, variant = b.build, b.row, b.pkg, b.loaded, b.foreign, b.py, b.variant
     compiled, runtime = _cudnn_facts(facts)
     # torch's own compile-time version is proof; the table's row is the fallback.
-    expected = compiled or (compat.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None)
+    expected = compiled or (versions.cudnn_tuple(row["cudnn"]) if row and row.get("cudnn") else None)
     proven = compiled is not None
     ev["expected_cudnn"] = ".".join(map(str, compiled)) if compiled else (row["cudnn"] if row and row.get("cudnn") else None)
     fix = Remediation(
@@ -855,7 +855,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
          f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}"),
         ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",))
     observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
-        ((compat.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
+        ((versions.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
     table_row = f"{row['source']}{'' if row['verified'] else ', unverified'}" if row else ""
     if observed and expected:
         obs, exp = ".".join(map(str, observed)), ".".join(map(str, expected))
@@ -901,7 +901,7 @@ def _torch_dist(facts: Facts) -> tuple[str | None, str | None]:
     if build is not None:
         return build.public, build.variant
     dist = _packages(facts).get("torch")
-    if not dist or compat.version(str(dist).split("+")[0]) is None:
+    if not dist or versions.parse(str(dist).split("+")[0]) is None:
         return None, None
     return str(dist).split("+")[0], torch_variant(facts)
 
@@ -916,7 +916,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     pkgs = _packages(facts)
     nccl_wheels = sorted(n for n in pkgs if re.fullmatch(r"nvidia-nccl(-cu\d+)?", n))
     version, variant = _torch_dist(facts)
-    cuda = compat.variant_cuda(variant) if variant else None
+    cuda = versions.variant_cuda(variant) if variant else None
     major = cuda.split(".")[0] if cuda else None
     keep = f"nvidia-nccl-cu{major}" if major else None  # NCCL wheels keep the -cuNN suffix for CUDA 13 too
     extra = [n for n in nccl_wheels if keep and n != keep]
@@ -952,11 +952,11 @@ def nccl_mismatch(facts: Facts) -> Finding:
     build, row, pkg, foreign, py, variant = b.build, b.row, b.pkg, b.foreign, b.py, b.variant
     if build.variant and facts.value("host.os") == "Windows":
         return skip("Windows builds of torch do not use NCCL", evidence=ev)
-    expected = compat.version(row["nccl"]) if row and row.get("nccl") else None
-    runtime = compat.version(facts.value("torch.nccl_version"))
+    expected = versions.parse(row["nccl"]) if row and row.get("nccl") else None
+    runtime = versions.parse(facts.value("torch.nccl_version"))
     ev["expected_nccl"] = row["nccl"] if row else None
     pin = f"nvidia-nccl-cu{build.cuda.split('.')[0]}"
-    pkg_v = compat.version(pkg[1]) if pkg else None
+    pkg_v = versions.parse(pkg[1]) if pkg else None
     fix_cmds = ((f"{py} -m pip install --force-reinstall {pin}=={row['nccl']}",) if row and row.get("nccl") else ()) + \
         (f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}",)
     fix = Remediation("Restore the NCCL torch pins (another package or LD_LIBRARY_PATH/LD_PRELOAD replaced it).",
@@ -1000,11 +1000,11 @@ def toolkit_mismatch(facts: Facts) -> Finding:
     nvcc = facts.value("toolkit.nvcc_version")
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
-    nv = compat.version(nvcc)
+    nv = versions.parse(nvcc)
     if nv is None:
         return skip("No CUDA toolkit (nvcc) found", detail="Only needed to build CUDA extensions; pip wheels bring "
                     "their own CUDA runtime.", evidence=ev)
-    tv = compat.version(build.cuda)
+    tv = versions.parse(build.cuda)
     assert tv is not None
     env = dict(facts.value("env.vars") or {})
     pkgs = _packages(facts)
@@ -1041,14 +1041,14 @@ def _tag_major(tag: str | None) -> str | None:
         return None
     if tag == "cpu":
         return "cpu"
-    cuda = compat.variant_cuda(tag)
+    cuda = versions.variant_cuda(tag)
     return cuda.split(".")[0] if cuda else tag
 
 
 def _beyond_table(minor: str | None) -> bool:
     """True for a torch release newer than every release the table knows."""
     newest = compat.newest_release()
-    v, n = compat.version(minor or ""), compat.version(newest or "")
+    v, n = versions.parse(minor or ""), versions.parse(newest or "")
     return bool(v and n and v > n)
 
 
@@ -1097,7 +1097,7 @@ def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     if not wrong:
         return None
     version, variant = _torch_dist(facts)
-    variant = variant or compat.variant_for_cuda(str(torch_cuda))
+    variant = variant or versions.variant_for_cuda(str(torch_cuda))
     names = " ".join(sorted(wrong))
     # torch itself goes into the same command: pip then resolves companions that pair with it.
     spec = f"torch=={version}" if version else "torch"
@@ -1124,7 +1124,7 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
         return skip("torch was not read", evidence=ev)
     if not present:
         return skip("No torchvision/torchaudio installed", evidence=ev)
-    torch_minor = compat.minor_of(build.public)
+    torch_minor = versions.minor_of(build.public)
     torch_tag = _tag(build.version)
     problems: list[str] = []
     severe = False
@@ -1137,7 +1137,7 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
         built_for = compat.companion_torch(name, ver)
         expected = row.get(name) if row else None
         abi_from = compat.stable_abi_from(name)
-        pv, tv = compat.version(ver), compat.version(torch_minor or "")
+        pv, tv = versions.parse(ver), versions.parse(torch_minor or "")
         night = _nightly_date(ver)
         if torch_night or night:
             # Nightlies pair by build date, not by the release table (their version numbers run ahead).
@@ -1150,17 +1150,17 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
                 judged.append(name)
         elif abi_from and pv is not None and tv is not None and pv >= Version(abi_from):
             # Built against torch's stable ABI: any torch at or above its own release works.
-            if tv >= Version(compat.minor_of(ver) or abi_from):
+            if tv >= Version(versions.minor_of(ver) or abi_from):
                 judged.append(name)
-                notes.append(f"{name} {ver} uses torch's stable ABI (works with torch ≥ {compat.minor_of(ver)})")
+                notes.append(f"{name} {ver} uses torch's stable ABI (works with torch ≥ {versions.minor_of(ver)})")
             else:
-                problems.append(f"{name} {ver} needs torch ≥ {compat.minor_of(ver)}, not {build.public}")
+                problems.append(f"{name} {ver} needs torch ≥ {versions.minor_of(ver)}, not {build.public}")
                 severe = True
         elif built_for is None:
-            if expected and row and row.get("verified") and compat.minor_of(ver) != expected and pv is not None:
+            if expected and row and row.get("verified") and versions.minor_of(ver) != expected and pv is not None:
                 # The table knows what this torch pairs with; a release the table lacks is not it. An
                 # older one is a plain mismatch; a newer one is beyond the table, so it only warns.
-                newer = pv > (compat.version(expected) or pv)
+                newer = pv > (versions.parse(expected) or pv)
                 problems.append(f"{name} {ver} is not the {name} built for torch {torch_minor} "
                                 f"(torch {torch_minor} pairs with {name} {expected})"
                                 + (f"; {compat.not_in_table(f'{name} {ver}')}" if newer else ""))
@@ -1233,7 +1233,7 @@ def _package_cuda_major(name: str, ver: str) -> str | None:
     if m:
         return str(int(m.group(1)))
     if name in ("cuda-toolkit", "nvidia-cuda-runtime", "cuda-bindings", "cuda-python"):
-        v = compat.version(ver)
+        v = versions.parse(ver)
         return str(v.release[0]) if v else None
     return None
 
@@ -1287,15 +1287,15 @@ def cuda_major_mix(facts: Facts) -> Finding:
 def python_supported(facts: Facts) -> Finding:
     ev = evidence(facts, "python.version", "torch.version")
     py = facts.value("python.version")
-    if not py or compat.minor_of(py) is None:
+    if not py or versions.minor_of(py) is None:
         return skip("Python version not read", evidence=ev)
-    pym = compat.minor_of(py)
+    pym = versions.minor_of(py)
     build = torch_build(facts)
     torch_reading = facts.get("torch.version")
     good = [m for m in compat.releases_newest_first() if pym in compat.releases()[m]["python"]]
     if build is None:
         dist = _packages(facts).get("torch")
-        if torch_reading.reason is not None and torch_reading.reason.value == "failed" and compat.version(dist):
+        if torch_reading.reason is not None and torch_reading.reason.value == "failed" and versions.parse(dist):
             build = TorchBuild(str(dist), str(dist).split("+", 1)[0], torch_variant(facts), None)
         elif torch_reading.reason is not None and torch_reading.reason.value in ("absent", "failed"):
             if good:
@@ -1315,7 +1315,7 @@ def python_supported(facts: Facts) -> Finding:
         return ok(f"Python {pym}", detail=ans.note + "; not judged.", evidence=ev)
     if ans.value:
         return ok(f"torch {build.public} ships wheels for Python {pym}", detail=_as_of(), evidence=ev)
-    minor = compat.minor_of(build.public) or ""
+    minor = versions.minor_of(build.public) or ""
     pys = compat.releases()[minor]["python"]
     cur = Version(minor)
     newer = sorted((m for m in good if Version(m) >= cur), key=Version)

@@ -20,34 +20,34 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     With GPU facts: the nearest release whose wheels carry kernels for every GPU and run on the
     driver (compat.recommend). Without them: a variant the installed release is offered in, else the
     newest release, matched to the driver."""
-    from .. import compat
+    from .. import compat, versions
     from .compat import gpus
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
     cap = compat.driver_cuda(facts)
     installed = facts.value("torch.version") or (facts.value("python.packages") or {}).get("torch")
-    current = str(installed).split("+", 1)[0] if installed and compat.version(installed) else None
+    current = str(installed).split("+", 1)[0] if installed and versions.parse(installed) else None
     plat = compat.platform_of(facts)
     if ccs:
         rec = compat.recommend(ccs, cap, facts.value("python.version"), plat, current=current)
         if rec is not None:
             why = (f"{rec.reason}; {rec.driver_note}." if rec.driver_note else f"{rec.reason}.")
             return rec.torch, rec.variant, why[0].upper() + why[1:]
-    minor = compat.minor_of(current) if current else None
-    offered = [v for v in compat.release_variants(minor, plat) if compat.variant_cuda(v)] if minor else []
+    minor = versions.minor_of(current) if current else None
+    offered = [v for v in compat.release_variants(minor, plat) if versions.variant_cuda(v)] if minor else []
     if current and offered:
-        fits = [v for v in offered if cap is None or compat.driver_runs(compat.variant_cuda(v) or "", cap) == "native"]
+        fits = [v for v in offered if cap is None or compat.driver_runs(versions.variant_cuda(v) or "", cap) == "native"]
         if fits:
-            pick = max(fits, key=lambda v: compat.cuda_to_int(compat.variant_cuda(v) or "0") or 0)
+            pick = max(fits, key=lambda v: versions.cuda_to_int(versions.variant_cuda(v) or "0") or 0)
             default = compat._default_variant(minor)
             if cap is None and default in offered:
                 pick = default  # without a driver to match, the release's own default build
             if cap is None:
                 why = (f"No NVIDIA driver was read, so the variant cannot be matched to it; torch {minor} is offered "
                        f"for {', '.join(offered)} (table as of {compat.as_of()}); {pick}, its default build, needs a driver "
-                       f"for CUDA {compat.variant_cuda(pick)} (or a newer driver of that major).")
+                       f"for CUDA {versions.variant_cuda(pick)} (or a newer driver of that major).")
             else:
-                why = f"Your driver supports CUDA {compat.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
+                why = f"Your driver supports CUDA {versions.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
     variant, why = compat.variant_for_driver(facts)
     newest = compat.newest_release()
@@ -190,6 +190,6 @@ def torch_cuda_available(facts: Facts):
 
 
 def compat_version(text: str) -> bool:
-    from .. import compat
+    from .. import versions
 
-    return bool(text) and compat.version(text) is not None
+    return bool(text) and versions.parse(text) is not None

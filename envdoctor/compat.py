@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .model import Facts
+from .versions import (CC, cc_text, cuda_from_int, cuda_to_int, minor_of, parse_cc, sm,
+                       variant_cuda)
+from .versions import parse as version
 
-CC = tuple[int, int]
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
 INDEX = "https://download.pytorch.org/whl/"
 
@@ -52,76 +54,6 @@ def source_url(source_id: str) -> str:
     if src.get("repo") and src.get("commit") and src.get("path"):
         return f"https://github.com/{src['repo']}/blob/{src['commit']}/{src['path']}"
     return ""
-
-
-def version(text: Any) -> Version | None:
-    """A lenient ``packaging`` version: ``"570.124.06"``, ``"2.6.0+cu126"``, ``"12.8"``; else None."""
-    if text is None:
-        return None
-    try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        m = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
-        return Version(m.group(1)) if m else None
-
-
-def minor_of(text: Any) -> str | None:
-    """``"2.6.0+cu126"`` -> ``"2.6"``."""
-    v = version(text)
-    if v is None or len(v.release) < 2:
-        return None
-    return f"{v.release[0]}.{v.release[1]}"
-
-
-def cuda_from_int(value: int) -> str:
-    """The CUDA API encoding ``12080`` -> ``"12.8"``."""
-    return f"{value // 1000}.{value % 1000 // 10}"
-
-
-def cuda_to_int(text: str) -> int | None:
-    v = version(text)
-    if v is None:
-        return None
-    rel = (*v.release, 0)
-    return rel[0] * 1000 + rel[1] * 10
-
-
-def parse_cc(value: Any) -> CC | None:
-    """``"9.0"``, ``[9, 0]``, ``(12, 0)``, ``"sm_120"``, ``"120"`` -> ``(major, minor)``."""
-    if isinstance(value, (list, tuple)) and len(value) >= 2:
-        try:
-            return int(value[0]), int(value[1])
-        except (TypeError, ValueError):
-            return None
-    if isinstance(value, str):
-        text = value.strip()
-        m = re.fullmatch(r"(\d+)\.(\d)", text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(\d)[af]?", text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    return None
-
-
-def cc_text(cc: CC) -> str:
-    return f"{cc[0]}.{cc[1]}"
-
-
-def sm(cc: CC) -> str:
-    return f"sm_{cc[0]}{cc[1]}"
-
-
-def variant_cuda(variant: str) -> str | None:
-    """``"cu128"`` -> ``"12.8"``; None for cpu/rocm."""
-    m = re.fullmatch(r"cu(\d+)(\d)", variant or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
-
-
-def variant_for_cuda(cuda: str) -> str:
-    v = version(cuda)
-    rel = (*(v.release if v else (0,)), 0)
-    return f"cu{rel[0]}{rel[1]}"
 
 
 def index_url(variant: str) -> str:
@@ -744,18 +676,3 @@ def toolkit_range(cuda: str) -> tuple[CC, CC] | None:
     lo, hi = parse_cc(row["min_cc"]), parse_cc(row["max_cc"])
     assert lo is not None and hi is not None
     return lo, hi
-
-
-def cudnn_tuple(value: Any) -> tuple[int, int, int] | None:
-    """cuDNN as torch reports it (``90100``; cuDNN 8: ``8907``) or a string (``"9.10.2.21"``)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        if value >= 10000:
-            return value // 10000, value % 10000 // 100, value % 100
-        return value // 1000, value % 1000 // 100, value % 100
-    v = version(value)
-    if v is None:
-        return None
-    rel = (*v.release, 0, 0)
-    return rel[0], rel[1], rel[2]

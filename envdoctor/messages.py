@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .compat import cudnn_tuple
+from .versions import cudnn_tuple
 
 __all__ = ["CUDA_RUNTIME_ERRORS", "cuda_error", "cudnn_incompatibility", "cudnn_int"]
 

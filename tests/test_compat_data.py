@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from packaging.version import Version
 
-from envdoctor import compat
+from envdoctor import compat, versions
 
 DATA = compat.data()
 TABLES = [k for k, v in DATA.items() if isinstance(v, dict) and "rows" in v]
@@ -60,7 +60,7 @@ def test_versions_parse_with_packaging() -> None:
     for minor, row in DATA["torch_releases"]["rows"].items():
         Version(minor)
         for patch in row["patches"]:
-            assert compat.minor_of(patch) == minor, (minor, patch)
+            assert versions.minor_of(patch) == minor, (minor, patch)
         for py in row["python"]:
             Version(py)
     for row in _rows("torch_bundled_libs"):
@@ -101,11 +101,11 @@ def test_cc_ranges_do_not_overlap() -> None:
         for cc in row["ccs"]:
             assert cc not in seen, (cc, seen.get(cc), row["name"])
             seen[cc] = row["name"]
-    spans = sorted((compat.parse_cc(r["cc_min"]), compat.parse_cc(r["cc_max"])) for r in _rows("gpu_driver_requirements"))
+    spans = sorted((versions.parse_cc(r["cc_min"]), versions.parse_cc(r["cc_max"])) for r in _rows("gpu_driver_requirements"))
     for (_, hi), (lo, _) in zip(spans, spans[1:]):
         assert hi < lo
     for row in _rows("toolkit_targets"):
-        assert compat.parse_cc(row["min_cc"]) <= compat.parse_cc(row["max_cc"])
+        assert versions.parse_cc(row["min_cc"]) <= versions.parse_cc(row["max_cc"])
 
 
 def test_arch_rows_are_unique_and_fit_their_toolkit() -> None:
@@ -113,11 +113,11 @@ def test_arch_rows_are_unique_and_fit_their_toolkit() -> None:
     assert len(keys) == len(set(keys))
     for row in _rows("torch_arch_lists"):
         assert row["torch"] in DATA["torch_releases"]["rows"], row
-        rng = compat.toolkit_range(compat.variant_cuda(row["variant"]) or "")
+        rng = compat.toolkit_range(versions.variant_cuda(row["variant"]) or "")
         if rng is None:
             continue
         for cc in row["sass"] + row["ptx"]:
-            parsed = compat.parse_cc(cc)
+            parsed = versions.parse_cc(cc)
             assert parsed is not None and rng[0] <= parsed <= rng[1], (row["torch"], row["variant"], cc)
 
 
@@ -125,7 +125,7 @@ def test_release_variants_have_index_names() -> None:
     for row in DATA["torch_releases"]["rows"].values():
         for variants in row["variants"].values():
             assert variants[0] == "cpu"
-            assert all(v == "cpu" or compat.variant_cuda(v) for v in variants)
+            assert all(v == "cpu" or versions.variant_cuda(v) for v in variants)
 
 
 def test_every_gpu_row_resolves_to_itself() -> None:
@@ -133,7 +133,7 @@ def test_every_gpu_row_resolves_to_itself() -> None:
         if "series" in row["name"]:
             continue  # a family row; its members are checked below
         info = compat.gpu_by_name(row["name"].split(" / ")[0])
-        assert info is not None and info.cc == compat.parse_cc(row["cc"]), (row["name"], info)
+        assert info is not None and info.cc == versions.parse_cc(row["cc"]), (row["name"], info)
 
 
 @pytest.mark.parametrize(("name", "cc"), [
@@ -270,7 +270,7 @@ def test_pre_11_8_toolkit_rows_are_sourced_and_honestly_unverified() -> None:
 
 def test_toolkit_ceilings_only_rise() -> None:
     rows = sorted(_rows("toolkit_targets"), key=lambda r: Version(r["cuda"]))
-    highs = [compat.parse_cc(r["max_cc"]) for r in rows if Version(r["cuda"]) < Version("13.0")]
+    highs = [versions.parse_cc(r["max_cc"]) for r in rows if Version(r["cuda"]) < Version("13.0")]
     assert highs == sorted(highs)  # type: ignore[type-var]
 
 
@@ -295,9 +295,9 @@ def test_wheels_carry_sass_for_their_toolkits_newest_major() -> None:
     # compat.reach_of() stands in the wheel's highest SASS for its CUDA's reach when the CUDA version
     # is unknown (a pasted warning): that holds for every CUDA row of the table.
     for row in DATA["torch_arch_lists"]["rows"]:
-        cuda = compat.variant_cuda(row["variant"])
+        cuda = versions.variant_cuda(row["variant"])
         rng = compat.toolkit_range(cuda) if cuda else None
         if not rng or not row["sass"]:
             continue
-        highest = max(compat.parse_cc(c) for c in row["sass"])
+        highest = max(versions.parse_cc(c) for c in row["sass"])
         assert highest[0] == rng[1][0], (row["torch"], row["variant"], row["platform"], highest, rng)
