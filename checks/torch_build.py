@@ -21,7 +21,7 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     driver (compat.recommend). Without them: a variant the installed release is offered in, else the
     newest release, matched to the driver."""
     from .. import compat, versions
-    from .compat import gpus
+    from ._torch import gpus
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
     cap = compat.driver_cuda(facts)

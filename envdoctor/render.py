@@ -172,7 +172,7 @@ def _fence(text: str) -> str:
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"### envdoctor report", "", _md(_headline(report)), ""]
+    out = ["### envdoctor report", "", _md(_headline(report)), ""]
     s = report.summary
     out.append(" · ".join(f"**{s[st.value]}** {st.value}" for st in
                           (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)))

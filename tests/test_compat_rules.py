@@ -578,7 +578,7 @@ def test_a_newer_minor_that_runs_is_minor_version_compatibility_not_forward_comp
 
 
 def test_driver_upgrades_name_a_branch_that_still_supports_the_gpu() -> None:
-    from envdoctor.checks.compat import driver_upgrade_commands
+    from envdoctor.checks.compat_driver import driver_upgrade_commands
 
     k80 = facts(nvml__gpus=[{"index": 0, "name": "Tesla K80", "compute_capability": "3.7"}], torch__devices=[])
     assert driver_upgrade_commands(k80, "450.80.02")[0].startswith("sudo apt install nvidia-driver-470")

@@ -26,7 +26,7 @@ _VERSION = r"(\d[\w.+!-]*)"
 _FREEZE_RE = re.compile(rf"^([A-Za-z0-9][\w.-]*)\s*==\s*{_VERSION}\s*$")
 _TABLE_RE = re.compile(rf"^([A-Za-z0-9][\w.-]*)\s+{_VERSION}(?:\s+\S+){{0,3}}\s*$")
 # A hand-written list in a ticket: "torch-2.1.1", "torchaudio-2.0.1".
-_DASHED_RE = re.compile(rf"^(torch|torchvision|torchaudio)-(\d[\w.+]*)$")
+_DASHED_RE = re.compile(r"^(torch|torchvision|torchaudio)-(\d[\w.+]*)$")
 _IMPORTED_RE = re.compile(rf"^(PyTorch|torchvision|torchaudio)\s+{_VERSION}\s+@\S*")
 _SHOW_NAME_RE = re.compile(r"^Name:\s*(\S+)\s*$")
 _SHOW_VERSION_RE = re.compile(rf"^Version:\s*{_VERSION}\s*$")

@@ -1,0 +1,162 @@
+"""What the compatibility checks read from the facts: the GPUs with their compute capability, the
+installed torch build, its packages, and the words shared by their findings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import compat, remedies, versions
+from ..compat import CC, ArchList
+from ..model import Facts
+from ._common import torch_variant
+
+GET_STARTED = remedies.PYTORCH_GET_STARTED
+PREVIOUS = remedies.PYTORCH_PREVIOUS
+DRIVERS = remedies.DRIVER_DOWNLOAD
+MVC = remedies.CUDA_COMPATIBILITY
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the facts
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    cc: CC | None
+    cc_from: str  # "nvml", "torch" or "table"
+
+    def label(self) -> str:
+        return self.name or f"GPU {self.index}"
+
+
+def gpus(facts: Facts) -> list[Gpu]:
+    """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
+    torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, Mapping)]
+    by_name = {str(d.get("name")): versions.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
+    out: list[Gpu] = []
+    nvml = [g for g in (facts.value("nvml.gpus") or []) if isinstance(g, Mapping)]
+    for pos, g in enumerate(nvml):
+        name = str(g.get("name") or "")
+        cc, origin = versions.parse_cc(g.get("compute_capability")), "nvml"
+        if cc is None and by_name.get(name):
+            cc, origin = by_name[name], "torch"
+        if cc is None and name:
+            cc, origin = compat.cc_for_gpu(name), "table"
+        out.append(Gpu(_int(g.get("index"), pos), name, cc, origin))
+    if out:
+        return out
+    for pos, d in enumerate(torch_devs):
+        name = str(d.get("name") or "")
+        cc, origin = versions.parse_cc(d.get("capability")), "torch"
+        if cc is None and name:
+            cc, origin = compat.cc_for_gpu(name), "table"
+        out.append(Gpu(_int(d.get("index"), pos), name, cc, origin))
+    return out
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str  # "2.6.0+cu126"
+    public: str  # "2.6.0"
+    variant: str | None  # "cu126", "cpu", None
+    cuda: str | None  # "12.6"
+
+
+def torch_build(facts: Facts) -> TorchBuild | None:
+    ver = facts.value("torch.version")
+    if not ver or versions.parse(ver) is None:
+        return None
+    text = str(ver)
+    cuda = facts.value("torch.cuda_version")
+    if cuda is not None and versions.parse(str(cuda)) is None:
+        cuda = None  # a hand-edited or hostile report: not a version, so not used
+    variant = torch_variant(facts)
+    if not cuda and variant:
+        cuda = versions.variant_cuda(variant)
+    return TorchBuild(text, text.split("+", 1)[0], variant, str(cuda) if cuda else None)
+
+
+def installed_arch(facts: Facts, build: TorchBuild) -> ArchList | None:
+    """What the installed torch reports (``get_arch_list()``), else the table's list for its build.
+
+    ``get_arch_list()`` is empty whenever CUDA is unavailable, so an empty list means "unknown"."""
+    reported = facts.value("torch.arch_list")
+    if reported:
+        parsed = compat.parse_arch_list(reported)
+        if parsed.targets:
+            return parsed
+    if build.variant:
+        return compat.arch_list(build.public, build.variant, compat.platform_of(facts))
+    return None
+
+
+def _python(facts: Facts) -> str | None:
+    return facts.value("python.version")
+
+
+def _pip(facts: Facts, command: str) -> str:
+    """``command`` with a leading ``pip`` run as the target interpreter's (``/opt/venv/bin/python -m pip``),
+    so it installs where torch lives, not into whatever ``pip`` is first on PATH."""
+    exe = facts.value("python.executable")
+    if not exe:
+        return command
+    command = command.replace(" && pip ", f" && {exe} -m pip ")
+    return f"{exe} -m {command}" if command.startswith("pip ") else command
+
+
+def _packages(facts: Facts) -> dict[str, str]:
+    pkgs = facts.value("python.packages") or {}
+    return {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
+
+
+def _companion_extras(facts: Facts) -> tuple[str, ...]:
+    """Reinstall torchvision/torchaudio with torch (unpinned: their exact torch pin picks the match)."""
+    pkgs = _packages(facts)
+    return tuple(p for p in ("torchvision", "torchaudio") if p in pkgs)
+
+
+def _as_of() -> str:
+    return f"(compatibility table as of {compat.as_of()})"
+
+
+def _driver_text(facts: Facts) -> str:
+    drv = compat.driver_version(facts)
+    cap = compat.driver_cuda(facts)
+    if cap is None:
+        return ""
+    cuda = versions.cuda_from_int(cap)
+    return f"your driver {drv} supports CUDA {cuda}" if drv else f"your driver supports CUDA {cuda}"
+
+
+def _torch_dist(facts: Facts) -> tuple[str | None, str | None]:
+    """(public version, variant) of torch, from torch itself or, when its import failed, its
+    distribution's metadata in the package list."""
+    build = torch_build(facts)
+    if build is not None:
+        return build.public, build.variant
+    dist = _packages(facts).get("torch")
+    if not dist or versions.parse(str(dist).split("+")[0]) is None:
+        return None, None
+    return str(dist).split("+")[0], torch_variant(facts)
+
+
+def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
+    """GPUs that no torch wheel in the table runs on (gpu-eol's fail): a driver upgrade cannot help them."""
+    plat = compat.platform_of(facts)
+    return [g for g in gpus(facts) if g.cc and compat.supported_by_newest(g.cc, plat) is False
+            and compat.last_release_for(g.cc, plat) is None]
+
+
+def _cuda_unavailable(facts: Facts) -> bool:
+    """torch itself reported that CUDA does not work (``torch.cuda.is_available()`` False)."""
+    return facts.value("torch.cuda_available") is False

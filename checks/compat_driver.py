@@ -1,0 +1,287 @@
+"""driver-too-old: is the NVIDIA driver new enough for the CUDA that torch (or a container image) was built with?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from packaging.version import Version
+
+from .. import compat, versions
+from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding, Status
+from ..registry import check
+from ._torch import (gpus, TorchBuild, torch_build, _python, _pip, _companion_extras, _as_of, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS, DRIVERS, MVC)
+
+# ---------------------------------------------------------------------------------------------
+# driver-too-old
+
+def upgrade_text(minimum: str | None) -> str:
+    return f"upgrade the NVIDIA driver to ≥ {minimum}" if minimum else "upgrade the NVIDIA driver"
+
+
+def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...]:
+    """The commands that install a driver ≥ ``minimum``: the branch to install (the newest verified
+    branch at or above the minimum that still supports every GPU here) and how to confirm it."""
+    if str(facts.value("host.os") or "") == "Windows":
+        return ("nvidia-smi   # after installing the driver from nvidia.com: 'CUDA Version' must cover torch's CUDA",)
+    need = versions.parse(minimum) if minimum else None
+    # Newer branches drop old GPUs (R470 was Kepler's last, R580 Maxwell/Pascal/Volta's): cap there.
+    caps = [int(a["last_driver_branch"]) for g in gpus(facts)
+            if g.cc and (a := compat.architecture(g.cc)) and a.get("last_driver_branch")]
+    cap = min(caps) if caps else None
+    rows = [r for r in compat.data()["driver_branches"]["rows"]
+            if (need is None or Version(f"{r['branch']}.999") >= need) and (cap is None or r["branch"] <= cap)]
+    if not rows:
+        return ("nvidia-smi   # no driver branch both supports this GPU and is new enough: see gpu-eol",)
+    pick = max((r for r in rows if r.get("verified")), key=lambda r: r["branch"], default=None) or \
+        max(rows, key=lambda r: r["branch"])
+    branch = pick["branch"]
+    return (f"sudo apt install nvidia-driver-{branch}   # Ubuntu/Debian: branch R{branch}"
+            + (f" (≥ {minimum})" if minimum else "")
+            + ("" if pick.get("verified") else ", unverified table row")
+            + (f"; R{cap} is the last branch for this GPU" if cap is not None else "; or: sudo ubuntu-drivers install"),
+            "sudo reboot   # the new kernel module loads at boot",
+            "nvidia-smi   # 'Driver Version' and the 'CUDA Version' it supports")
+
+
+def _cuda_build(facts: Facts) -> TorchBuild | None:
+    """torch's build, or, when its version was not read, a build known only by ``torch.cuda_version``
+    (a paste that shows "CUDA used to build PyTorch" but no readable version): enough for the driver."""
+    build = torch_build(facts)
+    if build is not None:
+        return build
+    cuda = facts.value("torch.cuda_version")
+    if cuda and versions.parse(cuda) is not None:
+        return TorchBuild("(version not read)", "", None, str(cuda))
+    return None
+
+
+def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
+    """The NVIDIA container runtime refused an image: "unsatisfied condition: cuda>=12.4"."""
+    need = facts.value("container.cuda_requirement")
+    need_driver = facts.value("container.driver_requirement")
+    if need_driver and versions.parse(need_driver):
+        drv = compat.driver_version(facts)
+        ev = evidence(facts, "container.driver_requirement", "nvml.driver_version")
+        return fail(f"The host driver {drv or ''} is older than the container image needs (≥ {need_driver})".replace("  ", " "),
+                    detail=f"The image's start-up check: \"This container was built for NVIDIA Driver Release "
+                           f"{need_driver} or later, but version {drv} was detected\" — its CUDA runtime needs that "
+                           "driver (forward compatibility covers only data-center GPUs).", evidence=ev,
+                    remedy=Remediation(f"Upgrade the host driver to ≥ {need_driver}, or use an older image release "
+                                       "built for the installed driver (the NGC support matrix lists each release's "
+                                       "driver).", ("nvidia-smi   # the driver version and the CUDA it supports",),
+                                       ("https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html",
+                                        DRIVERS)))
+    if not need or versions.parse(need) is None:
+        return None
+    ev = evidence(facts, "container.cuda_requirement", "cuda.driver_version", "nvml.driver_version")
+    driver = compat.min_driver(str(need))
+    floor = driver.minimum or driver.floor
+    cap = compat.driver_cuda(facts)
+    have = f" (the host driver supports CUDA {versions.cuda_from_int(cap)})" if cap else ""
+    return fail(f"The host driver is too old for this container image (it needs CUDA ≥ {need})",
+                detail=f"The NVIDIA container runtime refused to start the container: its image declares "
+                       f"cuda>={need}{have}. The image's CUDA runtime needs a driver that supports it"
+                       + (f" (≥ {floor} on Linux{'' if driver.verified else ', unverified row'})" if floor else "")
+                       + f". {_as_of()}", evidence=ev,
+                remedy=Remediation("Upgrade the host driver" + (f" to ≥ {floor}" if floor else "") + ", or run an "
+                                   "image tag built for the CUDA the driver supports (nvidia-smi's 'CUDA Version').",
+                                   ("nvidia-smi   # 'CUDA Version' = the newest image CUDA this driver runs",
+                                    "docker run --gpus all nvidia/cuda:<that version>-base-ubuntu22.04 nvidia-smi"),
+                                   (DRIVERS,)))
+
+
+def _runtime_says_driver_too_old(facts: Facts) -> Finding | None:
+    """CUDA error 35, "CUDA driver version is insufficient for CUDA runtime version": the runtime the
+    program loaded is newer than the driver supports."""
+    init = facts.value("cuda.init")
+    if not isinstance(init, Mapping) or init.get("code") != 35:
+        return None
+    if facts.value("container.gpus_requested") is False:
+        return None  # a container started without GPUs gets no driver: container-gpu says so
+    ev = evidence(facts, "cuda.init", "nvml.driver_version", "torch.version", "container.cuda_requirement")
+    return fail("The NVIDIA driver is too old for the CUDA runtime in use (error 35)",
+                detail="\"CUDA driver version is insufficient for CUDA runtime version\": the program (or container "
+                       "image) brings a CUDA runtime newer than the driver supports. Compare nvidia-smi's 'CUDA "
+                       f"Version' with the CUDA the program was built for. {_as_of()}", evidence=ev,
+                remedy=Remediation("Upgrade the driver to one that supports the program's CUDA, or use a build of the "
+                                   "program (torch wheel, container image) made for the CUDA the driver supports.",
+                                   ("nvidia-smi   # 'CUDA Version' = the newest CUDA runtime this driver runs",),
+                                   (DRIVERS, PREVIOUS)))
+
+
+def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
+    """torch's own "The NVIDIA driver on your system is too old (found version 11040)" without the
+    torch version around it: torch has compared its CUDA with the driver's and said no. The
+    driver's CUDA is in the message, so the remedy can still name a wheel that runs on it."""
+    texts = [str(t) for t in facts.value("torch.cuda_available_messages") or ()]
+    if not any("driver on your system is too old" in t for t in texts):
+        return None
+    cap = facts.value("cuda.driver_version")
+    if not isinstance(cap, int) or cap <= 0:
+        return None
+    have = versions.cuda_from_int(cap)
+    ev = evidence(facts, "cuda.driver_version", "torch.cuda_available_messages", "python.packages")
+    installed, _ = _torch_dist(facts)
+    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+                           current=installed, extras=_companion_extras(facts))
+    alt = f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver runs: {rec.reason}" if rec else ""
+    return fail(f"The NVIDIA driver is too old for the installed torch (the driver supports CUDA {have})",
+                detail=f"torch said so itself: \"The NVIDIA driver on your system is too old (found version {cap})\": the "
+                       f"driver supports CUDA up to {have}, and this torch was built for a newer CUDA. {_as_of()}",
+                evidence=ev, remedy=Remediation(
+                    "Either upgrade the NVIDIA driver to one that supports torch's CUDA (nvidia-smi then shows a "
+                    "higher 'CUDA Version')" + (f", {alt}." if rec else "."),
+                    ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, None),
+                    (DRIVERS, PREVIOUS)))
+
+
+@check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
+       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
+def driver_too_old(facts: Facts) -> Finding | list[Finding]:
+    found = _driver_too_old(facts)
+    listed = [found] if isinstance(found, Finding) else list(found)
+    # CUDA error 35 says it outright; cuda-init leaves it to this check, so it must not get lost.
+    if not any(f.status is Status.FAIL for f in listed) and (said := _runtime_says_driver_too_old(facts)):
+        return [*[f for f in listed if f.status is not Status.SKIP], said]
+    return found
+
+
+def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
+                  "cuda.driver_version", "torch.cuda_available")
+    if image := _image_needs_newer_cuda(facts):
+        return image
+    build = _cuda_build(facts)
+    if (build is None or not build.cuda) and (said := _torch_says_driver_too_old(facts)):
+        return said
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    cap = compat.driver_cuda(facts)
+    drv = compat.driver_version(facts)
+    os_name = compat.driver_os(facts)
+    if cap is None and not drv:
+        return skip("No NVIDIA driver version was read", detail="Judged by the driver checks.", evidence=ev)
+    from_table = not (isinstance(facts.value("nvml.cuda_driver_version"), int) or
+                      isinstance(facts.value("cuda.driver_version"), int))
+    need = compat.min_driver(build.cuda, os_name)
+    minimum = need.minimum or need.floor
+    if cap is None:
+        # The driver is older than every toolkit in the table: compare its version with torch's need.
+        ans = compat.highest_cuda_for_driver(drv or "", os_name)
+        dv, mv = versions.parse(drv), versions.parse(minimum)
+        if dv is None or mv is None or dv >= mv:
+            return skip(f"Driver {drv}: its CUDA is unknown", detail=ans.note + "; not judged.", evidence=ev)
+        how = None
+        have = None
+    else:
+        have = versions.cuda_from_int(cap)
+        how = compat.driver_runs(build.cuda, cap)
+    table_note = " The driver's CUDA was derived from its version with the table." if from_table else ""
+    if from_table and drv and how != "native" and compat.highest_cuda_for_driver(drv, os_name).at_least:
+        return ok(f"Driver {drv} is newer than the table; not judged against CUDA {build.cuda}",
+                  detail=compat.highest_cuda_for_driver(drv, os_name).note + ".", evidence=ev)
+    findings: list[Finding] = []
+    # A GPU generation can need more than the CUDA floor (Blackwell: R570+).
+    for g in gpus(facts):
+        if g.cc is None or not drv:
+            continue
+        req = compat.gpu_driver_requirement(g.cc, os_name)
+        if req and (versions.parse(drv) or Version("0")) < (versions.parse(req[0]) or Version("0")):
+            row = req[1]
+            findings.append(fail(
+                f"{g.label()} needs NVIDIA driver ≥ {req[0]}; this one is {drv}",
+                detail=f"{row.get('architecture', 'This')} GPUs (CC {versions.cc_text(g.cc)}) need CUDA ≥ {row['min_cuda']} "
+                       f"and a driver that knows them (≥ {req[0]} on {os_name}, {row['source']}). {_as_of()}",
+                evidence=ev, gpus=[g.index],
+                remedy=Remediation(f"Install an NVIDIA driver ≥ {req[0]} (R570 or newer).", (), (DRIVERS,))))
+    if how == "native":
+        findings.append(ok(f"Driver supports CUDA {have}; torch {build.version} needs CUDA {build.cuda}",
+                           detail=table_note.strip(), evidence=ev))
+        return findings
+    if from_table and facts.value("torch.cuda_available") is True and how != "mvc":
+        # torch initialised CUDA on this driver: the table's reading of the driver version is wrong, or
+        # a forward-compatibility libcuda is in use. (Within one major, minor-version compatibility
+        # explains it: the mvc warning below says what still needs a newer driver.) Never a fail against what torch observed; a warning
+        # only when a verified minimum says the driver alone could not run it.
+        vmin = compat.verified_minimum(build.cuda, os_name)
+        below = bool(vmin and drv and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
+        seen = (f"The table gives driver {drv} CUDA {have or 'older than ' + str(minimum)}, but "
+                f"torch.cuda.is_available() is True, so CUDA {build.cuda} initialises on this machine")
+        if below and vmin:
+            findings.append(warn(f"torch {build.version} (CUDA {build.cuda}) runs although driver {drv} is below "
+                                 f"its minimum", evidence=ev,
+                                 detail=f"{seen}. NVIDIA's minimum for CUDA {build.cuda} is {vmin[0]} ({vmin[1]}): "
+                                        f"a forward-compatibility libcuda (cuda-compat) is probably in use, which "
+                                        f"works on data-center GPUs only. {_as_of()}",
+                                 remedy=Remediation(f"For a supported setup {upgrade_text(minimum)}.", (),
+                                                    (MVC, DRIVERS))))
+        else:
+            findings.append(ok(f"torch {build.version} (CUDA {build.cuda}) runs on driver {drv}",
+                               detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.",
+                               evidence=ev))
+        return findings
+    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+                           current=build.public or None, extras=_companion_extras(facts))
+    upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {build.cuda} natively; the CUDA "
+               f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
+        if minimum else "upgrade the NVIDIA driver"
+    row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
+    # The wheel first: it needs no root and no reboot; then the driver upgrade.
+    commands = ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, minimum)
+    alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
+           if rec else "")
+    fix_text = (f"Either {alt[3:]}, or {upgrade}." if rec else
+                f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
+    drv_text = f"driver {drv}" if drv else "the driver"
+    if how == "mvc":
+        findings.append(warn(
+            f"Driver supports CUDA {have}; torch {build.version} is built with CUDA {build.cuda}",
+            detail=f"{drv_text} supports CUDA {have}. torch's CUDA {build.cuda} runtime runs on it through CUDA "
+                   f"minor-version compatibility (same major, driver ≥ {need.floor or 'the major floor'}); features "
+                   f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
+                   f"{table_note} {_as_of()}".strip(),
+            evidence=ev, remedy=Remediation(f"For full support {upgrade}" + (f"; {alt}." if rec else "."), commands,
+                                            (MVC, DRIVERS))))
+        return findings
+    major = int(build.cuda.split(".")[0])
+    floor, floor_row = compat.driver_floor(major, os_name) if major >= compat.mvc_from_major() else (None, None)
+    floor_note = "" if not floor_row or floor_row["verified"] else f" (table row from {floor_row['source']}, unverified)"
+    if have is None:
+        why = (f"{drv_text} is older than every toolkit in the table, and CUDA {build.cuda} needs ≥ {minimum} on "
+               f"{os_name}{row_note}")
+    elif have.split(".")[0] != build.cuda.split(".")[0]:
+        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
+               f"major. " + (f"CUDA {major}.x needs driver ≥ {floor} on {os_name}{floor_note}" if floor else
+                             f"CUDA {build.cuda} needs driver ≥ {need.minimum or '?'} on {os_name}{row_note}"))
+    else:
+        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
+               f"minor, and before CUDA {compat.mvc_from_major()} there is no minor-version compatibility (NVIDIA): "
+               f"CUDA {build.cuda} needs driver ≥ {minimum or '?'} on {os_name}{row_note}")
+    detail = (f"{why}. CUDA initialisation fails (\"The NVIDIA driver on your system is too old"
+              + (f" (found version {cap})" if cap and not from_table else "") + "\" / \"CUDA driver version is insufficient for CUDA "
+              f"runtime version\").{table_note} {_as_of()}")
+    # How sure: a driver CUDA read from the driver itself, or a verified minimum, decides; a reading
+    # derived from unverified rows only warns unless torch confirms CUDA does not initialise.
+    certain = not from_table
+    if not certain and drv:
+        vmin = compat.verified_minimum(build.cuda, os_name)
+        certain = bool(vmin and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
+    if not certain and _cuda_unavailable(facts):
+        certain = True
+        detail += (" The table rows behind this are unverified, but torch.cuda.is_available() is False here, as "
+                   "they predict.")
+    elif not certain:
+        detail += " The table rows behind this are unverified and torch did not report whether CUDA works."
+    title = f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})"
+    hopeless = _gpus_without_any_wheel(facts)
+    if hopeless:
+        names = ", ".join(f"{g.label()} ({versions.sm(g.cc)})" for g in hopeless if g.cc)
+        findings.append(warn(title, detail=detail + f" A newer driver would not make torch work here: no torch wheel "
+                             f"runs on {names} (see gpu-eol).", evidence=ev,
+                             remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
+        return findings
+    make = fail if certain else warn
+    findings.append(make(title, detail=detail, evidence=ev,
+                         remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
+    return findings

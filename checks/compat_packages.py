@@ -1,0 +1,323 @@
+"""torch-companions, cuda-major-mix and python-supported: do the Python packages around torch fit it?"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+from packaging.version import Version
+
+from .. import compat, versions
+from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding
+from ..registry import check
+from ._common import library_errors, torch_variant
+from ._torch import (TorchBuild, torch_build, _pip, _packages, _as_of, _torch_dist, GET_STARTED, PREVIOUS)
+
+# ---------------------------------------------------------------------------------------------
+# torch-companions
+
+def _tag(version: str) -> str | None:
+    return version.split("+", 1)[1] if "+" in version else None
+
+
+def _tag_major(tag: str | None) -> str | None:
+    if tag is None:
+        return None
+    if tag == "cpu":
+        return "cpu"
+    cuda = versions.variant_cuda(tag)
+    return cuda.split(".")[0] if cuda else tag
+
+
+def _beyond_table(minor: str | None) -> bool:
+    """True for a torch release newer than every release the table knows."""
+    newest = compat.newest_release()
+    v, n = versions.parse(minor or ""), versions.parse(newest or "")
+    return bool(v and n and v > n)
+
+
+def _nightly_date(version: str) -> date | None:
+    """The build date of a nightly (``2.5.0.dev20240720+cu124`` -> 2024-07-20), else None."""
+    m = re.search(r"\.dev(\d{4})(\d{2})(\d{2})", str(version))
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def _companion_extension_broken(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torchvision's/torchaudio's C++ extension misses a torch symbol: built against another torch."""
+    errs = [e for e in library_errors(facts) if e["kind"] == "undefined-symbol"
+            and any(f"/{n}/" in str(e["path"]) or str(e["library"]).startswith(f"lib{n}") for n in ("torchvision", "torchaudio"))]
+    if not errs:
+        return None
+    e = errs[0]
+    name = "torchaudio" if "torchaudio" in str(e["path"]) else "torchvision"
+    version, variant = _torch_dist(facts)
+    pkgs = _packages(facts)
+    ev["library_errors"] = [f"{x['path']}: undefined symbol {x['symbol']}" for x in errs]
+    spec = f"torch=={version}" if version else "torch"
+    cmd = _pip(facts, f"pip install --force-reinstall {spec} {name}"
+                      + (f" --index-url {compat.index_url(variant)}" if variant else ""))
+    have = f" (installed: torch {pkgs.get('torch', '?')}, {name} {pkgs[name]})" if name in pkgs else ""
+    return fail(f"{name} was built against another torch", detail=f"{e['library']} lacks {e['symbol'][:90]}, a symbol of "
+                f"the installed torch: its C++ extension was compiled for a different torch release{have}. {_as_of()}",
+                evidence=ev, remedy=Remediation(f"Install torch and {name} together so pip picks the {name} release "
+                                                "built for that torch.", (cmd,), (PREVIOUS,)))
+
+
+def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torchvision/torchaudio said themselves that torch was built for another CUDA."""
+    said = dict(facts.value("torch.companion_cuda") or {})
+    torch_cuda = facts.value("torch.cuda_version")
+    if not said or not torch_cuda:
+        return None
+    ev["torch.companion_cuda"] = said
+    wrong = {name: cuda for name, cuda in said.items() if str(cuda) != str(torch_cuda)}
+    if not wrong:
+        return None
+    version, variant = _torch_dist(facts)
+    variant = variant or versions.variant_for_cuda(str(torch_cuda))
+    names = " ".join(sorted(wrong))
+    # torch itself goes into the same command: pip then resolves companions that pair with it.
+    spec = f"torch=={version}" if version else "torch"
+    cmd = _pip(facts, f"pip install --force-reinstall {spec} {names} --index-url {compat.index_url(variant)}")
+    listing = ", ".join(f"{n} is built for CUDA {c}" for n, c in sorted(wrong.items()))
+    return fail(f"{names.replace(' ', '/')} and torch are built for different CUDA versions",
+                detail=f"torch is built for CUDA {torch_cuda}; {listing} — the library refuses to load (\"Detected that "
+                       "PyTorch and … were compiled with different CUDA versions\"). Each domain library must come from "
+                       f"the same variant index as torch. {_as_of()}",
+                evidence=ev, remedy=Remediation(f"Reinstall torch and {names} together from one index ({variant}), so "
+                                                "pip picks releases and builds that pair.", (cmd,), (PREVIOUS,)))
+
+
+@check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
+def torch_companions(facts: Facts) -> Finding | list[Finding]:
+    ev = evidence(facts, "torch.version", "python.packages")
+    refused = _companion_refused(facts, ev) or _companion_extension_broken(facts, ev)
+    if refused is not None:
+        return refused
+    build = torch_build(facts)
+    pkgs = _packages(facts)
+    present = [p for p in ("torchvision", "torchaudio") if p in pkgs]
+    if build is None:
+        return skip("torch was not read", evidence=ev)
+    if not present:
+        return skip("No torchvision/torchaudio installed", evidence=ev)
+    torch_minor = versions.minor_of(build.public)
+    torch_tag = _tag(build.version)
+    problems: list[str] = []
+    severe = False
+    notes: list[str] = []
+    row = compat.companions(build.public)
+    judged: list[str] = []
+    torch_night = _nightly_date(build.version)
+    for name in present:
+        ver = pkgs[name]
+        built_for = compat.companion_torch(name, ver)
+        expected = row.get(name) if row else None
+        abi_from = compat.stable_abi_from(name)
+        pv, tv = versions.parse(ver), versions.parse(torch_minor or "")
+        night = _nightly_date(ver)
+        if torch_night or night:
+            # Nightlies pair by build date, not by the release table (their version numbers run ahead).
+            if torch_night and night and abs((torch_night - night).days) > 1:
+                problems.append(f"{name} {ver} is a nightly of {night}, torch {build.version} one of {torch_night}: "
+                                "nightlies must come from the same day")
+            elif not (torch_night and night):
+                notes.append(f"{name} {ver} and torch {build.version}: a nightly next to a release, not judged")
+            else:
+                judged.append(name)
+        elif abi_from and pv is not None and tv is not None and pv >= Version(abi_from):
+            # Built against torch's stable ABI: any torch at or above its own release works.
+            if tv >= Version(versions.minor_of(ver) or abi_from):
+                judged.append(name)
+                notes.append(f"{name} {ver} uses torch's stable ABI (works with torch ≥ {versions.minor_of(ver)})")
+            else:
+                problems.append(f"{name} {ver} needs torch ≥ {versions.minor_of(ver)}, not {build.public}")
+                severe = True
+        elif built_for is None:
+            if expected and row and row.get("verified") and versions.minor_of(ver) != expected and pv is not None:
+                # The table knows what this torch pairs with; a release the table lacks is not it. An
+                # older one is a plain mismatch; a newer one is beyond the table, so it only warns.
+                newer = pv > (versions.parse(expected) or pv)
+                problems.append(f"{name} {ver} is not the {name} built for torch {torch_minor} "
+                                f"(torch {torch_minor} pairs with {name} {expected})"
+                                + (f"; {compat.not_in_table(f'{name} {ver}')}" if newer else ""))
+                severe = severe or not newer
+            else:
+                notes.append(compat.not_in_table(f"{name} {ver}"))
+        elif built_for != torch_minor:
+            if row is None and _beyond_table(torch_minor):
+                # torch newer than the table: which companion pairs with it is not known yet.
+                problems.append(f"{name} {ver} is built for torch {built_for}, and "
+                                + compat.not_in_table(f"torch {build.public}"))
+            elif name == "torchaudio" and row and row.get("torchaudio") is None:
+                notes.append(f"no torchaudio release is pinned to torch {torch_minor} (PyPI as of {compat.as_of()}); "
+                             f"{name} {ver} not judged")
+            else:
+                problems.append(f"{name} {ver} is built for torch {built_for}, not {build.public}"
+                                + (f" (torch {torch_minor} pairs with {name} {expected})" if expected else ""))
+                severe = True
+        else:
+            judged.append(name)
+        tag = _tag(ver)
+        if tag and torch_tag and tag != torch_tag:
+            if _tag_major(tag) != _tag_major(torch_tag):
+                problems.append(f"{name} {ver} is a {tag} build but torch is {torch_tag}")
+                severe = True
+            else:
+                problems.append(f"{name} {ver} is a {tag} build, torch is {torch_tag} (same CUDA major)")
+        elif tag is None and torch_tag and name in judged:
+            # An untagged companion came from PyPI, whose build depends on the platform: Linux wheels
+            # are the release's default CUDA variant, Windows and macOS wheels are CPU builds.
+            os_name = facts.value("host.os")
+            pypi = {"Windows": "cpu", "Darwin": "cpu"}.get(str(os_name)) if os_name else None
+            if os_name == "Linux":
+                pypi = compat.release_default_variant(built_for or torch_minor)
+            if pypi and _tag_major(pypi) != _tag_major(torch_tag):
+                problems.append(f"{name} {ver} is PyPI's {os_name} build ({pypi}) but torch is {torch_tag}")
+                severe = True
+            elif pypi is None and os_name is None and (torch_tag == "cpu" or torch_tag.startswith("cu")):
+                problems.append(f"{name} {ver} carries no variant tag: it came from PyPI, where Linux wheels are "
+                                f"CUDA builds and Windows/macOS wheels CPU builds, while torch is {torch_tag} — the "
+                                "platform is not in the report, so check `pip show " + name + "` and reinstall it from "
+                                "torch's index")
+    variant = build.variant or "cpu"
+    cmd = _pip(facts, f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
+                      f"--index-url {compat.index_url(variant)}")
+    if problems:
+        make = fail if severe else warn
+        return make("torchvision/torchaudio do not match torch",
+                    detail="; ".join(problems) + ". Each domain library pins one torch release and is compiled for its "
+                    "CUDA variant: a mismatch fails at import (\"undefined symbol\", \"operator torchvision::nms does "
+                    f"not exist\", \"compiled with different CUDA major versions\"). {_as_of()}",
+                    evidence=ev, remedy=Remediation("Reinstall them together from torch's index (pip picks the "
+                                                    "companions whose pin matches).", (cmd,), (PREVIOUS,)))
+    if not judged:
+        return skip(f"{', '.join(f'{p} {pkgs[p]}' for p in present)} not judged against torch {build.version}",
+                    detail="; ".join(notes), evidence=ev)
+    return ok(f"{', '.join(f'{p} {pkgs[p]}' for p in judged)} match torch {build.version}",
+              detail="; ".join(notes), evidence=ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda-major-mix
+
+def _package_cuda_major(name: str, ver: str) -> str | None:
+    for rx in (r"nvidia-.+-cu(\d+)", r"cupy-cuda(\d+)x", r"jax-cuda(\d+)-(?:plugin|pjrt)", r"jaxlib-cuda(\d+)"):
+        m = re.fullmatch(rx, name)
+        if m:
+            return m.group(1)
+    m = re.fullmatch(r"cupy-cuda(\d\d)\d", name)  # cupy-cuda117, cupy-cuda102
+    if m:
+        return str(int(m.group(1)))
+    if name in ("cuda-toolkit", "nvidia-cuda-runtime", "cuda-bindings", "cuda-python"):
+        v = versions.parse(ver)
+        return str(v.release[0]) if v else None
+    return None
+
+
+@check("cuda-major-mix", "Installed CUDA packages target one CUDA major", needs=("python.packages",))
+def cuda_major_mix(facts: Facts) -> Finding:
+    ev = evidence(facts, "python.packages", "torch.cuda_version")
+    pkgs = _packages(facts)
+    if not pkgs:
+        return skip("No package list was read", evidence=ev)
+    by_major: dict[str, list[str]] = {}
+    for name, ver in sorted(pkgs.items()):
+        major = _package_cuda_major(name, ver)
+        if major:
+            by_major.setdefault(major, []).append(name)
+    build = torch_build(facts)
+    torch_major = build.cuda.split(".")[0] if build and build.cuda else None
+    if len(by_major) <= 1 and (torch_major is None or not by_major or torch_major in by_major):
+        return ok("CUDA packages target one CUDA major" if by_major else "No CUDA packages besides torch",
+                  detail=", ".join(f"CUDA {m}: {len(v)} package(s)" for m, v in by_major.items()), evidence=ev)
+    keep = torch_major or max(by_major, key=lambda m: len(by_major[m]))
+    others = {m: v for m, v in by_major.items() if m != keep}
+    listing = "; ".join(f"CUDA {m}: {', '.join(v)}" for m, v in sorted(others.items()))
+    commands: list[str] = []
+    leftovers: list[str] = []
+    for m, names in sorted(others.items()):
+        for n in names:
+            if n.startswith("cupy-cuda"):
+                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install cupy-cuda{keep}x"))
+            elif n.startswith(("jax-cuda", "jaxlib-cuda")):
+                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install -U 'jax[cuda{keep}]'"))
+            else:
+                leftovers.append(n)
+    if leftovers:
+        commands.insert(0, _pip(facts, "pip show " + " ".join(leftovers)) + "   # Required-by: what still needs them")
+        commands.insert(1, _pip(facts, "pip uninstall -y " + " ".join(leftovers)))
+    who = f"torch is built for CUDA {torch_major}" if torch_major else f"most CUDA packages target CUDA {keep}"
+    return warn(f"CUDA packages for another major next to CUDA {keep}",
+                detail=f"{who}, but these target another CUDA major: {listing}. Two majors of the same library "
+                       "(libcublas.so.12 and .so.13, libcudnn from -cu12 and -cu13) can be loaded into one process, and "
+                       "a package built for the other major needs its own runtime and a driver for it.",
+                evidence=ev, remedy=Remediation("Keep one CUDA major: remove leftovers, or install the variants built "
+                                                f"for CUDA {keep}.", tuple(commands)))
+
+
+# ---------------------------------------------------------------------------------------------
+# python-supported
+
+@check("python-supported", "The Python version is supported by the torch release", needs=("python.version", "torch.version"),
+       judges_failures=False)
+def python_supported(facts: Facts) -> Finding:
+    ev = evidence(facts, "python.version", "torch.version")
+    py = facts.value("python.version")
+    if not py or versions.minor_of(py) is None:
+        return skip("Python version not read", evidence=ev)
+    pym = versions.minor_of(py)
+    build = torch_build(facts)
+    torch_reading = facts.get("torch.version")
+    good = [m for m in compat.releases_newest_first() if pym in compat.releases()[m]["python"]]
+    if build is None:
+        dist = _packages(facts).get("torch")
+        if torch_reading.reason is not None and torch_reading.reason.value == "failed" and versions.parse(dist):
+            build = TorchBuild(str(dist), str(dist).split("+", 1)[0], torch_variant(facts), None)
+        elif torch_reading.reason is not None and torch_reading.reason.value in ("absent", "failed"):
+            if good:
+                return ok(f"torch wheels exist for Python {pym} (newest: torch {compat.latest_patch(good[0])})",
+                          detail=_as_of(), evidence=ev)
+            newest = compat.newest_release()
+            pys = compat.releases()[newest]["python"] if newest else []
+            return warn(f"No torch wheel in the table supports Python {pym}",
+                        detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `pip install torch` answers "
+                               f"\"No matching distribution found for torch\". {compat.not_in_table(f'Python {pym}')}.",
+                        evidence=ev, remedy=Remediation(f"Use Python {pys[-1] if pys else '3.12'} (e.g. a venv or "
+                                                        "conda env) for torch.", ()))
+        else:
+            return skip("torch was not read", evidence=ev)
+    ans = compat.python_supported(build.public, py)
+    if ans.value is None:
+        return ok(f"Python {pym}", detail=ans.note + "; not judged.", evidence=ev)
+    if ans.value:
+        return ok(f"torch {build.public} ships wheels for Python {pym}", detail=_as_of(), evidence=ev)
+    minor = versions.minor_of(build.public) or ""
+    pys = compat.releases()[minor]["python"]
+    cur = Version(minor)
+    newer = sorted((m for m in good if Version(m) >= cur), key=Version)
+    older = sorted((m for m in good if Version(m) < cur), key=Version, reverse=True)
+    near = (newer + older)[0] if (newer or older) else None
+    variant = build.variant if build.variant and build.variant in compat.release_variants(near or "", compat.platform_of(facts)) else None
+    commands: tuple[str, ...] = ()
+    if near:
+        patch = compat.latest_patch(near)
+        commands = (_pip(facts, f"pip install torch=={patch} --index-url {compat.index_url(variant)}" if variant
+                         else f"pip install torch=={patch}"),)
+    text = (f"Install torch {near} (wheels for Python {pym}), or use Python {pys[-1]}." if near
+            else f"Use Python {pys[-1]} for torch {minor}.")
+    detail = (f"torch {build.public} ships wheels for Python {', '.join(pys)} only; this is Python {py}. "
+              f"{_as_of()}")
+    if torch_reading.ok:
+        return warn(f"Python {pym} is not supported by torch {build.public}",
+                    detail=detail + " It imports, so it came from a source build or another channel; expect "
+                    "untested combinations.", evidence=ev, remedy=Remediation(text, commands, (GET_STARTED,)))
+    return fail(f"Python {pym} is not supported by torch {build.public}", detail=detail, evidence=ev,
+                remedy=Remediation(text, commands, (GET_STARTED,)))

@@ -1,0 +1,109 @@
+"""Remedies, written once: every pip, package-manager, driver and GPU-reset command a finding
+prints, and the documentation links findings point to.
+
+A check asks for a command here and never formats one itself, so the wheel index, the way the
+user's own interpreter runs pip, and the shape of a driver install are the same in every finding.
+The PyTorch wheel index base comes from the compatibility table (``index.base`` in
+``data/compat.json``), where its source is recorded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+
+from . import compat
+
+# ---------------------------------------------------------------------------------------------
+# Links
+
+PYTORCH_GET_STARTED = "https://pytorch.org/get-started/locally/"
+PYTORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
+DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
+DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
+CUDA_COMPATIBILITY = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+CUDA_WHEELS_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#pip-wheels"
+CONTAINER_TOOLKIT_INSTALL = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
+                             "install-guide.html")
+CONTAINER_CGROUP_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
+FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+NVML_RETURN_CODES = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
+CUDA_RESULT_CODES = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
+XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+DCGM_DIAG = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
+ROW_REMAP_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+NGC_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html"
+
+
+# ---------------------------------------------------------------------------------------------
+# pip
+
+def index_url(variant: str) -> str:
+    """The PyTorch wheel index of a variant: ``cu128`` -> ``https://download.pytorch.org/whl/cu128``."""
+    return f"{compat.data()['index']['base']}{variant}"
+
+
+def pip(python: str | None, args: str) -> str:
+    """``args`` run by the target interpreter's pip (``/opt/venv/bin/python -m pip install …``), so it
+    installs where torch lives, not into whatever ``pip`` is first on PATH; plain ``pip`` when the
+    interpreter is not known (a pasted report)."""
+    return f"{python} -m pip {args}" if python else f"pip {args}"
+
+
+def pip_install(python: str | None, packages: str | Sequence[str], *, force: bool = False, no_deps: bool = False,
+                upgrade: bool = False, variant: str | None = None, quote: bool = False) -> str:
+    """``pip install [--force-reinstall] [--no-deps] [-U] PACKAGES [--index-url <PyTorch index>]``."""
+    names = [packages] if isinstance(packages, str) else list(packages)
+    if quote:
+        names = [shlex.quote(n) for n in names]
+    flags = [f for f, on in (("--force-reinstall", force), ("--no-deps", no_deps), ("-U", upgrade)) if on]
+    tail = f" --index-url {index_url(variant)}" if variant else ""
+    return pip(python, " ".join(["install", *flags, *names]) + tail)
+
+
+def pip_uninstall(python: str | None, packages: str | Iterable[str]) -> str:
+    names = [packages] if isinstance(packages, str) else list(packages)
+    return pip(python, "uninstall -y " + " ".join(names))
+
+
+def torch_install(python: str | None, version: str | None, variant: str | None, extras: Sequence[str] = (),
+                  force: bool = True) -> str:
+    """The exact (re)install of a torch build from a PyTorch variant index, companions alongside
+    (unpinned: their own exact torch pin picks the matching release)."""
+    spec = f"torch=={version}" if version else "torch"
+    return pip_install(python, [spec, *extras], force=force, variant=variant)
+
+
+# ---------------------------------------------------------------------------------------------
+# System packages, drivers, GPUs
+
+def apt_install(package: str, *, reinstall: bool = False, note: str = "") -> str:
+    """``sudo apt install [--reinstall] PACKAGE`` (Ubuntu/Debian, where NVIDIA's driver packages live)."""
+    command = f"sudo apt install {'--reinstall ' if reinstall else ''}{package}"
+    return f"{command}   # {note}" if note else command
+
+
+def driver_branch_package(branch: str | int) -> str:
+    """Ubuntu's package for a driver branch: ``nvidia-driver-570``."""
+    return f"nvidia-driver-{branch}"
+
+
+def compute_library_package(branch: str) -> str:
+    """The driver's CUDA user-space library package (libcuda, libnvidia-ml): ``libnvidia-compute-570``."""
+    return f"libnvidia-compute-{branch}"
+
+
+def fabric_manager_package(branch: str) -> str:
+    return f"nvidia-fabricmanager-{branch}"
+
+
+def gpu_reset(target: str | int, note: str = "") -> str:
+    """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
+    command = f"sudo nvidia-smi -r -i {target}"
+    return f"{command}   # {note}" if note else command
+
+
+def gpu_resets(targets: Iterable[str | int], note: str = "") -> tuple[str, ...]:
+    return tuple(gpu_reset(t, note) for t in targets)
