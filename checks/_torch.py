@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, remedies, versions
+from .. import compat, remedies, versions, views
 from ..compat import CC, ArchList
 from ..model import Facts
 from ._common import torch_variant
@@ -96,7 +96,7 @@ def installed_arch(facts: Facts, build: TorchBuild) -> ArchList | None:
         if parsed.targets:
             return parsed
     if build.variant:
-        return compat.arch_list(build.public, build.variant, compat.platform_of(facts))
+        return compat.arch_list(build.public, build.variant, views.platform_of(facts))
     return None
 
 
@@ -104,14 +104,9 @@ def _python(facts: Facts) -> str | None:
     return facts.value("python.version")
 
 
-def _pip(facts: Facts, command: str) -> str:
-    """``command`` with a leading ``pip`` run as the target interpreter's (``/opt/venv/bin/python -m pip``),
-    so it installs where torch lives, not into whatever ``pip`` is first on PATH."""
-    exe = facts.value("python.executable")
-    if not exe:
-        return command
-    command = command.replace(" && pip ", f" && {exe} -m pip ")
-    return f"{exe} -m {command}" if command.startswith("pip ") else command
+def _exe(facts: Facts) -> str | None:
+    """The target interpreter, whose pip a remedy runs (None for a paste that does not name it)."""
+    return facts.value("python.executable") or None
 
 
 def _packages(facts: Facts) -> dict[str, str]:
@@ -130,8 +125,8 @@ def _as_of() -> str:
 
 
 def _driver_text(facts: Facts) -> str:
-    drv = compat.driver_version(facts)
-    cap = compat.driver_cuda(facts)
+    drv = views.driver_version(facts)
+    cap = views.driver_cuda(facts)
     if cap is None:
         return ""
     cuda = versions.cuda_from_int(cap)
@@ -152,7 +147,7 @@ def _torch_dist(facts: Facts) -> tuple[str | None, str | None]:
 
 def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
     """GPUs that no torch wheel in the table runs on (gpu-eol's fail): a driver upgrade cannot help them."""
-    plat = compat.platform_of(facts)
+    plat = views.platform_of(facts)
     return [g for g in gpus(facts) if g.cc and compat.supported_by_newest(g.cc, plat) is False
             and compat.last_release_for(g.cc, plat) is None]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 
 
-from .. import compat, versions
+from .. import compat, recommend, remedies, versions, views
 from ..compat import CC, ArchList
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._torch import (Gpu, gpus, TorchBuild, torch_build, installed_arch, _python, _pip, _companion_extras, _as_of, _driver_text, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS)
+from ._torch import (Gpu, gpus, TorchBuild, torch_build, installed_arch, _python, _exe, _companion_extras, _as_of, _driver_text, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS)
 
 # ---------------------------------------------------------------------------------------------
 # torch-arch-support
@@ -53,16 +53,16 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
               "JIT-compiled and torch reports the GPU as not compatible" if newer else
               " — the toolkit dropped this architecture"))
     ccs = [g.cc for g in devices if g.cc]
-    rec = compat.recommend(ccs, compat.driver_cuda(facts), _python(facts), compat.platform_of(facts),
+    rec = recommend.recommend(ccs, views.driver_cuda(facts), _python(facts), views.platform_of(facts),
                            current=build.public or None, exclude={(build.public, build.variant or "")},
                            extras=_companion_extras(facts))
     if rec:
         drv = _driver_text(facts)
         drv = drv or rec.driver_note
-        arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
+        arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
         remedy = Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                              + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
-                                "torch.cuda.get_arch_list() after installing."), (_pip(facts, rec.command()),), (PREVIOUS,))
+                                "torch.cuda.get_arch_list() after installing."), (rec.command(_exe(facts)),), (PREVIOUS,))
     else:
         arrow = ""
         remedy = Remediation(f"Install a torch build made with a CUDA toolkit that targets {cc_s} (see the previous "
@@ -95,11 +95,11 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
         return None
     ev = evidence(facts, "torch.cuda_available_messages", "torch.devices", "nvml.gpus", "torch.version")
     ccs = [g.cc for g in devices if g.cc]
-    rec = compat.recommend(ccs, compat.driver_cuda(facts), _python(facts), compat.platform_of(facts),
+    rec = recommend.recommend(ccs, views.driver_cuda(facts), _python(facts), views.platform_of(facts),
                            current=_torch_dist(facts)[0], extras=_companion_extras(facts))
     who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in devices if g.cc)
     drv = _driver_text(facts) or (rec.driver_note if rec else "")
-    arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "") if rec else ""
+    arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "") if rec else ""
     said = (f"torch said \"{_TOO_OLD_FOR_BUILD} because it is too old\": this build's lowest architecture is above "
             "the GPU's" if too_old else f"CUDA reported \"{_NO_KERNEL_IMAGE}\": the build carries neither SASS nor PTX "
             "that runs on this architecture")
@@ -108,7 +108,7 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
                 evidence=ev, gpus=[g.index for g in devices],
                 remedy=Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}." if rec else
                                    "Install a torch build whose get_arch_list() includes this GPU's sm_XY.",
-                                   (_pip(facts, rec.command()),) if rec else (), (PREVIOUS,)))
+                                   (rec.command(_exe(facts)),) if rec else (), (PREVIOUS,)))
 
 
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
@@ -136,7 +136,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
         if proof is not None:
             return proof
         return skip(f"Architectures of torch {build.version} unknown",
-                    detail=compat.not_in_table(f"torch {build.version} ({compat.platform_of(facts)})")
+                    detail=compat.not_in_table(f"torch {build.version} ({views.platform_of(facts)})")
                     + " and torch did not report get_arch_list().", evidence=ev)
     origin = ("torch.cuda.get_arch_list()" if arch.origin == "torch"
               else f"the table ({arch.source}{'' if arch.verified else ', unverified'}) {_as_of()}")
@@ -171,9 +171,9 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
         return ok(f"torch {build.version} has kernels for every GPU ({arch.span()})",
                   detail=f"Source: {origin}.{note}".strip(), evidence=ev)
     ccs = [g.cc for g in devices if g.cc]
-    cap = compat.driver_cuda(facts)
-    plat = compat.platform_of(facts)
-    rec = compat.recommend(ccs, cap, _python(facts), plat, current=build.public or None,
+    cap = views.driver_cuda(facts)
+    plat = views.platform_of(facts)
+    rec = recommend.recommend(ccs, cap, _python(facts), plat, current=build.public or None,
                            exclude={(build.public, build.variant or "")}, extras=_companion_extras(facts))
     first = bad[0]
     assert first.cc is not None
@@ -188,11 +188,11 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     if rec:
         drv = _driver_text(facts)
         drv = drv or rec.driver_note
-        arrow = f" → {_pip(facts, rec.command())}" + (f" ({drv})" if drv else "")
+        arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
         text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
                 + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
                    "torch.cuda.get_arch_list() after installing."))
-        remedy = Remediation(text, (_pip(facts, rec.command()),), (PREVIOUS,))
+        remedy = Remediation(text, (rec.command(_exe(facts)),), (PREVIOUS,))
     else:
         last = compat.last_release_for(first.cc, plat)
         arrow = ""
@@ -200,7 +200,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
             text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
                     f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
                     f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}.")
-            remedy = Remediation(text, (_pip(facts, compat.Recommendation(last[0], last[1], "", True).command()),), (PREVIOUS,))
+            remedy = Remediation(text, (recommend.Recommendation(last[0], last[1], "", True).command(_exe(facts)),), (PREVIOUS,))
         else:
             text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
                     f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
@@ -230,7 +230,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
     devices = [g for g in gpus(facts) if g.cc]
     if not devices:
         return skip("No GPU compute capability was read", evidence=ev)
-    plat = compat.platform_of(facts)
+    plat = views.platform_of(facts)
     current = compat.current_release()
     out: list[Finding] = []
     seen: set[CC] = set()
@@ -280,14 +280,11 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                 remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={versions.cc_text(g.cc)} and a "
                                    "CUDA toolkit that still targets it"
                                    + (f" (CUDA {last_cuda} or older)" if last_cuda else "") + ", or use a newer GPU.",
-                                   ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
-                                    f"export TORCH_CUDA_ARCH_LIST={versions.cc_text(g.cc)} CUDA_HOME=/usr/local/cuda"
-                                    + (f"-{last_cuda}" if last_cuda else "") + "   # a toolkit that targets it",
-                                    "pip install -r requirements.txt && python setup.py develop"),
+                                   remedies.torch_source_build(versions.cc_text(g.cc), last_cuda),
                                    ("https://github.com/pytorch/pytorch#from-source",))))
             continue
         version, variant = last
-        cmd = _pip(facts, compat.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command())
+        cmd = recommend.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command(_exe(facts))
         out.append(warn(
             f"{g.label()} ({arch_name}, {versions.sm(g.cc)}) is end of life for torch: last wheels in torch {version}",
             detail=f"No wheel of torch {current} carries {versions.sm(g.cc)}; the newest release that does is torch "

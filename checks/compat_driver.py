@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 from packaging.version import Version
 
-from .. import compat, versions
+from .. import compat, recommend, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import check
-from ._torch import (gpus, TorchBuild, torch_build, _python, _pip, _companion_extras, _as_of, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS, DRIVERS, MVC)
+from ._torch import (gpus, TorchBuild, torch_build, _python, _exe, _companion_extras, _as_of, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS, DRIVERS, MVC)
 
 # ---------------------------------------------------------------------------------------------
 # driver-too-old
@@ -36,10 +36,11 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
     pick = max((r for r in rows if r.get("verified")), key=lambda r: r["branch"], default=None) or \
         max(rows, key=lambda r: r["branch"])
     branch = pick["branch"]
-    return (f"sudo apt install nvidia-driver-{branch}   # Ubuntu/Debian: branch R{branch}"
-            + (f" (≥ {minimum})" if minimum else "")
+    note = (f"Ubuntu/Debian: branch R{branch}" + (f" (≥ {minimum})" if minimum else "")
             + ("" if pick.get("verified") else ", unverified table row")
-            + (f"; R{cap} is the last branch for this GPU" if cap is not None else "; or: sudo ubuntu-drivers install"),
+            + (f"; R{cap} is the last branch for this GPU" if cap is not None
+               else f"; or: {remedies.ubuntu_drivers_install()}"))
+    return (remedies.apt_install(remedies.driver_branch_package(branch), note=note),
             "sudo reboot   # the new kernel module loads at boot",
             "nvidia-smi   # 'Driver Version' and the 'CUDA Version' it supports")
 
@@ -61,7 +62,7 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
     need = facts.value("container.cuda_requirement")
     need_driver = facts.value("container.driver_requirement")
     if need_driver and versions.parse(need_driver):
-        drv = compat.driver_version(facts)
+        drv = views.driver_version(facts)
         ev = evidence(facts, "container.driver_requirement", "nvml.driver_version")
         return fail(f"The host driver {drv or ''} is older than the container image needs (≥ {need_driver})".replace("  ", " "),
                     detail=f"The image's start-up check: \"This container was built for NVIDIA Driver Release "
@@ -77,7 +78,7 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
     ev = evidence(facts, "container.cuda_requirement", "cuda.driver_version", "nvml.driver_version")
     driver = compat.min_driver(str(need))
     floor = driver.minimum or driver.floor
-    cap = compat.driver_cuda(facts)
+    cap = views.driver_cuda(facts)
     have = f" (the host driver supports CUDA {versions.cuda_from_int(cap)})" if cap else ""
     return fail(f"The host driver is too old for this container image (it needs CUDA ≥ {need})",
                 detail=f"The NVIDIA container runtime refused to start the container: its image declares "
@@ -123,7 +124,7 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
     have = versions.cuda_from_int(cap)
     ev = evidence(facts, "cuda.driver_version", "torch.cuda_available_messages", "python.packages")
     installed, _ = _torch_dist(facts)
-    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+    rec = recommend.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), views.platform_of(facts),
                            current=installed, extras=_companion_extras(facts))
     alt = f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver runs: {rec.reason}" if rec else ""
     return fail(f"The NVIDIA driver is too old for the installed torch (the driver supports CUDA {have})",
@@ -132,7 +133,7 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
                 evidence=ev, remedy=Remediation(
                     "Either upgrade the NVIDIA driver to one that supports torch's CUDA (nvidia-smi then shows a "
                     "higher 'CUDA Version')" + (f", {alt}." if rec else "."),
-                    ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, None),
+                    ((rec.command(_exe(facts)),) if rec else ()) + driver_upgrade_commands(facts, None),
                     (DRIVERS, PREVIOUS)))
 
 
@@ -157,9 +158,9 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         return said
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
-    cap = compat.driver_cuda(facts)
-    drv = compat.driver_version(facts)
-    os_name = compat.driver_os(facts)
+    cap = views.driver_cuda(facts)
+    drv = views.driver_version(facts)
+    os_name = views.driver_os(facts)
     if cap is None and not drv:
         return skip("No NVIDIA driver version was read", detail="Judged by the driver checks.", evidence=ev)
     from_table = not (isinstance(facts.value("nvml.cuda_driver_version"), int) or
@@ -221,14 +222,14 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
                                detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.",
                                evidence=ev))
         return findings
-    rec = compat.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), compat.platform_of(facts),
+    rec = recommend.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), views.platform_of(facts),
                            current=build.public or None, extras=_companion_extras(facts))
     upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {build.cuda} natively; the CUDA "
                f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
         if minimum else "upgrade the NVIDIA driver"
     row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
     # The wheel first: it needs no root and no reboot; then the driver upgrade.
-    commands = ((_pip(facts, rec.command()),) if rec else ()) + driver_upgrade_commands(facts, minimum)
+    commands = ((rec.command(_exe(facts)),) if rec else ()) + driver_upgrade_commands(facts, minimum)
     alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
            if rec else "")
     fix_text = (f"Either {alt[3:]}, or {upgrade}." if rec else

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 
-from .. import compat, messages, versions
+from .. import compat, messages, remedies, versions
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, outside_wheel
-from ._torch import (torch_build, _pip, _packages, _as_of, _torch_dist)
+from ._torch import (torch_build, _exe, _packages, _as_of, _torch_dist)
 
 # ---------------------------------------------------------------------------------------------
 # cudnn-mismatch
@@ -84,8 +84,7 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     else:
         commands.append("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it")
     if version:
-        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
-                                    f"{compat.index_url(variant or 'cu121')}"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or "cu121"))
     e = errs[0]
     what = (f"{e['library']} could not be loaded: it lacks {e['symbol'][:80]}" + (f" ({e['version_node']})"
                                                                                if e["version_node"] else "")
@@ -107,8 +106,7 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
     commands = ["echo $LD_LIBRARY_PATH   # remove the cuDNN/CUDA folders from it, or: unset LD_LIBRARY_PATH",
                 "ldconfig -p | grep libcudnn   # system copies the loader can find"]
     if version:
-        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
-                                    f"{compat.index_url(variant or 'cu121')}"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or "cu121"))
     return fail(f"cuDNN {obs} is loaded; torch was built with cuDNN {exp}",
                 detail=f"torch says \"cuDNN version incompatibility: PyTorch was compiled against {compiled} but found "
                        f"runtime version {runtime}\": another cuDNN (usually from LD_LIBRARY_PATH or a system/toolkit "
@@ -144,7 +142,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
         "Let torch load the cuDNN it ships: remove other cuDNN directories from LD_LIBRARY_PATH and reinstall "
         "torch with its pinned nvidia-cudnn wheel.",
         ("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it",
-         f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}"),
+         remedies.torch_install(py, build.public, variant)),
         ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",))
     observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
         ((versions.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
@@ -201,12 +199,11 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     major = cuda.split(".")[0] if cuda else None
     keep = f"nvidia-nccl-cu{major}" if major else None  # NCCL wheels keep the -cuNN suffix for CUDA 13 too
     extra = [n for n in nccl_wheels if keep and n != keep]
-    commands = [_pip(facts, "pip list") + " | grep -i nccl   # more than one nvidia-nccl wheel is the usual cause"]
+    commands = [remedies.pip(_exe(facts), "list") + " | grep -i nccl   # more than one nvidia-nccl wheel is the usual cause"]
     if extra:
-        commands.append(_pip(facts, "pip uninstall -y " + " ".join(extra)))
+        commands.append(remedies.pip_uninstall(_exe(facts), extra))
     if version:
-        commands.append(_pip(facts, f"pip install --force-reinstall torch=={version} --index-url "
-                                    f"{compat.index_url(variant or 'cu' + (major or '12') + '6')}"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or f"cu{major or '12'}6"))
     commands.append("echo $LD_LIBRARY_PATH $LD_PRELOAD   # a system libnccl here overrides the wheel's")
     what = (f"{e['library']} needs {e['symbol']}, which the libnccl.so.2 the loader found does not define"
             if e["kind"] == "undefined-symbol" else f"{e['library']} cannot be loaded")
@@ -238,8 +235,8 @@ def nccl_mismatch(facts: Facts) -> Finding:
     ev["expected_nccl"] = row["nccl"] if row else None
     pin = f"nvidia-nccl-cu{build.cuda.split('.')[0]}"
     pkg_v = versions.parse(pkg[1]) if pkg else None
-    fix_cmds = ((f"{py} -m pip install --force-reinstall {pin}=={row['nccl']}",) if row and row.get("nccl") else ()) + \
-        (f"{py} -m pip install --force-reinstall torch=={build.public} --index-url {compat.index_url(variant)}",)
+    fix_cmds = ((remedies.pip_install(py, f"{pin}=={row['nccl']}", force=True),) if row and row.get("nccl") else ()) + \
+        (remedies.torch_install(py, build.public, variant),)
     fix = Remediation("Restore the NCCL torch pins (another package or LD_LIBRARY_PATH/LD_PRELOAD replaced it).",
                       fix_cmds, ("https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html",))
     if runtime and pkg_v and (runtime.release[:2] != pkg_v.release[:2]):

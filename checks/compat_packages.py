@@ -8,12 +8,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from .. import compat, versions
+from .. import compat, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, torch_variant
-from ._torch import (TorchBuild, torch_build, _pip, _packages, _as_of, _torch_dist, GET_STARTED, PREVIOUS)
+from ._torch import (TorchBuild, torch_build, _exe, _packages, _as_of, _torch_dist, GET_STARTED, PREVIOUS)
 
 # ---------------------------------------------------------------------------------------------
 # torch-companions
@@ -60,9 +60,7 @@ def _companion_extension_broken(facts: Facts, ev: dict[str, Any]) -> Finding | N
     version, variant = _torch_dist(facts)
     pkgs = _packages(facts)
     ev["library_errors"] = [f"{x['path']}: undefined symbol {x['symbol']}" for x in errs]
-    spec = f"torch=={version}" if version else "torch"
-    cmd = _pip(facts, f"pip install --force-reinstall {spec} {name}"
-                      + (f" --index-url {compat.index_url(variant)}" if variant else ""))
+    cmd = remedies.torch_install(_exe(facts), version, variant, (name,))
     have = f" (installed: torch {pkgs.get('torch', '?')}, {name} {pkgs[name]})" if name in pkgs else ""
     return fail(f"{name} was built against another torch", detail=f"{e['library']} lacks {e['symbol'][:90]}, a symbol of "
                 f"the installed torch: its C++ extension was compiled for a different torch release{have}. {_as_of()}",
@@ -84,8 +82,7 @@ def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     variant = variant or versions.variant_for_cuda(str(torch_cuda))
     names = " ".join(sorted(wrong))
     # torch itself goes into the same command: pip then resolves companions that pair with it.
-    spec = f"torch=={version}" if version else "torch"
-    cmd = _pip(facts, f"pip install --force-reinstall {spec} {names} --index-url {compat.index_url(variant)}")
+    cmd = remedies.torch_install(_exe(facts), version, variant, sorted(wrong))
     listing = ", ".join(f"{n} is built for CUDA {c}" for n, c in sorted(wrong.items()))
     return fail(f"{names.replace(' ', '/')} and torch are built for different CUDA versions",
                 detail=f"torch is built for CUDA {torch_cuda}; {listing} — the library refuses to load (\"Detected that "
@@ -188,8 +185,7 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
                                 "platform is not in the report, so check `pip show " + name + "` and reinstall it from "
                                 "torch's index")
     variant = build.variant or "cpu"
-    cmd = _pip(facts, f"pip install --force-reinstall torch=={build.public} {' '.join(present)} "
-                      f"--index-url {compat.index_url(variant)}")
+    cmd = remedies.torch_install(_exe(facts), build.public, variant, present)
     if problems:
         make = fail if severe else warn
         return make("torchvision/torchaudio do not match torch",
@@ -246,14 +242,16 @@ def cuda_major_mix(facts: Facts) -> Finding:
     for m, names in sorted(others.items()):
         for n in names:
             if n.startswith("cupy-cuda"):
-                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install cupy-cuda{keep}x"))
+                commands.append(remedies.pip_uninstall(_exe(facts), n) + " && "
+                                + remedies.pip_install(_exe(facts), f"cupy-cuda{keep}x"))
             elif n.startswith(("jax-cuda", "jaxlib-cuda")):
-                commands.append(_pip(facts, f"pip uninstall -y {n} && pip install -U 'jax[cuda{keep}]'"))
+                commands.append(remedies.pip_uninstall(_exe(facts), n) + " && "
+                                + remedies.pip_install(_exe(facts), f"'jax[cuda{keep}]'", upgrade=True))
             else:
                 leftovers.append(n)
     if leftovers:
-        commands.insert(0, _pip(facts, "pip show " + " ".join(leftovers)) + "   # Required-by: what still needs them")
-        commands.insert(1, _pip(facts, "pip uninstall -y " + " ".join(leftovers)))
+        commands.insert(0, remedies.pip(_exe(facts), "show " + " ".join(leftovers)) + "   # Required-by: what still needs them")
+        commands.insert(1, remedies.pip_uninstall(_exe(facts), leftovers))
     who = f"torch is built for CUDA {torch_major}" if torch_major else f"most CUDA packages target CUDA {keep}"
     return warn(f"CUDA packages for another major next to CUDA {keep}",
                 detail=f"{who}, but these target another CUDA major: {listing}. Two majors of the same library "
@@ -305,12 +303,11 @@ def python_supported(facts: Facts) -> Finding:
     newer = sorted((m for m in good if Version(m) >= cur), key=Version)
     older = sorted((m for m in good if Version(m) < cur), key=Version, reverse=True)
     near = (newer + older)[0] if (newer or older) else None
-    variant = build.variant if build.variant and build.variant in compat.release_variants(near or "", compat.platform_of(facts)) else None
+    variant = build.variant if build.variant and build.variant in compat.release_variants(near or "", views.platform_of(facts)) else None
     commands: tuple[str, ...] = ()
     if near:
         patch = compat.latest_patch(near)
-        commands = (_pip(facts, f"pip install torch=={patch} --index-url {compat.index_url(variant)}" if variant
-                         else f"pip install torch=={patch}"),)
+        commands = (remedies.torch_install(_exe(facts), patch, variant, force=False),)
     text = (f"Install torch {near} (wheels for Python {pym}), or use Python {pys[-1]}." if near
             else f"Use Python {pys[-1]} for torch {minor}.")
     detail = (f"torch {build.public} ships wheels for Python {', '.join(pys)} only; this is Python {py}. "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 
 
-from .. import versions
+from .. import remedies, versions
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._torch import (torch_build, _pip, _packages)
+from ._torch import (torch_build, _exe, _packages)
 
 # ---------------------------------------------------------------------------------------------
 # toolkit-mismatch
@@ -44,8 +44,8 @@ def toolkit_mismatch(facts: Facts) -> Finding:
               f"CUDA version ({nvs}) mismatches the version that was used to compile PyTorch ({build.cuda})\".")
     remedy = Remediation(f"When building extensions, point CUDA_HOME at a CUDA {build.cuda.split('.')[0]}.x toolkit "
                          f"(ideally {build.cuda}), e.g. from pip or conda.",
-                         (_pip(facts, f"pip install 'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
-                               if tv.release[0] <= 12 else f"pip install 'nvidia-cuda-nvcc=={build.cuda}.*'"),
+                         (remedies.pip_install(_exe(facts), f"'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
+                                               if tv.release[0] <= 12 else f"'nvidia-cuda-nvcc=={build.cuda}.*'"),
                           f"conda install -c nvidia cuda-nvcc={build.cuda}"),
                          ("https://pytorch.org/docs/stable/cpp_extension.html",))
     if hints:

@@ -6,18 +6,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .. import remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
 from ..registry import check
 
-DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
-DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
-TOOLKIT_INSTALL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
-CGROUP_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
-FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
-FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
-NVML_RETURN_CODES = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
-CUDA_RESULT_CODES = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
+DRIVER_DOWNLOAD = remedies.DRIVER_DOWNLOAD
+DRIVER_GUIDE = remedies.DRIVER_GUIDE
+TOOLKIT_INSTALL = remedies.CONTAINER_TOOLKIT_INSTALL
+CGROUP_NOTICE = remedies.CONTAINER_CGROUP_NOTICE
+FORWARD_COMPAT = remedies.FORWARD_COMPAT
+FABRIC_GUIDE = remedies.FABRIC_GUIDE
+NVML_RETURN_CODES = remedies.NVML_RETURN_CODES
+CUDA_RESULT_CODES = remedies.CUDA_RESULT_CODES
 
 _VERSION_IN_NAME = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
@@ -84,12 +85,12 @@ def _gpus(facts: Facts) -> list[dict[str, Any]]:
 
 def _driver_need(facts: Facts) -> str:
     """" torch 2.6.0+cu126 (CUDA 12.6) needs driver ≥ 560.28.03." when torch's CUDA is known."""
-    from .. import compat
+    from .. import compat, views
 
     cuda = facts.value("torch.cuda_version")
     if not cuda:
         return ""
-    need = compat.min_driver(str(cuda), compat.driver_os(facts))
+    need = compat.min_driver(str(cuda), views.driver_os(facts))
     if need.minimum:
         return f" torch {facts.value('torch.version')} (CUDA {cuda}) needs driver {need.minimum} or newer."
     if need.floor:
@@ -105,7 +106,7 @@ def _reset_commands(facts: Facts) -> tuple[str, ...]:
         targets = [str(g["address"]) for g in facts.value("driver.pci_gpus") or () if g.get("address")]
     if not targets:
         return ("sudo reboot",)
-    return tuple(f"sudo nvidia-smi -r -i {t}   # when nothing runs on it; otherwise: sudo reboot" for t in targets)
+    return remedies.gpu_resets(targets, "when nothing runs on it; otherwise: sudo reboot")
 
 
 def _reload_commands() -> tuple[str, ...]:
@@ -151,8 +152,8 @@ def driver_installed(facts: Facts):
                         "Install (or rebuild) the driver for the running kernel, then load it." + _driver_need(facts),
                         ("sudo dmesg | grep -iE 'nvrm|nvidia|nouveau'   # why it did not load",
                          "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
-                         "sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall   # rebuild for this kernel",
-                         "sudo ubuntu-drivers install   # Ubuntu: the recommended driver for this GPU",
+                         remedies.dkms_rebuild("rebuild for this kernel"),
+                         remedies.ubuntu_drivers_install("Ubuntu: the recommended driver for this GPU"),
                          "sudo modprobe nvidia && nvidia-smi"),
                         (DRIVER_GUIDE, DRIVER_DOWNLOAD)))
     if pci_reading.ok and loaded is False:
@@ -188,7 +189,7 @@ def driver_installed(facts: Facts):
                         "Rebuild the module for the running kernel and load it (or reboot after installing).",
                         ("sudo dmesg | grep -iE 'nvrm|nvidia'   # why it did not load",
                          "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
-                         "sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall",
+                         remedies.dkms_rebuild(),
                          "sudo modprobe nvidia && nvidia-smi"),
                         (DRIVER_GUIDE,)))
     if container and loaded is False:
@@ -201,7 +202,7 @@ def driver_installed(facts: Facts):
         return warn("No NVIDIA driver loaded", detail=f"{why}; the PCI bus could not be read "
                     f"({pci_reading.describe()}), so whether an NVIDIA GPU is installed is unknown.", evidence=ev,
                     remedy=Remediation("If this machine has an NVIDIA GPU, install its driver.",
-                                       ("lspci -nn | grep -i nvidia", "sudo ubuntu-drivers install"), (DRIVER_GUIDE,)))
+                                       ("lspci -nn | grep -i nvidia", remedies.ubuntu_drivers_install()), (DRIVER_GUIDE,)))
     return skip("Driver state unknown", detail=why, evidence=ev)
 
 
@@ -415,7 +416,7 @@ def container_gpu(facts: Facts):
         return fail("The container has no GPU attached", detail=detail + ".", evidence=ev, remedy=Remediation(
             "On the host: install nvidia-container-toolkit and register it with Docker; start the container with "
             "GPUs. On Kubernetes request nvidia.com/gpu in the pod's resources.limits.",
-            ("sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository",
+            (remedies.container_toolkit_install(),
              "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
              "docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all",
              "# Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}"),
@@ -463,7 +464,7 @@ def nvml_bindings(facts: Facts):
               "numbers that disagree with nvidia-smi).")
     return warn("Deprecated NVML bindings installed", detail=detail, evidence=ev, remedy=Remediation(
         "Remove the deprecated distributions and (re)install nvidia-ml-py; the import name stays `pynvml`.",
-        (f"{py} -m pip uninstall -y {' '.join(bad)} nvidia-ml-py", f"{py} -m pip install -U nvidia-ml-py"),
+        (remedies.pip_uninstall(py, [*bad, "nvidia-ml-py"]), remedies.pip_install(py, "nvidia-ml-py", upgrade=True)),
         ("https://pypi.org/project/nvidia-ml-py/", "https://github.com/gpuopenanalytics/pynvml")))
 
 
@@ -516,7 +517,7 @@ def nvml_init(facts: Facts):
         Remediation("libnvidia-ml crashed while initialising: a corrupt or mismatched driver install. Reinstall the "
                     "driver packages for the loaded kernel module.",
                     ("nvidia-smi", "ldconfig -p | grep libnvidia-ml",
-                     f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"), (DRIVER_GUIDE,)))
+                     remedies.apt_install(remedies.compute_library_package(driver_branch(facts)), reinstall=True)), (DRIVER_GUIDE,)))
     if unfinished:
         return unfinished
     if not reading.ok:
@@ -552,7 +553,7 @@ def nvml_init(facts: Facts):
                     remedy=Remediation("Install the userspace driver matching the kernel module and refresh the "
                                        "loader cache.",
                                        ("ldconfig -p | grep libnvidia-ml",
-                                        f"sudo apt install libnvidia-compute-{driver_branch(facts)}",
+                                        remedies.apt_install(remedies.compute_library_package(driver_branch(facts))),
                                         "sudo ldconfig"), (DRIVER_GUIDE,)))
     title, text, commands = _NVML_INIT_TEXT.get(code, (f"NVML failed: {init.get('name')}", "", ("nvidia-smi",
                                                                                                   "sudo dmesg | grep -iE 'xid|nvrm' | tail -20")))
@@ -628,7 +629,7 @@ def cuda_init(facts: Facts):
                     ("ldconfig -p | grep libcuda.so.1",
                      f"{facts.value('python.executable') or 'python3'} -X faulthandler -c "
                      "\"import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))\"",
-                     f"sudo apt install --reinstall libnvidia-compute-{driver_branch(facts)}"), (DRIVER_GUIDE,)))
+                     remedies.apt_install(remedies.compute_library_package(driver_branch(facts)), reinstall=True)), (DRIVER_GUIDE,)))
     if unfinished:
         return unfinished
     if not reading.ok:
@@ -641,7 +642,7 @@ def cuda_init(facts: Facts):
                         remedy=Remediation("Install the driver's CUDA library (or, in a container, request the "
                                            "'compute' capability) and refresh the loader cache.",
                                            ("ldconfig -p | grep libcuda.so.1",
-                                            f"sudo apt install libnvidia-compute-{driver_branch(facts)}", "sudo ldconfig"),
+                                            remedies.apt_install(remedies.compute_library_package(driver_branch(facts))), "sudo ldconfig"),
                                            (DRIVER_GUIDE,)))
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
     init = reading.value

@@ -6,15 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import remedies
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 
-XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
-DCGM_DIAG = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
-ROW_REMAP_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
-FABRIC_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
-MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+XID_DOC = remedies.XID_DOC
+DCGM_DIAG = remedies.DCGM_DIAG
+ROW_REMAP_DOC = remedies.ROW_REMAP_DOC
+FABRIC_GUIDE = remedies.FABRIC_GUIDE
+MIG_GUIDE = remedies.MIG_GUIDE
 
 # nvmlClocksEventReason* bits (nvml.h). Power cap and idle are normal; these mean the GPU is
 # being slowed down by heat or by the board/system protecting itself.
@@ -79,6 +80,11 @@ def _gpu_ev(gpus: Iterable[dict[str, Any]], *fields: str) -> dict[str, Any]:
                                             for f in ("name", "pci_bus_id", *fields)} for g in gpus}
 
 
+def _resets(gpus: Iterable[dict[str, Any]], note: str = "") -> tuple[str, ...]:
+    """A GPU reset per GPU, by NVML index."""
+    return remedies.gpu_resets([g.get("index") for g in gpus], note)
+
+
 def _each(template: str, gpus: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     """``template`` with ``{i}`` (the NVML index) and ``{bus}`` (the PCI address as lspci writes it)
     filled in, once per GPU: commands the user can paste as they are."""
@@ -122,7 +128,7 @@ def gpu_ecc(facts: Facts):
                 "Drain the GPU, reset it so the bad memory is retired/remapped, and run a diagnostic; if errors "
                 "return, RMA it.",
                 (*_each("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {i}", volatile),
-                 *_each("sudo nvidia-smi -r -i {i}   # when idle; or reboot", volatile),
+                 *_resets(volatile, "when idle; or reboot"),
                  *_each("dcgmi diag -r 3 -i {i}   # if DCGM is installed", volatile)),
                 (DCGM_DIAG, ROW_REMAP_DOC)))
     if pending:
@@ -130,7 +136,7 @@ def gpu_ecc(facts: Facts):
                     f"{g['ecc_mode']['pending']} after the next reset" for g in pending), evidence=ev,
                     gpus=[g["index"] for g in pending],
                     remedy=Remediation("Reset the GPU (no process may use it) or reboot to apply it.",
-                                       (*_each("sudo nvidia-smi -r -i {i}", pending), "sudo reboot   # instead"),
+                                       (*_resets(pending), "sudo reboot   # instead"),
                                        ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
     if aggregate:
         return warn("Uncorrectable ECC errors in the GPU's history", detail="; ".join(
@@ -173,7 +179,7 @@ def gpu_row_remap(facts: Facts):
             ". The faulty memory stays in use until the next GPU reset.", evidence=ev,
             gpus=[g["index"] for g in pending], remedy=Remediation(
                 "Reset the GPU when it is idle (or reboot) so the remap/retirement takes effect.",
-                (*_each("sudo nvidia-smi -r -i {i}   # needs no processes on the GPU", pending), "sudo reboot"),
+                (*_resets(pending, "needs no processes on the GPU"), "sudo reboot"),
                 (ROW_REMAP_DOC,)))
     unc = [g for g in gpus if (g.get("remapped_rows") or {}).get("uncorrectable")]
     detail = "; ".join(f"{_label(g)}: {g['remapped_rows']['uncorrectable']} row(s) remapped for uncorrectable errors "
@@ -345,7 +351,7 @@ def gpu_mig(facts: Facts):
             f"{_label(g)}: MIG {g['mig_mode']['current']} -> {g['mig_mode']['pending']}" for g in pending) +
             " after the GPU is reset.", evidence=ev, gpus=[g["index"] for g in pending],
             remedy=Remediation("Reset the GPU (no processes may use it) or reboot.",
-                               (*_each("sudo nvidia-smi -r -i {i}", pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
+                               (*_resets(pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
     many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
     py = facts.value("python.executable") or "python"
     cvd = facts.value("visibility.cuda_visible_devices") or {}
@@ -444,7 +450,7 @@ def fabric_manager(facts: Facts):
     remedy = Remediation(
         "Install nvidia-fabricmanager of exactly the driver's version and start it; CUDA works once the fabric state "
         "is 'completed'.",
-        (f"sudo apt install nvidia-fabricmanager-{branch}   # must match the driver {driver or ''}".rstrip(),
+        (remedies.apt_install(remedies.fabric_manager_package(branch), note=f"must match the driver {driver or ''}".rstrip()),
          "sudo systemctl enable --now nvidia-fabricmanager", "systemctl status nvidia-fabricmanager",
          "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE,))
     with_fabric = [g for g in gpus if (g.get("fabric") or {}).get("state", 0) != 0]

@@ -13,7 +13,8 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..kit import Remediation, error, evidence, fail, ok, pip_install_torch, skip, warn
+from .. import remedies
+from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason, Status
 from ..registry import check
 from ._common import library_errors, outside_wheel, torch_variant
@@ -41,8 +42,8 @@ _ALWAYS_SUFFIXED = {"nvidia-cudnn", "nvidia-nccl", "nvidia-cusparselt", "nvidia-
 #: Libraries that come with the NVIDIA driver, never from pip.
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so")
 
-CUDA_WHEELS_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#pip-wheels"
-GET_STARTED = "https://pytorch.org/get-started/locally/"
+CUDA_WHEELS_DOC = remedies.CUDA_WHEELS_DOC
+GET_STARTED = remedies.PYTORCH_GET_STARTED
 
 
 def _copies(facts: Facts, family: str) -> list[Mapping[str, Any]]:
@@ -210,7 +211,7 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]):
         if wheel and major:
             name = f"{wheel}-cu{major.group(1)}" if int(major.group(1)) <= 12 else wheel
             spec = f"'{name}>={minimum}'" if minimum else name
-            commands.append(f"{py} -m pip install -U {spec}")
+            commands.append(remedies.pip_install(py, spec, upgrade=True))
     foreign = [e["path"] for e in errs if outside_wheel(e["path"])]
     return fail("A CUDA library torch loads comes from the wrong copy (undefined symbol)",
                 detail="; ".join(notes) + ". The usual cause is a system CUDA toolkit on LD_LIBRARY_PATH that "
@@ -412,11 +413,11 @@ def cudart_resolution(facts: Facts):
         packages = [p for p in (package_for(s, facts) for s in cuda) if p]
         commands = []
         if packages:
-            commands.append(f"{py} -m pip install " + " ".join(shlex.quote(p) for p in dict.fromkeys(packages)))
+            commands.append(remedies.pip_install(py, list(dict.fromkeys(packages)), quote=True))
         version = facts.value("torch.version")
         variant = torch_variant(facts)
         if version and variant and variant != "cpu":
-            commands.append(pip_install_torch(str(version).split("+")[0], variant, python=py))
+            commands.append(remedies.torch_install(py, str(version).split("+")[0], variant))
         detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
         text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
                 "so pip brings the matching nvidia-* packages (second).")
@@ -441,9 +442,8 @@ def cudart_resolution(facts: Facts):
         variant = torch_variant(facts)
         commands = []
         for pkg in ext_missing:
-            index = (f" --index-url https://download.pytorch.org/whl/{variant}"
-                     if pkg in ("torchvision", "torchaudio") and variant else "")
-            commands.append(f"{py} -m pip install --force-reinstall --no-deps {pkg}{index}")
+            index = variant if pkg in ("torchvision", "torchaudio") and variant else None
+            commands.append(remedies.pip_install(py, pkg, force=True, no_deps=True, variant=index))
         detail = "; ".join(f"{pkg} ({os.path.basename(f)}): {', '.join(n)} => not found"
                            for pkg, (f, n) in ext_missing.items())
         return warn(f"{', '.join(ext_missing)} cannot resolve {len({s for _, n in ext_missing.values() for s in n})} "
@@ -487,7 +487,7 @@ def cudart_resolution(facts: Facts):
         for c in bad:
             if c.get("package") and not c.get("ld_library_path_entry"):
                 spec = f"{c['package']}=={c['package_version']}" if c.get("package_version") else str(c["package"])
-                commands.append(f"{py} -m pip install --force-reinstall --no-deps {shlex.quote(spec)}")
+                commands.append(remedies.pip_install(py, spec, force=True, no_deps=True, quote=True))
             elif not c.get("ld_library_path_entry"):
                 # Not ours to delete blindly: show which package owns the file, then reinstall that.
                 commands.append(f"dpkg -S {shlex.quote(str(c.get('path')))} || rpm -qf {shlex.quote(str(c.get('path')))}")

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
 from ..registry import check
@@ -55,7 +56,7 @@ def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
     if reading.reason is Reason.TIMEOUT:
         # The detail names the step, "matmul@cuda:1: bf16 compute": reset that GPU, else reboot.
         hung_on = sorted({int(i) for i in re.findall(r"cuda:(\d+)", reading.detail)})
-        reset = tuple(f"sudo nvidia-smi -r -i {i}   # nothing may run on it; otherwise: sudo reboot" for i in hung_on)
+        reset = remedies.gpu_resets(hung_on, "nothing may run on it; otherwise: sudo reboot")
         return error(f"The {what} microcheck hung", detail=f"{reading.describe()}. Results finished before the hang "
                      "are kept in the report.", evidence=ev,
                      remedy=Remediation(HANG_HINT, ("nvidia-smi", "sudo dmesg -T | grep -i xid",
@@ -392,8 +393,8 @@ def micro_dataloader(facts: Facts):
                     remedy=Remediation("Data corrupted between workers and the main process points at shared "
                                        "memory or RAM faults; re-run, then test memory (memtest86+ from the boot "
                                        "menu, or memtester while the machine runs).",
-                                       ("envdoctor check --micro-only", "sudo apt install memtester && "
-                                        "sudo memtester 4G 1"), ("https://www.memtest.org/",)))
+                                       ("envdoctor check --micro-only",
+                                        remedies.apt_install("memtester") + " && sudo memtester 4G 1"), ("https://www.memtest.org/",)))
     if r.get("killed"):
         return fail("DataLoader workers die", detail=text, evidence=ev, gpus=gpus,
                     remedy=Remediation("Workers killed by a signal are usually out of memory (the OOM killer: "

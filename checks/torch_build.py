@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..kit import Remediation, error, evidence, fail, ok, pip_install_torch, skip, warn
+from .. import remedies
+from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
 from ..registry import check
 from ._common import gpu_presence, torch_variant
 
-GET_STARTED = "https://pytorch.org/get-started/locally/"
+GET_STARTED = remedies.PYTORCH_GET_STARTED
 
 
 def _python(facts: Facts) -> str:
@@ -20,16 +21,16 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     With GPU facts: the nearest release whose wheels carry kernels for every GPU and run on the
     driver (compat.recommend). Without them: a variant the installed release is offered in, else the
     newest release, matched to the driver."""
-    from .. import compat, versions
+    from .. import compat, recommend, versions, views
     from ._torch import gpus
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
-    cap = compat.driver_cuda(facts)
+    cap = views.driver_cuda(facts)
     installed = facts.value("torch.version") or (facts.value("python.packages") or {}).get("torch")
     current = str(installed).split("+", 1)[0] if installed and versions.parse(installed) else None
-    plat = compat.platform_of(facts)
+    plat = views.platform_of(facts)
     if ccs:
-        rec = compat.recommend(ccs, cap, facts.value("python.version"), plat, current=current)
+        rec = recommend.recommend(ccs, cap, facts.value("python.version"), plat, current=current)
         if rec is not None:
             why = (f"{rec.reason}; {rec.driver_note}." if rec.driver_note else f"{rec.reason}.")
             return rec.torch, rec.variant, why[0].upper() + why[1:]
@@ -49,7 +50,7 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
             else:
                 why = f"Your driver supports CUDA {versions.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
-    variant, why = compat.variant_for_driver(facts)
+    variant, why = recommend.variant_for_driver(views.driver_cuda(facts), views.platform_of(facts))
     newest = compat.newest_release()
     return (compat.latest_patch(newest) if newest else None), variant, why
 
@@ -69,11 +70,10 @@ def torch_import(facts: Facts):
         return ok(f"torch {reading.value} imports", evidence=ev)
     if reading.reason is Reason.ABSENT:
         version, variant, why = suggested_build(facts)
-        spec = f"torch=={version}" if version else "torch"
         return warn("torch is not installed in the target interpreter",
                     detail=f"{py} has no torch. {why}", evidence=ev,
                     remedy=Remediation(f"Install the torch build for your driver into {py}.",
-                                       (f"{py} -m pip install {spec} --index-url https://download.pytorch.org/whl/{variant}",),
+                                       (remedies.torch_install(py, version, variant, force=False),),
                                        (GET_STARTED,)))
     if reading.reason in (Reason.TIMEOUT, Reason.CRASHED):
         return error("Reading torch did not finish", detail=reading.describe(), evidence=ev,
@@ -99,8 +99,7 @@ def torch_import(facts: Facts):
     version, suggested, _ = suggested_build(facts)
     variant = torch_variant(facts) or suggested
     version = str(pinned).split("+")[0] if pinned else version
-    spec = f"torch=={version}" if version else "torch"
-    commands.append(f"{py} -m pip install --force-reinstall {spec} --index-url https://download.pytorch.org/whl/{variant}")
+    commands.append(remedies.torch_install(py, version, variant))
     return fail("import torch fails", detail=text, evidence=ev, remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
 
 
@@ -129,7 +128,7 @@ def torch_cpu_build(facts: Facts):
         return warn("torch is a ROCm (AMD) build", detail=f"torch {facts.value('torch.version')} targets ROCm "
                     f"{facts.value('torch.hip_version')}; it cannot use NVIDIA GPUs.", evidence=ev,
                     remedy=Remediation("Install a CUDA build.",
-                                       (pip_install_torch(version, variant, python=_python(facts)),),
+                                       (remedies.torch_install(_python(facts), version, variant),),
                                        (GET_STARTED,)))
     present, why = gpu_presence(facts)
     version, variant, reason = suggested_build(facts)
@@ -137,8 +136,8 @@ def torch_cpu_build(facts: Facts):
     remedy = Remediation(
         f"Reinstall torch from the CUDA index. {reason} Pin it (e.g. in a constraints file) so later installs do "
         "not swap it back to the CPU build.",
-        (f"{_python(facts)} -m pip uninstall -y torch",
-         f"{_python(facts)} -m pip install torch=={version} --index-url https://download.pytorch.org/whl/{variant}"),
+        (remedies.pip_uninstall(_python(facts), "torch"),
+         remedies.torch_install(_python(facts), version, variant, force=False)),
         (GET_STARTED,))
     detail = (f"torch {facts.value('torch.version')} is the CPU-only build (torch.version.cuda is None); "
               "torch.cuda.is_available() is always False and .cuda() raises \"Torch not compiled with CUDA enabled\".")
@@ -173,14 +172,13 @@ def torch_cuda_available(facts: Facts):
     detail = f"torch says: {text}"
     if present is False:
         version = str(facts.value("torch.version") or "").split("+")[0]
-        spec = f"torch=={version}" if compat_version(version) else "torch"
+        pin = version if compat_version(version) else None
         return warn("CUDA is not available to torch (no GPU on this machine)",
                     detail=f"{detail} ({why}.) A CUDA build of torch runs on the CPU only here; it carries "
                     "gigabytes of CUDA libraries this machine cannot use.", evidence=ev,
                     remedy=Remediation("Run on a machine (or container started with --gpus all) that has an NVIDIA "
                                        "GPU; if this machine is meant to be CPU-only, install the smaller CPU build.",
-                                       (f"{py} -m pip install --force-reinstall {spec} "
-                                        "--index-url https://download.pytorch.org/whl/cpu", verify),
+                                       (remedies.torch_install(py, pin, "cpu"), verify),
                                        (GET_STARTED,)))
     return fail("CUDA is not available to torch" if not available else "CUDA initialisation fails in torch",
                 detail=detail + (f" ({why}.)" if present else "") + " The driver, device and library findings "

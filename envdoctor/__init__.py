@@ -6,6 +6,7 @@ heavy parts (rich, pynvml, torch) are imported lazily by the commands that need 
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
@@ -22,7 +23,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(model, name)
     if name == "kit":
-        from . import kit
-
-        return kit
+        # ``from . import kit`` would ask this very __getattr__ again (RecursionError on a first import).
+        return importlib.import_module(f"{__name__}.kit")
     raise AttributeError(name)

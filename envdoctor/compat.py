@@ -12,20 +12,18 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
 from packaging.version import Version
 
-from .model import Facts
-from .versions import (CC, cc_text, cuda_from_int, cuda_to_int, minor_of, parse_cc, sm,
+from .versions import (CC, cc_text, cuda_to_int, minor_of, parse_cc, sm,
                        variant_cuda)
 from .versions import parse as version
 
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
-INDEX = "https://download.pytorch.org/whl/"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,25 +52,6 @@ def source_url(source_id: str) -> str:
     if src.get("repo") and src.get("commit") and src.get("path"):
         return f"https://github.com/{src['repo']}/blob/{src['commit']}/{src['path']}"
     return ""
-
-
-def index_url(variant: str) -> str:
-    return f"{INDEX}{variant}"
-
-
-def platform_of(facts: Facts) -> Platform:
-    os_name = str(facts.value("host.os") or "Linux")
-    arch = str(facts.value("host.arch") or "x86_64").lower()
-    if os_name == "Windows":
-        return "windows_x86_64"
-    return "linux_aarch64" if arch in ("aarch64", "arm64") else "linux_x86_64"
-
-
-def driver_os(facts: Facts) -> str:
-    """Whose driver numbering applies: WSL2 runs on the Windows driver."""
-    if facts.value("host.os") == "Windows" or facts.value("host.wsl"):
-        return "Windows"
-    return "Linux"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,56 +150,6 @@ def highest_cuda_for_driver(driver: str, os_name: str = "Linux") -> Answer:
     note = (f"driver {driver} is newer than the table's newest toolkit minimum; it supports at least CUDA "
             f"{best['cuda']} ({not_in_table('anything newer')})") if at_least else ""
     return Answer(best["cuda"], note, best["source"], bool(best["verified"]), at_least)
-
-
-def driver_cuda(facts: Facts) -> int | None:
-    """The highest CUDA the driver supports, as the API encodes it (``12080``), from the facts.
-
-    NVML/cuDriverGetVersion first; else derived from the driver version string via the table (a
-    pasted collect_env carries the driver version but not its CUDA)."""
-    for key in ("nvml.cuda_driver_version", "cuda.driver_version"):
-        value = facts.value(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    drv = driver_version(facts)
-    if drv:
-        ans = highest_cuda_for_driver(drv, driver_os(facts))
-        if ans.value:
-            return cuda_to_int(ans.value)
-    return None
-
-
-def driver_version(facts: Facts) -> str | None:
-    for key in ("nvml.driver_version", "driver.kernel_module_version"):
-        value = facts.value(key)
-        if value and version(value) is not None:
-            return str(value)
-    return None
-
-
-def variant_for_driver(facts: Facts) -> tuple[str, str]:
-    """The newest CUDA wheel variant of the newest release that this driver runs natively, and why."""
-    cap = driver_cuda(facts)
-    newest = newest_release()
-    plat = platform_of(facts)
-    variants = [v for v in release_variants(newest, plat) if variant_cuda(v)] if newest else []
-    if cap is None:
-        pick = _default_variant(newest) or (variants[-1] if variants else "cu128")
-        return pick, ("No NVIDIA driver was read, so the variant cannot be matched to it; "
-                      f"{pick} is the default CUDA build of torch {newest} (table as of {as_of()}).")
-    have = cuda_from_int(cap)
-    fits = [v for v in variants if cuda_to_int(variant_cuda(v) or "") <= cap]  # type: ignore[operator]
-    if fits:
-        pick = max(fits, key=lambda v: cuda_to_int(variant_cuda(v) or "0") or 0)
-        return pick, f"Your driver supports CUDA {have}, so {pick} wheels run on it."
-    for minor in releases_newest_first():
-        older = [v for v in release_variants(minor, plat) if variant_cuda(v) and
-                 (cuda_to_int(variant_cuda(v) or "") or 0) <= cap]
-        if older:
-            pick = max(older, key=lambda v: cuda_to_int(variant_cuda(v) or "0") or 0)
-            return pick, (f"Your driver supports only CUDA {have}; the newest build for it is {pick} "
-                          f"(torch {minor}); or upgrade the driver.")
-    return "cu118", f"Your driver supports only CUDA {have}, older than any wheel in the table; upgrade the driver."
 
 
 def release_default_variant(minor: str | None) -> str | None:
@@ -518,25 +447,6 @@ def companion_torch(package: str, package_version: str) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # Recommendations
 
-@dataclass(frozen=True)
-class Recommendation:
-    torch: str  # exact patch, e.g. "2.7.1"
-    variant: str
-    reason: str
-    verified: bool
-    source: str = ""
-    driver_note: str = ""
-    extras: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def index_url(self) -> str:
-        return index_url(self.variant)
-
-    def command(self) -> str:
-        pkgs = " ".join((f"torch=={self.torch}", *self.extras))
-        return f"pip install --force-reinstall {pkgs} --index-url {self.index_url}"
-
-
 def driver_runs(cuda: str, driver_cuda_int: int | None) -> Literal["native", "mvc", "unknown"] | None:
     """How a driver that supports CUDA ``driver_cuda_int`` runs code built with ``cuda``.
 
@@ -553,78 +463,6 @@ def driver_runs(cuda: str, driver_cuda_int: int | None) -> Literal["native", "mv
         return "native"
     if code // 1000 == driver_cuda_int // 1000 and code // 1000 >= mvc_from_major():
         return "mvc"
-    return None
-
-
-def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str | None = None,
-              platform: Platform = "linux_x86_64", current: str | None = None,
-              exclude: Iterable[tuple[str, str]] = (), extras: Sequence[str] = ()) -> Recommendation | None:
-    """The nearest torch release + CUDA variant whose wheels run on every GPU in ``ccs``, on this
-    driver and Python. "Nearest" = the installed release if a variant of it works, else the closest
-    newer release, else the closest older one (the smallest change that fixes the problem); without
-    an installed release, the newest. Within a release: the highest CUDA the driver runs natively."""
-    excluded = set(exclude)
-    cur = version(current) if current else None
-    order = sorted(releases(), key=lambda m: version(m) or Version("0"))
-    if cur is not None:
-        cur_minor = Version(f"{cur.release[0]}.{cur.release[1] if len(cur.release) > 1 else 0}")
-        newer = [m for m in order if (version(m) or Version("0")) >= cur_minor]
-        older = [m for m in order if (version(m) or Version("0")) < cur_minor][::-1]
-        candidates = newer + older
-    else:
-        candidates = order[::-1]
-        if driver_cuda_int is None:
-            # Neither the installed release nor the driver is known: the newest release built
-            # for the lowest CUDA major that runs these GPUs asks the least of a driver nobody read.
-            def lowest_cuda(minor: str) -> int:
-                codes = [cuda_to_int(variant_cuda(v) or "") or 0 for v in release_variants(minor, platform)
-                         if variant_cuda(v) and (a := arch_list(minor, v, platform)) is not None
-                         and all(runs_on(a, cc, reach_of(a, variant_cuda(v))).runs for cc in ccs)
-                         and (latest_patch(minor) or minor, v) not in excluded and (minor, v) not in excluded]
-                return min(codes) if codes else 1 << 30
-            # By CUDA major only, and no lower than 12 (drivers since 2022 run it): the newest release
-            # within that, never an old release for the sake of a lower minor or an older major.
-            candidates = sorted(candidates, key=lambda m: max(lowest_cuda(m) // 1000, 12))
-    for minor in candidates:
-        row = releases()[minor]
-        if python and minor_of(python) not in row["python"]:
-            continue
-        best: tuple[tuple[bool, int], str, ArchList, str] | None = None
-        for variant in release_variants(minor, platform):
-            cuda = variant_cuda(variant)
-            if cuda is None:
-                continue
-            patch = latest_patch(minor) or minor
-            if (patch, variant) in excluded or (minor, variant) in excluded:
-                continue
-            code = cuda_to_int(cuda) or 0
-            how = driver_runs(cuda, driver_cuda_int)
-            if how is None:
-                continue
-            arch = arch_list(minor, variant, platform)
-            if arch is None or not all(runs_on(arch, cc, reach_of(arch, cuda)).runs for cc in ccs):
-                continue
-            # Unknown driver: the lowest CUDA that works asks the least of it.
-            rank = (how == "native", code) if how != "unknown" else (True, -code)
-            if best is None or rank > best[0]:
-                best = (rank, variant, arch, how)
-        if best is not None:
-            patch = latest_patch(minor) or minor
-            _, variant, arch, how = best
-            why = (f"torch {patch}+{variant} carries {arch.describe()}"
-                   + ("" if arch.verified else f" (table row from {arch.source}, unverified)"))
-            note = ""
-            if driver_cuda_int is None:
-                need = min_driver(variant_cuda(variant) or "")
-                floor = need.minimum or need.floor
-                note = (f"needs a driver for CUDA {variant_cuda(variant)}" + (f" (≥ {floor} on Linux)" if floor else "")
-                        + "; the driver was not read: nvidia-smi's 'CUDA Version' must be at least that")
-            else:
-                have = cuda_from_int(driver_cuda_int)
-                note = (f"your driver supports CUDA {have}" if how == "native" else
-                        f"your driver supports CUDA {have}; CUDA {variant_cuda(variant)} runs on it through "
-                        "minor-version compatibility")
-            return Recommendation(patch, variant, why, arch.verified, arch.source, note, tuple(extras))
     return None
 
 

@@ -56,7 +56,6 @@ def evidence(facts: Facts, *keys: str) -> dict[str, Any]:
 def pip_install_torch(version: str | None, variant: str, extra: str = "", python: str | None = None) -> str:
     """The exact reinstall command for a torch build from a PyTorch variant index, run through the
     user's own interpreter (``python -m pip``) when it is known, so it lands in the right env."""
-    spec = f"torch=={version}" if version else "torch"
-    pkgs = f"{spec} {extra}".strip()
-    pip = f"{python} -m pip" if python else "pip"
-    return f"{pip} install --force-reinstall {pkgs} --index-url https://download.pytorch.org/whl/{variant}"
+    from .remedies import torch_install
+
+    return torch_install(python, version, variant, tuple(extra.split()))

@@ -99,11 +99,37 @@ def fabric_manager_package(branch: str) -> str:
     return f"nvidia-fabricmanager-{branch}"
 
 
-def gpu_reset(target: str | int, note: str = "") -> str:
+def gpu_reset(target: str | int | None, note: str = "") -> str:
     """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
     command = f"sudo nvidia-smi -r -i {target}"
     return f"{command}   # {note}" if note else command
 
 
-def gpu_resets(targets: Iterable[str | int], note: str = "") -> tuple[str, ...]:
-    return tuple(gpu_reset(t, note) for t in targets)
+def gpu_resets(targets: Iterable[str | int | None], note: str = "") -> tuple[str, ...]:
+    return tuple(dict.fromkeys(gpu_reset(t, note) for t in targets))
+
+
+def dkms_rebuild(note: str = "") -> str:
+    """Rebuild the NVIDIA kernel module for the running kernel (DKMS, Ubuntu/Debian)."""
+    command = f"{apt_install('linux-headers-$(uname -r)')} && sudo dkms autoinstall"
+    return f"{command}   # {note}" if note else command
+
+
+def ubuntu_drivers_install(note: str = "") -> str:
+    """Ubuntu's own pick of the driver for the installed GPU."""
+    command = "sudo ubuntu-drivers install"
+    return f"{command}   # {note}" if note else command
+
+
+def container_toolkit_install() -> str:
+    """The NVIDIA Container Toolkit on the host (its apt repository is added first, see the install guide)."""
+    return "sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository"
+
+
+def torch_source_build(arch: str, cuda: str | None) -> tuple[str, ...]:
+    """Build torch from source for a GPU no wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it:
+    ``"3.5"``) with a toolkit that still targets it (``cuda``: ``"10.2"``, None for the default one)."""
+    return ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
+            f"export TORCH_CUDA_ARCH_LIST={arch} CUDA_HOME=/usr/local/cuda" + (f"-{cuda}" if cuda else "")
+            + "   # a toolkit that targets it",
+            "pip install -r requirements.txt && python setup.py develop")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor import compat
+from envdoctor import compat, recommend, views
 from envdoctor.checks import compat as rules
 from envdoctor.checks.torch_build import suggested_variant
 from envdoctor.model import Facts, Finding, Reason, Status, missing
@@ -269,7 +269,7 @@ def test_blackwell_needs_r570() -> None:
 
 def test_windows_driver_numbers_apply_under_wsl() -> None:
     f = facts(**pasted(nvml__driver_version="560.94", host__wsl=True))
-    assert compat.driver_cuda(f) == 12060
+    assert views.driver_cuda(f) == 12060
     assert worst(rules.driver_too_old, f).status is Status.OK
 
 
@@ -472,9 +472,9 @@ def test_suggested_variant_fits_gpu_and_driver() -> None:
 
 
 def test_variant_for_driver_keeps_its_contract() -> None:
-    variant, why = compat.variant_for_driver(facts(nvml__cuda_driver_version=12060))
+    variant, why = recommend.variant_for_driver(12060)
     assert variant == "cu126" and "12.6" in why
-    assert compat.variant_for_driver(Facts())[0].startswith("cu")
+    assert recommend.variant_for_driver(None)[0].startswith("cu")
 
 
 def test_highest_cuda_for_a_driver_newer_than_the_table() -> None:
