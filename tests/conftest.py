@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -21,22 +22,47 @@ FAKES = TESTS / "fakes"
 BUILD_ROOT = TESTS / ".fakebuild"
 
 
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def local_headers(code: str, directory: Path) -> dict[str, str]:
+    """The ``#include "name"`` headers of ``code`` found in ``directory`` (and theirs), name -> text."""
+    found: dict[str, str] = {}
+    pending = _LOCAL_INCLUDE.findall(code)
+    while pending:
+        name = pending.pop()
+        path = directory / name
+        if name in found or ".." in Path(name).parts or not path.is_file():
+            continue
+        found[name] = path.read_text()
+        pending.extend(_LOCAL_INCLUDE.findall(found[name]))
+    return found
+
+
 def compile_shared(source: str | Path, out_dir: Path, filename: str, soname: str | None = None,
                    defines: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> Path:
     """Compile C ``source`` (a path or the code itself) into ``out_dir/filename``.
 
-    Builds are cached by content hash under tests/.fakebuild, so each variant compiles once.
+    Builds are cached by content hash under tests/.fakebuild, so each variant compiles once. The
+    hash covers the headers a source file includes from its own folder (tests/fakes/fake_knobs.h),
+    so changing a header rebuilds every stand-in that includes it.
     """
     code = Path(source).read_text() if isinstance(source, Path) else source
+    headers = local_headers(code, Path(source).parent) if isinstance(source, Path) else {}
     flags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())] + list(extra)
     if soname:
         flags.append(f"-Wl,-soname,{soname}")
-    key = hashlib.sha256((code + "\0" + " ".join(flags) + filename).encode()).hexdigest()[:16]
+    deps = "".join(f"\0{name}\0{text}" for name, text in sorted(headers.items()))
+    key = hashlib.sha256((code + "\0" + " ".join(flags) + filename + deps).encode()).hexdigest()[:16]
     cached = BUILD_ROOT / key / filename
     if not cached.exists():
         cached.parent.mkdir(parents=True, exist_ok=True)
         src = cached.parent / "src.c"
         src.write_text(code)
+        for name, text in headers.items():  # next to src.c, where #include "name" looks first
+            header = cached.parent / name
+            header.parent.mkdir(parents=True, exist_ok=True)
+            header.write_text(text)
         tmp = cached.parent / (filename + ".tmp")
         cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
         subprocess.run(cmd, check=True, capture_output=True, text=True)

@@ -9,26 +9,13 @@ import pytest
 from envdoctor import compat, recommend, views
 from envdoctor.checks import compat as rules
 from envdoctor.checks.torch_build import suggested_variant
-from envdoctor.model import Facts, Finding, Reason, Status, missing
+from envdoctor.model import Facts, Reason, Status, missing
 from envdoctor.registry import CheckSpec
 
 from .builders import facts
+from .judging import judge, worst
 
 AS_OF = compat.as_of()
-
-
-def run(spec: CheckSpec, f: Facts) -> list[Finding]:
-    result = spec.func(f)
-    if result is None:
-        return []
-    return [result] if isinstance(result, Finding) else list(result)
-
-
-def worst(spec: CheckSpec, f: Facts) -> Finding:
-    order = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
-    found = run(spec, f)
-    assert found, spec.id
-    return max(found, key=lambda x: order[x.status])
 
 
 def gpu(name: str, cc: str | None, index: int = 0) -> dict[str, Any]:
@@ -60,7 +47,7 @@ def pasted(**changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("spec", rules.CHECKS, ids=lambda s: s.id)
 def test_healthy_node_has_no_complaint(spec: CheckSpec) -> None:
-    for finding in run(spec, facts()):
+    for finding in judge(spec, facts()):
         assert finding.status in (Status.OK, Status.SKIP), (finding.title, finding.detail)
 
 
@@ -148,7 +135,7 @@ def test_future_versions_are_noted_never_failed() -> None:
                        nvml__gpus=[gpu("NVIDIA Quantum Z9", None)], nvml__driver_version="700.10.01",
                        python__packages={"torch": "2.99.0+cu150", "torchvision": "0.99.0+cu150"}))
     for spec in rules.CHECKS:
-        for finding in run(spec, f):
+        for finding in judge(spec, f):
             assert finding.status not in (Status.FAIL, Status.ERROR), (spec.id, finding.title, finding.detail)
     assert "not in envdoctor's compatibility table as of" in worst(rules.torch_arch_support, f).detail
 
@@ -157,7 +144,7 @@ def test_malformed_versions_do_not_crash() -> None:
     f = facts(torch__version="garbage", nvml__driver_version="n/a", nvml__cuda_driver_version="12.8",
               python__version="three", nvml__gpus=[{"name": None, "compute_capability": "x"}])
     for spec in rules.CHECKS:
-        run(spec, f)
+        judge(spec, f)
 
 
 # ------------------------------------------------------------------------------- driver-too-old
@@ -263,7 +250,7 @@ def test_same_major_older_minor_runs_through_minor_version_compatibility() -> No
 def test_blackwell_needs_r570() -> None:
     f = torch26_on("NVIDIA GeForce RTX 5090", "12.0", torch__version="2.7.1+cu128", torch__cuda_version="12.8",
                    nvml__driver_version="560.35.03", nvml__cuda_driver_version=12060)
-    statuses = [x.status for x in run(rules.driver_too_old, f)]
+    statuses = [x.status for x in judge(rules.driver_too_old, f)]
     assert Status.FAIL in statuses
 
 
@@ -520,13 +507,13 @@ def test_toolkit_too_old_for_the_gpu_fails(name: str, torch_version: str, cuda: 
     ("A100-SXM4-40GB", "1.8.1+cu102", "7.5"),  # a toolkit the table does not know proves nothing
 ])
 def test_toolkit_that_can_target_the_gpu_is_not_a_fail(name: str, torch_version: str, cuda: str) -> None:
-    for finding in run(rules.torch_arch_support, old_wheel_on(name, torch_version, cuda)):
+    for finding in judge(rules.torch_arch_support, old_wheel_on(name, torch_version, cuda)):
         assert finding.status is not Status.FAIL, finding.title
 
 
 def test_gpu_no_wheel_supports_is_left_to_gpu_eol() -> None:
     f = old_wheel_on("GeForce 210", "1.4.0+cu101", "10.1", driver="340.108")
-    assert all(x.status is not Status.FAIL for x in run(rules.torch_arch_support, f))
+    assert all(x.status is not Status.FAIL for x in judge(rules.torch_arch_support, f))
     assert worst(rules.gpu_eol, f).status in (Status.WARN, Status.FAIL)  # unverified GPU row: warn at least
 
 

@@ -17,6 +17,7 @@ from envdoctor.probes.libraries import (KEYS, PROBE, dotted, file_version, parse
                                         parse_ldd, parse_nvcc, probe_libraries, soname_guess, torch_pins)
 
 from .conftest import BUILD_ROOT, FAKES, compile_shared, make_exe, test_env
+from .judging import judge_one
 
 SOURCES = {"cudart": FAKES / "fake_cudart.c", "cudnn": FAKES / "fake_cudnn.c", "nccl": FAKES / "fake_nccl.c"}
 VERSION_MACRO = {"cudart": "CUDART_VERSION", "cudnn": "CUDNN_VERSION", "nccl": "NCCL_VERSION_CODE"}
@@ -225,8 +226,7 @@ def test_pip_wheels_are_found_with_package_versions_and_ldd_resolves_through_run
 
 def test_stale_ld_library_path_shadows_the_wheel_and_the_check_names_it(tmp_path):
     from envdoctor.checks.libraries import library_conflicts
-    from envdoctor.diagnose import run_check
-    from envdoctor.model import Facts, Status
+    from envdoctor.model import Status
 
     site = fake_site(tmp_path)
     stale = tmp_path / "cuda-12.1" / "lib64"
@@ -240,15 +240,14 @@ def test_stale_ld_library_path_shadows_the_wheel_and_the_check_names_it(tmp_path
     [torch_cuda] = [e for e in value(facts, "libs.ldd") if e["role"] == "libtorch_cuda"]
     assert torch_cuda["resolved"]["libcudart.so.12"] == str(stale / "libcudart.so.12")
 
-    [finding] = run_check(library_conflicts, Facts(facts))
+    finding = judge_one(library_conflicts, facts)
     assert finding.status is Status.FAIL and str(stale) in finding.detail
     assert f"export LD_LIBRARY_PATH={keep}" in finding.remediation.commands
 
 
 def test_missing_wheel_library_is_not_found_and_the_check_names_the_package(tmp_path):
     from envdoctor.checks.libraries import cudart_resolution
-    from envdoctor.diagnose import run_check
-    from envdoctor.model import Facts, Status
+    from envdoctor.model import Status
 
     site = fake_site(tmp_path, cudart=False)
     # The real toolkit's libcudart.so.13 is in the loader cache; torch needs .12, which nothing has.
@@ -258,7 +257,7 @@ def test_missing_wheel_library_is_not_found_and_the_check_names_the_package(tmp_
     [c] = [e for e in value(facts, "libs.ldd") if e["role"] == "torch._C"]
     assert "libcudart.so.12" in c["not_found"]
 
-    [finding] = run_check(cudart_resolution, Facts(facts))
+    finding = judge_one(cudart_resolution, facts)
     assert finding.status is Status.FAIL and "libcudart.so.12" in finding.title
     assert any("pip install nvidia-cuda-runtime-cu12==12.6.77" in cmd for cmd in finding.remediation.commands)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from envdoctor.checks.libraries import cudart_resolution, library_conflicts, package_for
-from envdoctor.diagnose import run_check
 from envdoctor.model import Reason, Status, missing
 
 from .builders import facts as base_facts
+from .judging import judge_one
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 WHEEL_CUDART = f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12"
@@ -69,15 +69,10 @@ def facts(**changes: Any):
     return base_facts(**libs)
 
 
-def judge(spec, f):
-    [finding] = run_check(spec, f)
-    return finding
-
-
 def test_healthy_wheel_node_is_ok():
     f = facts()
-    assert judge(library_conflicts, f).status is Status.OK
-    finding = judge(cudart_resolution, f)
+    assert judge_one(library_conflicts, f).status is Status.OK
+    finding = judge_one(cudart_resolution, f)
     assert finding.status is Status.OK and WHEEL_CUDART in finding.detail
 
 
@@ -87,7 +82,7 @@ def test_family_mapped_from_two_folders_fails_and_names_the_ld_library_path_entr
     f = facts(torch__loaded_libraries={"cudart": [STALE_CUDART, WHEEL_CUDART]},
               libs__cudart_copies=[stale_cudart(), wheel_cudart()],
               libs__ld_library_path=[STALE, "/home/me/lib"])
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.FAIL and "mapped from 2 folders" in finding.detail
     assert "export LD_LIBRARY_PATH=/home/me/lib" in finding.remediation.commands
     assert STALE in finding.remediation.text
@@ -96,7 +91,7 @@ def test_family_mapped_from_two_folders_fails_and_names_the_ld_library_path_entr
 def test_loaded_from_outside_the_wheel_with_a_different_version_fails():
     f = facts(torch__loaded_libraries={"cudart": [STALE_CUDART]}, libs__cudart_copies=[stale_cudart(), wheel_cudart()],
               libs__ld_library_path=[STALE])
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.FAIL and "a different version" in finding.detail
     assert "unset LD_LIBRARY_PATH" in finding.remediation.commands
 
@@ -104,7 +99,7 @@ def test_loaded_from_outside_the_wheel_with_a_different_version_fails():
 def test_loaded_from_outside_the_wheel_with_the_same_version_warns():
     f = facts(torch__loaded_libraries={"cudart": [STALE_CUDART]},
               libs__cudart_copies=[stale_cudart("12.6"), wheel_cudart()], libs__ld_library_path=[STALE])
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.WARN and "a different version" not in finding.detail
 
 
@@ -113,7 +108,7 @@ def test_stale_ld_library_path_the_loader_picks_fails_even_without_a_memory_map(
     choice = {"libcudart.so.12": {"family": "cudart", "file": STALE_CUDART, "via": "LD_LIBRARY_PATH[0]"}}
     f = facts(torch__loaded_libraries={}, libs__cudart_copies=[stale_cudart(), wheel_cudart()],
               libs__ld_library_path=[STALE, "/opt/tools/lib"], libs__loader_choice=choice)
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.FAIL
     assert f"LD_LIBRARY_PATH entry {STALE}" in finding.detail and "the loader picks it" in finding.detail
     assert finding.remediation.commands[0] == "export LD_LIBRARY_PATH=/opt/tools/lib"
@@ -122,20 +117,20 @@ def test_stale_ld_library_path_the_loader_picks_fails_even_without_a_memory_map(
 def test_shadowing_copy_of_unknown_version_warns():
     f = facts(torch__loaded_libraries={}, libs__cudart_copies=[stale_cudart(None), wheel_cudart()],
               libs__ld_library_path=[STALE])
-    assert judge(library_conflicts, f).status is Status.WARN
+    assert judge_one(library_conflicts, f).status is Status.WARN
 
 
 def test_other_major_on_ld_library_path_is_no_conflict():
     old = copy("/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "cudart", "libcudart.so.11", "11.8", "toolkit",
                ld_library_path_entry="/usr/local/cuda-11.8/lib64")
     f = facts(libs__cudart_copies=[old, wheel_cudart()], libs__ld_library_path=["/usr/local/cuda-11.8/lib64"])
-    assert judge(library_conflicts, f).status is Status.OK
+    assert judge_one(library_conflicts, f).status is Status.OK
 
 
 def test_system_folder_from_the_loader_cache_gets_the_ld_so_conf_remedy():
     system = "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.0.0"
     f = facts(torch__loaded_libraries={"cudnn": [system, WHEEL_CUDNN]})
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.FAIL
     assert "grep -rl /usr/lib/x86_64-linux-gnu /etc/ld.so.conf /etc/ld.so.conf.d/" in finding.remediation.commands
     assert "sudo ldconfig" in finding.remediation.commands
@@ -144,15 +139,15 @@ def test_system_folder_from_the_loader_cache_gets_the_ld_so_conf_remedy():
 def test_libcuda_in_two_folders_is_not_judged_here():
     f = facts(torch__loaded_libraries={"libcuda": ["/usr/lib/x86_64-linux-gnu/libcuda.so.570.124.06",
                                                    "/usr/local/cuda/compat/libcuda.so.575.51.03"]})
-    assert judge(library_conflicts, f).status is Status.OK
+    assert judge_one(library_conflicts, f).status is Status.OK
 
 
 def test_nothing_collected_skips_and_a_timed_out_probe_is_an_error():
     f = facts(libs__cudart_copies=None, libs__cudnn_copies=None, libs__nccl_copies=None, libs__cublas_copies=None,
               torch__loaded_libraries=None)
-    assert judge(library_conflicts, f).status is Status.SKIP
+    assert judge_one(library_conflicts, f).status is Status.SKIP
     hung = missing(Reason.TIMEOUT, "probe:libraries", "probe libraries did not finish within 6.5 s")
-    finding = judge(library_conflicts, facts(libs__cudart_copies=hung))
+    finding = judge_one(library_conflicts, facts(libs__cudart_copies=hung))
     assert finding.status is Status.ERROR and "did not finish" in finding.detail
 
 
@@ -162,7 +157,7 @@ def test_not_found_after_a_failed_import_fails_with_the_pinned_wheel():
     f = facts(libs__ldd=torch_ldd(cudart="", not_found=("libcudart.so.12",)),
               torch__version=missing(Reason.FAILED, "child:torch_probe",
                                      "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"))
-    finding = judge(cudart_resolution, f)
+    finding = judge_one(cudart_resolution, f)
     assert finding.status is Status.FAIL and finding.title == "torch cannot resolve libcudart.so.12"
     assert "/opt/venv/bin/python -m pip install nvidia-cuda-runtime-cu12==12.6.77" in finding.remediation.commands
 
@@ -170,7 +165,7 @@ def test_not_found_after_a_failed_import_fails_with_the_pinned_wheel():
 def test_not_found_while_torch_imports_warns_and_offers_the_torch_reinstall():
     f = facts(libs__ldd=torch_ldd(not_found=("libcublas.so.12", "libcublasLt.so.12")),
               libs__torch_requires={"nvidia-cublas-cu12": "12.6.4.1"})
-    finding = judge(cudart_resolution, f)
+    finding = judge_one(cudart_resolution, f)
     assert finding.status is Status.WARN and "libcublas.so.12, libcublasLt.so.12" in finding.title
     assert "/opt/venv/bin/python -m pip install nvidia-cublas-cu12==12.6.4.1" in finding.remediation.commands
     assert ("/opt/venv/bin/python -m pip install --force-reinstall torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126"
@@ -180,7 +175,7 @@ def test_not_found_while_torch_imports_warns_and_offers_the_torch_reinstall():
 def test_missing_driver_library_is_not_a_pip_package():
     f = facts(libs__ldd=torch_ldd(not_found=("libcuda.so.1",)),
               torch__version=missing(Reason.FAILED, "child:torch_probe", "ImportError: libcuda.so.1: cannot open"))
-    finding = judge(cudart_resolution, f)
+    finding = judge_one(cudart_resolution, f)
     assert finding.status is Status.FAIL and "NVIDIA driver" in finding.remediation.text
     assert not any("libcuda" in c or "pip install nvidia" in c for c in finding.remediation.commands)
 
@@ -188,7 +183,7 @@ def test_missing_driver_library_is_not_a_pip_package():
 def test_hung_ldd_is_an_error_with_the_command_to_run():
     ldd = torch_ldd()
     ldd[0] = {"file": ldd[0]["file"], "role": "libtorch_cuda", "reason": "timeout", "detail": "ldd gave no answer within 3 s"}
-    finding = judge(cudart_resolution, facts(libs__ldd=ldd))
+    finding = judge_one(cudart_resolution, facts(libs__ldd=ldd))
     assert finding.status is Status.ERROR and f"ldd {SITE}/torch/lib/libtorch_cuda.so" in finding.remediation.commands
 
 
@@ -200,7 +195,7 @@ def test_cpu_torch_with_a_toolkit_runtime_reports_the_runtime_path_and_version()
               "resolved": {"libtorch.so": f"{SITE}/torch/lib/libtorch.so"}, "not_found": []}]
     f = facts(torch__version="2.13.0+cpu", torch__cuda_version=None, libs__ldd=cpu_c, libs__loader_choice=choice,
               libs__cudart_copies=[copy(real, "cudart", "libcudart.so.13", "13.0", "toolkit", api_version=13000)])
-    finding = judge(cudart_resolution, f)
+    finding = judge_one(cudart_resolution, f)
     assert finding.status is Status.OK and finding.title == f"CUDA runtime 13.0 found: {real}"
     assert "via ldconfig" in finding.detail
 
@@ -208,16 +203,16 @@ def test_cpu_torch_with_a_toolkit_runtime_reports_the_runtime_path_and_version()
 def test_a_cudart_copy_that_crashes_on_load_warns():
     crashed = copy("/opt/broken/libcudart.so.12", "cudart", "libcudart.so.12", None, "system", load="crashed",
                    load_detail="python was killed by SIGSEGV during file:/opt/broken/libcudart.so.12")
-    finding = judge(cudart_resolution, facts(libs__cudart_copies=[crashed, wheel_cudart()]))
+    finding = judge_one(cudart_resolution, facts(libs__cudart_copies=[crashed, wheel_cudart()]))
     assert finding.status is Status.WARN and "SIGSEGV" in finding.detail
     assert finding.remediation.commands == ("dpkg -S /opt/broken/libcudart.so.12 || rpm -qf /opt/broken/libcudart.so.12",)
     on_path = dict(crashed, ld_library_path_entry="/opt/broken")
-    finding = judge(cudart_resolution, facts(libs__cudart_copies=[on_path, wheel_cudart()],
+    finding = judge_one(cudart_resolution, facts(libs__cudart_copies=[on_path, wheel_cudart()],
                                              libs__ld_library_path=["/opt/broken", "/opt/ok"]))
     assert finding.remediation.commands == ("export LD_LIBRARY_PATH=/opt/ok",)
     broken_wheel = dict(wheel_cudart(), load="failed",
                         load_detail="OSError: libcudart.so.12: invalid ELF header")
-    finding = judge(cudart_resolution, facts(libs__cudart_copies=[broken_wheel]))
+    finding = judge_one(cudart_resolution, facts(libs__cudart_copies=[broken_wheel]))
     assert finding.status is Status.WARN and "invalid ELF header" in finding.detail
     assert finding.remediation.commands == (
         "/opt/venv/bin/python -m pip install --force-reinstall --no-deps nvidia-cuda-runtime-cu12==12.6.77",)
@@ -225,7 +220,7 @@ def test_a_cudart_copy_that_crashes_on_load_warns():
 
 def test_nothing_to_resolve_skips():
     f = facts(libs__ldd=[], libs__loader_choice={}, libs__cudart_copies=[])
-    assert judge(cudart_resolution, f).status is Status.SKIP
+    assert judge_one(cudart_resolution, f).status is Status.SKIP
 
 
 def test_package_names_follow_the_cuda_major():
@@ -244,14 +239,14 @@ def test_package_names_follow_the_cuda_major():
 def test_ld_library_path_falls_back_to_env_vars_for_pasted_reports():
     f = facts(libs__ld_library_path=None, env__vars={"LD_LIBRARY_PATH": f"{STALE}:/x"},
               libs__cudart_copies=[stale_cudart(), wheel_cudart()], torch__loaded_libraries={"cudart": [STALE_CUDART]})
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert "export LD_LIBRARY_PATH=/x" in finding.remediation.commands
 
 
 def test_findings_round_trip_through_json():
     from envdoctor.model import Finding
 
-    finding = judge(library_conflicts, facts(torch__loaded_libraries={"cudart": [STALE_CUDART, WHEEL_CUDART]},
+    finding = judge_one(library_conflicts, facts(torch__loaded_libraries={"cudart": [STALE_CUDART, WHEEL_CUDART]},
                                              libs__cudart_copies=[stale_cudart(), wheel_cudart()],
                                              libs__ld_library_path=[STALE]))
     assert Finding.from_dict(finding.to_dict()) == finding
@@ -270,18 +265,18 @@ def test_ldd_binding_a_wheel_library_to_an_ld_library_path_copy_is_flagged():
                   "version libnvJitLink.so.12")
     f = facts(libs__ldd=ldd, libs__wheel_dirs=dirs, libs__ld_library_path=[STALE, "/opt/x"],
               torch__version=missing(Reason.FAILED, "child:torch_probe", error_text), torch__loaded_libraries={})
-    finding = judge(library_conflicts, f)
+    finding = judge_one(library_conflicts, f)
     assert finding.status is Status.FAIL and "libnvJitLink.so.12" in finding.detail
     assert "export LD_LIBRARY_PATH=/opt/x" in finding.remediation.commands
     # Without the wheel folder for it, the toolkit copy is the only one: no conflict.
     f = facts(libs__ldd=ldd, libs__wheel_dirs=dirs[:2] + dirs[3:], libs__ld_library_path=[STALE])
-    assert judge(library_conflicts, f).status is Status.OK
+    assert judge_one(library_conflicts, f).status is Status.OK
 
 
 def test_an_extension_built_for_another_cuda_warns_with_its_reinstall():
     tv = {"file": f"{SITE}/torchvision/_C.so", "role": "extension:torchvision",
           "resolved": {"libc10.so": f"{SITE}/torch/lib/libc10.so"}, "not_found": ["libcudart.so.11.0"]}
-    finding = judge(cudart_resolution, facts(libs__ldd=[*torch_ldd(), tv]))
+    finding = judge_one(cudart_resolution, facts(libs__ldd=[*torch_ldd(), tv]))
     assert finding.status is Status.WARN and finding.title.startswith("torchvision cannot resolve")
     assert "libcudart.so.11.0 => not found" in finding.detail
     assert finding.remediation.commands == (

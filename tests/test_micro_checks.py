@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from envdoctor.checks import micro as checks
-from envdoctor.diagnose import run_check
 from envdoctor.host import ChildResult
-from envdoctor.model import Facts, Finding, Reading, Reason, Status, missing, ok
+from envdoctor.model import Facts, Reading, Reason, Status, missing, ok
 from envdoctor.probes.micro import KEYS, peak_for, readings_from_child
+
+from .judging import judge_one
 
 ARGS: dict[str, Any] = {"devices": [], "compile": True}
 H100 = "NVIDIA H100 80GB HBM3"
@@ -75,12 +76,6 @@ def facts_from(data: dict[str, Any], status: str = "ok", stage: str = "", detail
     return facts.merged(extra or {})
 
 
-def judge(facts: Facts, spec: Any) -> Finding:
-    found = run_check(spec, facts)
-    assert len(found) == 1
-    return found[0]
-
-
 ALL = (checks.micro_device, checks.micro_matmul, checks.micro_transformer, checks.micro_copy,
        checks.micro_dataloader, checks.micro_multi_gpu, checks.micro_compile)
 
@@ -91,7 +86,7 @@ def test_healthy_two_gpu_node_passes_every_microcheck() -> None:
     facts = facts_from(healthy_child())
     assert set(KEYS) <= set(facts)
     for spec in ALL:
-        finding = judge(facts, spec)
+        finding = judge_one(spec, facts)
         assert finding.status is Status.OK, (spec.id, finding.title, finding.detail)
 
 
@@ -101,14 +96,14 @@ def test_matmul_ratio_to_the_datasheet_peak_is_in_the_facts_and_the_finding() ->
     assert bf16["peak_tflops"] == pytest.approx(989.4)
     assert bf16["ratio"] == pytest.approx(720.0 / 989.4, rel=1e-3)
     assert facts.value("micro.matmul")["cuda:0"]["peak_model"] == "H100 SXM"
-    assert "of the H100 SXM dense peak" in judge(facts, checks.micro_matmul).detail
+    assert "of the H100 SXM dense peak" in judge_one(checks.micro_matmul, facts).detail
 
 
 def test_facts_round_trip_through_json_and_judge_the_same() -> None:
     facts = facts_from(healthy_child())
     again = Facts.from_dict(facts.to_dict())
     for spec in ALL:
-        assert judge(again, spec).to_dict() == judge(facts, spec).to_dict()
+        assert judge_one(spec, again).to_dict() == judge_one(spec, facts).to_dict()
 
 
 @pytest.mark.parametrize(("name", "model"), [
@@ -129,7 +124,7 @@ def test_unknown_gpus_and_the_cpu_have_no_peak_and_no_ratio() -> None:
         data[f"device@cuda:{i}"]["name"] = "NVIDIA Imaginary X1"
     facts = facts_from(data)
     assert "ratio" not in facts.value("micro.matmul")["cuda:0"]["dtypes"]["bf16"]
-    assert judge(facts, checks.micro_matmul).status is Status.OK
+    assert judge_one(checks.micro_matmul, facts).status is Status.OK
 
 
 # -- matmul ---------------------------------------------------------------------------------------
@@ -138,7 +133,7 @@ def test_wrong_matmul_result_fails_naming_device_and_dtype() -> None:
     data = healthy_child()
     r = data["matmul@cuda:1"]["dtypes"]["tf32"]
     r.update(ok=False, rel_err=0.12)
-    finding = judge(facts_from(data), checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts_from(data))
     assert finding.status is Status.FAIL
     assert "tf32" in finding.title and "cuda:1" in finding.title and finding.gpus == (1,)
     assert "Xid" in finding.remediation.text
@@ -147,14 +142,14 @@ def test_wrong_matmul_result_fails_naming_device_and_dtype() -> None:
 def test_nan_matmul_fails() -> None:
     data = healthy_child()
     data["matmul@cuda:0"]["dtypes"]["fp16"].update(ok=False, finite=False, rel_err=None)
-    finding = judge(facts_from(data), checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts_from(data))
     assert finding.status is Status.FAIL and "NaN" in finding.title
 
 
 def test_matmul_far_below_peak_warns_with_throttle_clock_and_mig_hints() -> None:
     data = healthy_child()
     data["matmul@cuda:0"]["dtypes"]["bf16"]["tflops"] = 140.0  # 14% of 989
-    finding = judge(facts_from(data), checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts_from(data))
     assert finding.status is Status.WARN
     assert "14%" in finding.title and finding.gpus == (0,)
     for hint in ("throttled", "clocks", "MIG"):
@@ -164,7 +159,7 @@ def test_matmul_far_below_peak_warns_with_throttle_clock_and_mig_hints() -> None
 def test_cublas_error_in_one_dtype_fails() -> None:
     data = healthy_child()
     data["matmul@cuda:0"]["dtypes"]["bf16"] = {"ok": False, "error": "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED"}
-    finding = judge(facts_from(data), checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts_from(data))
     assert finding.status is Status.FAIL and "CUBLAS_STATUS_EXECUTION_FAILED" in finding.detail
 
 
@@ -186,14 +181,14 @@ def test_hang_is_an_error_on_the_check_it_hung_in_and_later_ones_are_not_reached
     facts = facts_from(partial("transformer"), status="timeout", stage="transformer@cuda:0: autocast bf16 step")
     assert facts["micro.transformer"].reason is Reason.TIMEOUT
     assert facts["micro.matmul"].ok and facts["micro.device"].ok
-    finding = judge(facts, checks.micro_transformer)
+    finding = judge_one(checks.micro_transformer, facts)
     assert finding.status is Status.ERROR and "hung" in finding.title
     assert "autocast bf16 step" in finding.detail
     assert "nvidia-smi" in finding.remediation.commands
     for spec in (checks.micro_copy, checks.micro_dataloader, checks.micro_multi_gpu, checks.micro_compile):
-        later = judge(facts, spec)
+        later = judge_one(spec, facts)
         assert later.status is Status.SKIP and "not reached" in later.detail
-    assert judge(facts, checks.micro_matmul).status is Status.OK
+    assert judge_one(checks.micro_matmul, facts).status is Status.OK
 
 
 def test_hang_on_the_second_gpu_keeps_the_first_gpus_results_in_the_fact() -> None:
@@ -208,13 +203,13 @@ def test_hang_on_the_second_gpu_keeps_the_first_gpus_results_in_the_fact() -> No
 def test_hang_before_any_check_blames_the_device_touch() -> None:
     facts = facts_from({}, status="timeout", stage="cuda init")
     assert facts["micro.device"].reason is Reason.TIMEOUT
-    assert judge(facts, checks.micro_device).status is Status.ERROR
+    assert judge_one(checks.micro_device, facts).status is Status.ERROR
 
 
 def test_crash_is_an_error_with_the_signal() -> None:
     facts = facts_from(partial("matmul"), status="crashed", stage="matmul@cuda:0: fp16 compute",
                        detail="python was killed by SIGSEGV")
-    finding = judge(facts, checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts)
     assert finding.status is Status.ERROR and "crashed" in finding.title
     assert "SIGSEGV" in finding.detail and "fp16 compute" in finding.detail
 
@@ -224,7 +219,7 @@ def test_crash_is_an_error_with_the_signal() -> None:
 def test_roundtrip_mismatch_fails_the_device_touch() -> None:
     data = healthy_child()
     data["device@cuda:1"].update(ok=False, roundtrip_equal=False)
-    finding = judge(facts_from(data), checks.micro_device)
+    finding = judge_one(checks.micro_device, facts_from(data))
     assert finding.status is Status.FAIL and "corrupts" in finding.title and finding.gpus == (1,)
 
 
@@ -233,8 +228,8 @@ def test_cuda_error_in_device_touch_fails_and_later_checks_say_why_they_did_not_
     data["device@cuda:1"] = {"ok": False, "error": "RuntimeError: CUDA error: an illegal memory access was encountered"}
     data["matmul@cuda:1"] = {"ok": False, "not_run": "an earlier check broke cuda:1"}
     facts = facts_from(data)
-    assert judge(facts, checks.micro_device).status is Status.FAIL
-    matmul = judge(facts, checks.micro_matmul)
+    assert judge_one(checks.micro_device, facts).status is Status.FAIL
+    matmul = judge_one(checks.micro_matmul, facts)
     assert matmul.status is Status.FAIL and "earlier check broke" in matmul.detail
 
 
@@ -243,21 +238,21 @@ def test_cuda_error_in_device_touch_fails_and_later_checks_say_why_they_did_not_
 def test_autocast_gradients_far_from_fp32_fail() -> None:
     data = healthy_child()
     data["transformer@cuda:0"]["amp"].update(grad_rel_err=0.8, grads_close=False)
-    finding = judge(facts_from(data), checks.micro_transformer)
+    finding = judge_one(checks.micro_transformer, facts_from(data))
     assert finding.status is Status.FAIL and "differ from fp32" in finding.detail
 
 
 def test_non_finite_loss_fails() -> None:
     data = healthy_child()
     data["transformer@cuda:1"]["fp32"]["loss_finite"] = False
-    assert judge(facts_from(data), checks.micro_transformer).status is Status.FAIL
+    assert judge_one(checks.micro_transformer, facts_from(data)).status is Status.FAIL
 
 
 def test_only_math_attention_on_a_gpu_warns() -> None:
     data = healthy_child()
     for name in ("flash", "mem_efficient", "cudnn"):
         data["transformer@cuda:0"]["sdpa"][name] = {"usable": False, "why": "No available kernel"}
-    finding = judge(facts_from(data), checks.micro_transformer)
+    finding = judge_one(checks.micro_transformer, facts_from(data))
     assert finding.status is Status.WARN and "math" in finding.title
 
 
@@ -270,14 +265,14 @@ def _nvml(gen: int, width: int) -> dict[str, Reading]:
 
 
 def test_copies_at_pcie_speed_pass() -> None:
-    finding = judge(facts_from(healthy_child(), extra=_nvml(5, 16)), checks.micro_copy)
+    finding = judge_one(checks.micro_copy, facts_from(healthy_child(), extra=_nvml(5, 16)))
     assert finding.status is Status.OK and "gen5 x16" in finding.detail
 
 
 def test_host_copies_far_below_the_link_warn() -> None:
     data = healthy_child()
     data["copy@cuda:1"]["h2d"]["gbps"] = 6.0  # a gen5 x16 link carries ~63 GB/s
-    finding = judge(facts_from(data, extra=_nvml(5, 16)), checks.micro_copy)
+    finding = judge_one(checks.micro_copy, facts_from(data, extra=_nvml(5, 16)))
     assert finding.status is Status.WARN and finding.gpus == (1,)
     assert "nvidia-smi -q -d PCIE" in finding.remediation.commands
 
@@ -285,14 +280,14 @@ def test_host_copies_far_below_the_link_warn() -> None:
 def test_device_copies_far_below_memory_bandwidth_warn() -> None:
     data = healthy_child()
     data["copy@cuda:0"]["d2d"]["gbps"] = 500.0
-    finding = judge(facts_from(data), checks.micro_copy)
+    finding = judge_one(checks.micro_copy, facts_from(data))
     assert finding.status is Status.WARN and "memory bandwidth" in finding.detail
 
 
 def test_copy_that_changes_data_fails() -> None:
     data = healthy_child()
     data["copy@cuda:0"]["roundtrip_equal"] = False
-    assert judge(facts_from(data), checks.micro_copy).status is Status.FAIL
+    assert judge_one(checks.micro_copy, facts_from(data)).status is Status.FAIL
 
 
 # -- DataLoader ---------------------------------------------------------------------------------
@@ -308,7 +303,7 @@ def test_sigbus_worker_in_docker_fails_with_shm_size_and_ipc_host() -> None:
     data = healthy_child()
     data["dataloader@cuda:0"] = dict(SIGBUS)
     facts = facts_from(data, extra={"host.container": ok("docker"), "host.shm_size": ok(64 << 20)})
-    finding = judge(facts, checks.micro_dataloader)
+    finding = judge_one(checks.micro_dataloader, facts)
     assert finding.status is Status.FAIL and "/dev/shm" in finding.title
     assert "docker run --shm-size=16g …" in finding.remediation.commands
     assert "docker run --ipc=host …" in finding.remediation.commands
@@ -319,7 +314,7 @@ def test_sigbus_worker_in_docker_fails_with_shm_size_and_ipc_host() -> None:
 def test_sigbus_worker_in_kubernetes_gets_the_emptydir_remedy() -> None:
     data = healthy_child()
     data["dataloader@cuda:0"] = dict(SIGBUS)
-    finding = judge(facts_from(data, extra={"host.container": ok("kubernetes")}), checks.micro_dataloader)
+    finding = judge_one(checks.micro_dataloader, facts_from(data, extra={"host.container": ok("kubernetes")}))
     assert finding.status is Status.FAIL and "medium: Memory" in finding.remediation.commands[0]
 
 
@@ -327,7 +322,7 @@ def test_worker_killed_otherwise_fails_with_the_oom_hint() -> None:
     data = healthy_child()
     data["dataloader@cuda:0"] = {"ok": False, "killed": True, "bus_error": False,
                                  "error": "RuntimeError: DataLoader worker (pid(s) 99) exited unexpectedly"}
-    finding = judge(facts_from(data), checks.micro_dataloader)
+    finding = judge_one(checks.micro_dataloader, facts_from(data))
     assert finding.status is Status.FAIL and "oom" in finding.remediation.text.lower()
 
 
@@ -337,7 +332,7 @@ def test_worker_killed_otherwise_fails_with_the_oom_hint() -> None:
 def test_nccl_hung_wrong_and_error_are_told_apart(status: str, words: str) -> None:
     data = healthy_child()
     data["multi_gpu@all"]["nccl"] = {"status": status, "detail": "x", "nccl_warnings": ["NCCL WARN Cuda failure 'peer access'"]}
-    finding = judge(facts_from(data), checks.micro_multi_gpu)
+    finding = judge_one(checks.micro_multi_gpu, facts_from(data))
     assert finding.status is Status.FAIL and words in finding.title and finding.gpus == (0, 1)
     assert "NCCL WARN" in finding.detail
     assert any("NCCL_P2P_DISABLE=1" in c for c in finding.remediation.commands)
@@ -348,7 +343,7 @@ def test_single_gpu_skips_multi_gpu_with_the_reason() -> None:
     data["plan"]["checks"].remove("multi_gpu")
     data["plan"]["multi_gpu_skipped"] = "1 CUDA device(s)"
     del data["multi_gpu@all"]
-    finding = judge(facts_from(data), checks.micro_multi_gpu)
+    finding = judge_one(checks.micro_multi_gpu, facts_from(data))
     assert finding.status is Status.SKIP and "2 visible GPUs" in finding.detail
 
 
@@ -357,7 +352,7 @@ def test_single_gpu_skips_multi_gpu_with_the_reason() -> None:
 def test_compile_error_fails_with_triton_and_compiler_hints() -> None:
     data = healthy_child()
     data["compile@cuda:0"] = {"ok": False, "error": "torch._inductor.exc.InductorError: RuntimeError: Cannot find a working triton installation"}
-    finding = judge(facts_from(data), checks.micro_compile)
+    finding = judge_one(checks.micro_compile, facts_from(data))
     assert finding.status is Status.FAIL and "triton" in finding.detail
     assert "Triton" in finding.remediation.text
 
@@ -368,7 +363,7 @@ def test_compile_not_requested_is_skipped() -> None:
     for i in (0, 1):
         del data[f"compile@cuda:{i}"]
     facts = Facts(readings_from_child(ChildResult("ok", data), {"devices": [], "compile": False}, 120.0))
-    finding = judge(facts, checks.micro_compile)
+    finding = judge_one(checks.micro_compile, facts)
     assert finding.status is Status.SKIP and "--compile" in finding.detail
 
 
@@ -378,18 +373,18 @@ def test_no_usable_gpu_skips_with_torchs_reason() -> None:
     data = {"torch_version": "2.7.1+cu126", "plan": {"devices": [], "checks": [], "why": "torch.cuda.is_available() is False"}}
     facts = facts_from(data)
     for spec in ALL:
-        finding = judge(facts, spec)
+        finding = judge_one(spec, facts)
         assert finding.status is Status.SKIP and "is_available" in finding.detail
 
 
 def test_no_micro_reading_is_a_skip_for_every_check() -> None:
     facts = Facts({k: missing(Reason.SKIPPED, "child:micro", "--no-micro") for k in KEYS})
-    assert {judge(facts, spec).status for spec in ALL} == {Status.SKIP}
+    assert {judge_one(spec, facts).status for spec in ALL} == {Status.SKIP}
 
 
 def test_a_report_without_micro_facts_skips_instead_of_crashing() -> None:
     facts = Facts({})
-    assert {judge(facts, spec).status for spec in ALL} == {Status.SKIP}
+    assert {judge_one(spec, facts).status for spec in ALL} == {Status.SKIP}
 
 
 def test_peaks_come_from_the_compat_table_once_it_carries_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -413,7 +408,7 @@ def test_hang_remedy_resets_the_gpu_it_hung_on() -> None:
     data = partial("matmul")
     data["matmul@cuda:0"] = healthy_child()["matmul@cuda:0"]
     facts = facts_from(data, status="timeout", stage="matmul@cuda:1: bf16 compute")
-    finding = judge(facts, checks.micro_matmul)
+    finding = judge_one(checks.micro_matmul, facts)
     assert finding.status is Status.ERROR
     assert "sudo nvidia-smi -r -i 1   # nothing may run on it; otherwise: sudo reboot" in finding.remediation.commands
     assert not any("<" in c for c in finding.remediation.commands)
@@ -425,7 +420,7 @@ def test_transformer_and_compile_remedies_run_the_target_python() -> None:
     data["compile@cuda:0"] = {"error": "BackendCompilerFailed: no C compiler", "ok": False}
     facts = facts_from(data, extra={"python.executable": ok("/opt/venv/bin/python")})
     for spec in (checks.micro_transformer, checks.micro_compile):
-        finding = judge(facts, spec)
+        finding = judge_one(spec, facts)
         assert finding.status is Status.FAIL, spec.id
         assert finding.remediation.commands[0].startswith("/opt/venv/bin/python -c "), spec.id
 
@@ -434,6 +429,6 @@ def test_a_dataloader_failure_without_a_known_cause_still_says_what_to_do() -> N
     data = healthy_child()
     data["dataloader@cuda:0"] = {"ok": False, "error": "RuntimeError: DataLoader worker (pid 7) exited unexpectedly",
                                  "bus_error": False, "killed": False, "wrong_batches": [], "worker_stderr": []}
-    finding = judge(facts_from(data, extra={"host.container": ok("docker")}), checks.micro_dataloader)
+    finding = judge_one(checks.micro_dataloader, facts_from(data, extra={"host.container": ok("docker")}))
     assert finding.status is Status.FAIL and finding.remediation.text
     assert "df -h /dev/shm" in finding.remediation.commands and finding.remediation.links

@@ -11,21 +11,16 @@ import pytest
 
 from envdoctor.checks import driver as driver_checks
 from envdoctor.checks import gpu_health
-from envdoctor.diagnose import run_check
 from envdoctor.host import Host
-from envdoctor.model import Facts, Reason, Status, thaw
+from envdoctor.model import Reason, Status, thaw
 from envdoctor.probes import Options, run_probes
 from envdoctor.probes import nvidia
 
 from .conftest import make_exe, test_env
 from .fakes.nvidia_fakes import fake_cuda, fake_nvml, host_with
+from .judging import judge, judge_one
 
 FAST = Options(timeout=2.0)
-
-
-def judge(spec, readings):
-    [finding] = run_check(spec, Facts(readings))
-    return finding
 
 
 # -- NVML through pynvml --------------------------------------------------------------------------------
@@ -67,7 +62,7 @@ def test_each_nvml_init_error_gets_its_own_finding(tmp_path, code, name, title, 
     init = r["nvml.init"].value
     assert init["code"] == code and init["name"] == name
     assert not r["nvml.driver_version"].ok and name in r["nvml.driver_version"].detail
-    finding = judge(driver_checks.nvml_init, r)
+    finding = judge_one(driver_checks.nvml_init, r)
     assert finding.status is Status.FAIL and finding.title == title
     assert command in finding.remediation.commands
 
@@ -76,7 +71,7 @@ def test_version_mismatch_message_is_the_one_nvidia_smi_prints(tmp_path):
     r = nvidia.probe_nvml(host_with(fake_nvml(tmp_path, {"init": 18})), FAST)
     assert r["nvml.init"].value["message"] == "Driver/library version mismatch"
     readings = dict(r, **{"driver.kernel_module_version": nvidia.ok("570.124.06")})
-    finding = judge(driver_checks.driver_version_mismatch, readings)
+    finding = judge_one(driver_checks.driver_version_mismatch, readings)
     assert finding.status is Status.FAIL and "Failed to initialize NVML: Driver/library version mismatch" in finding.detail
     assert any("apt-mark hold" in c for c in finding.remediation.commands)
 
@@ -131,7 +126,7 @@ def test_hanging_nvml_init_times_out_within_the_deadline_and_is_an_error(tmp_pat
     reading = facts["nvml.init"]
     assert reading.reason is Reason.TIMEOUT and "nvmlInit" in reading.detail
     assert runs[0].status == "timeout"
-    finding = judge(driver_checks.nvml_init, dict(facts))
+    finding = judge_one(driver_checks.nvml_init, dict(facts))
     assert finding.status is Status.ERROR and "hung" in finding.title
 
 
@@ -139,7 +134,7 @@ def test_crashing_nvml_init_is_reported_as_crashed(tmp_path):
     r = nvidia.probe_nvml(host_with(fake_nvml(tmp_path, {"init_crash": 1})), FAST)
     reading = r["nvml.init"]
     assert reading.reason is Reason.CRASHED and "SIGSEGV" in reading.detail and "nvmlInit" in reading.detail
-    assert judge(driver_checks.nvml_init, r).status is Status.ERROR
+    assert judge_one(driver_checks.nvml_init, r).status is Status.ERROR
 
 
 # -- CUDA driver API through ctypes -------------------------------------------------------------------------
@@ -157,11 +152,11 @@ def test_each_cuinit_error_gets_its_own_finding(tmp_path, code, name, title_part
     # cuDriverGetVersion answers even when cuInit fails.
     assert r["cuda.driver_version"].value == 12040
     assert not r["cuda.device_count"].ok
-    finding = judge(driver_checks.cuda_init, r)
+    finding = judge_one(driver_checks.cuda_init, r)
     if code == 802:
         # The cause has its own check; cuda-init points at it instead of failing twice.
         assert finding.status is Status.SKIP and "fabric-manager" in finding.title
-        finding = judge(gpu_health.fabric_manager, r)
+        finding = judge_one(gpu_health.fabric_manager, r)
     assert finding.status is Status.FAIL and title_part in finding.title
     assert any(command_part in c for c in finding.remediation.commands)
     assert init["message"] in finding.detail
@@ -171,14 +166,14 @@ def test_cuinit_success_reports_devices_and_library(tmp_path):
     r = nvidia.probe_cuda(host_with(fake_cuda(tmp_path, {"count": 4})), FAST)
     assert r["cuda.init"].value["name"] == "CUDA_SUCCESS" and r["cuda.device_count"].value == 4
     assert r["cuda.library_path"].value.endswith("/cuda/libcuda.so.1")
-    assert judge(driver_checks.cuda_init, r).status is Status.OK
+    assert judge_one(driver_checks.cuda_init, r).status is Status.OK
 
 
 def test_forward_compat_libcuda_is_flagged_and_804_explained(tmp_path):
     compat = tmp_path / "usr" / "local" / "cuda-12.8" / "compat"
     r = nvidia.probe_cuda(host_with(fake_cuda(tmp_path, {"init": 804}, lib_dir=compat)), FAST)
     assert "/compat/" in r["cuda.library_path"].value
-    finding = judge(driver_checks.cuda_forward_compat, r)
+    finding = judge_one(driver_checks.cuda_forward_compat, r)
     assert finding.status is Status.FAIL and "804" in finding.title
     assert str(compat) in finding.detail
     assert any("compat" in c for c in finding.remediation.commands)
@@ -192,13 +187,13 @@ def test_hanging_cuinit_times_out_within_the_deadline(tmp_path):
     assert facts["cuda.init"].reason is Reason.TIMEOUT and "cuInit" in facts["cuda.init"].detail
     # What it read before hanging survives.
     assert facts["cuda.driver_version"].value == 12080
-    assert judge(driver_checks.cuda_init, dict(facts)).status is Status.ERROR
+    assert judge_one(driver_checks.cuda_init, dict(facts)).status is Status.ERROR
 
 
 def test_crashing_cuinit_is_reported_as_crashed(tmp_path):
     r = nvidia.probe_cuda(host_with(fake_cuda(tmp_path, {"init_crash": 1})), FAST)
     assert r["cuda.init"].reason is Reason.CRASHED and "cuInit" in r["cuda.init"].detail
-    assert judge(driver_checks.cuda_init, r).status is Status.ERROR
+    assert judge_one(driver_checks.cuda_init, r).status is Status.ERROR
 
 
 def test_no_libcuda_is_absent():
@@ -241,7 +236,7 @@ def test_driver_files_on_a_working_node(tmp_path):
     assert thaw(r["driver.pci_gpus"].value) == [{"address": "0000:18:00.0", "vendor": "0x10de", "device": "0x2330",
                                            "class": "0x030200", "driver": "nvidia"}]
     assert r["driver.pci_scanned"].value == 3
-    assert judge(driver_checks.device_nodes, r).status is Status.OK
+    assert judge_one(driver_checks.device_nodes, r).status is Status.OK
 
 
 def test_proprietary_module_text_and_sys_module_fallback(tmp_path):
@@ -260,7 +255,7 @@ def test_gpu_on_pci_without_driver_is_named(tmp_path):
     readings = dict(r, **{"nvml.init": nvidia.ok({"code": 12, "name": "NVML_ERROR_LIBRARY_NOT_FOUND",
                                                   "message": "NVML Shared Library Not Found"}),
                           "host.container": nvidia.ok(None)})
-    finding = judge(driver_checks.driver_installed, readings)
+    finding = judge_one(driver_checks.driver_installed, readings)
     assert finding.status is Status.FAIL
     assert "An NVIDIA GPU is on the PCI bus but no driver is loaded" in finding.detail
     assert "0000:01:00.0" in finding.detail
@@ -272,7 +267,7 @@ def test_nouveau_bound_gpu_is_found(tmp_path):
     _pci(tmp_path, "0000:01:00.0", "0x10de", "0x030000", "nouveau")
     r = nvidia.probe_driver(Host(environ=test_env(), root=tmp_path), FAST)
     assert r["driver.pci_gpus"].value[0]["driver"] == "nouveau" and r["driver.modules"].value["nouveau"] is True
-    finding = judge(driver_checks.driver_nouveau, r)
+    finding = judge_one(driver_checks.driver_nouveau, r)
     assert finding.status is Status.FAIL and "blacklist-nouveau.conf" in finding.remediation.commands[0]
 
 
@@ -367,7 +362,7 @@ def test_this_machine_end_to_end_through_the_real_probes():
     facts, runs = run_probes(host, Options(timeout=5.0), [*host_probe.PROBES, *nvidia.PROBES])
     assert time.monotonic() - start < 10
     specs = [s for s in load_registry(plugins=False) if s.id in _OUR_IDS]
-    findings = [f for s in specs for f in run_check(s, facts)]
+    findings = [f for s in specs for f in judge(s, facts)]
     assert not [f for f in findings if f.status is Status.ERROR], [f.to_dict() for f in findings if f.status is Status.ERROR]
     installed = next(f for f in findings if f.id == "driver-installed")
     if Path("/proc/driver/nvidia/version").exists():

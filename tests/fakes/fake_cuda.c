@@ -1,39 +1,23 @@
 /* A stand-in for libcuda.so.1 (the CUDA driver API), for envdoctor's tests.
  *
  * Answers come from the key=value file named by FAKE_CUDA_CONFIG:
- *   init=804           cuInit's return code      init_hang=1 / init_crash=1
+ *   init=804           cuInit's return code      init_hang=1 / init_crash=1 (fake_knobs.h)
  *   driver_version=12080   count=2   count_rc=0
  * Error names and strings are the ones cuda.h documents for each CUresult.
  */
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include <stddef.h>
+
+#define FAKE_CONFIG_ENV "FAKE_CUDA_CONFIG"
+#include "fake_knobs.h"
 
 typedef int CUresult;
-
-static long long cfg_int(const char *key, long long dflt) {
-    const char *path = getenv("FAKE_CUDA_CONFIG");
-    if (!path) return dflt;
-    FILE *fh = fopen(path, "r");
-    if (!fh) return dflt;
-    char line[256];
-    long long found = dflt;
-    size_t klen = strlen(key);
-    while (fgets(line, sizeof line, fh))
-        if (strncmp(line, key, klen) == 0 && line[klen] == '=') found = strtoll(line + klen + 1, NULL, 0);
-    fclose(fh);
-    return found;
-}
 
 static int initialized = 0;
 
 CUresult cuInit(unsigned int flags) {
     (void)flags;
-    if (cfg_int("init_hang", 0)) for (;;) pause();
-    if (cfg_int("init_crash", 0)) raise(SIGSEGV);
-    int rc = (int)cfg_int("init", 0);
+    fake_knob_point("init");
+    int rc = (int)fake_cfg_int("init", 0);
     if (rc == 0) initialized = 1;
     return rc;
 }
@@ -41,15 +25,15 @@ CUresult cuInit(unsigned int flags) {
 /* Works before (and without) a successful cuInit, as the real one does. */
 CUresult cuDriverGetVersion(int *v) {
     if (!v) return 1;
-    *v = (int)cfg_int("driver_version", 12080);
+    *v = (int)fake_cfg_int("driver_version", 12080);
     return 0;
 }
 
 CUresult cuDeviceGetCount(int *n) {
     if (!initialized) return 3; /* CUDA_ERROR_NOT_INITIALIZED */
-    int rc = (int)cfg_int("count_rc", 0);
+    int rc = (int)fake_cfg_int("count_rc", 0);
     if (rc) return rc;
-    *n = (int)cfg_int("count", 1);
+    *n = (int)fake_cfg_int("count", 1);
     return 0;
 }
 

@@ -4,13 +4,11 @@
  *   -DCUDART_VERSION=12040       what cudaRuntimeGetVersion reports (major*1000 + minor*10)
  *   -DDEVICE_COUNT_RESULT=35     cudaGetDeviceCount's error (35 insufficient driver, 100 no device, 0 ok)
  *   -DDEVICE_COUNT=1             devices reported when the result is 0
- *   -DCRASH_ON_LOAD              a constructor raises SIGSEGV (a library that kills its loader)
- *   -DHANG_ON_LOAD               a constructor never returns (a loader stuck in a library)
+ *   -DCRASH_ON_LOAD, -DHANG_ON_LOAD   see fake_knobs.h
  *   -DNO_VERSION_FUNCTION        leave cudaRuntimeGetVersion out
  * Error strings are the ones cuda_runtime_api.h documents for each cudaError_t.
  */
-#include <signal.h>
-#include <unistd.h>
+#include "fake_knobs.h"
 
 #ifndef CUDART_VERSION
 #define CUDART_VERSION 12040
@@ -23,13 +21,6 @@
 #endif
 
 typedef int cudaError_t;
-
-#ifdef CRASH_ON_LOAD
-__attribute__((constructor)) static void fake_crash(void) { raise(SIGSEGV); }
-#endif
-#ifdef HANG_ON_LOAD
-__attribute__((constructor)) static void fake_hang(void) { for (;;) pause(); }
-#endif
 
 #ifndef NO_VERSION_FUNCTION
 cudaError_t cudaRuntimeGetVersion(int *version) {

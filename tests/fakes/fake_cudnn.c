@@ -2,22 +2,14 @@
  *
  *   -DCUDNN_VERSION=90100   what cudnnGetVersion returns (cuDNN 9: major*10000 + minor*100 + patch;
  *                           cuDNN <= 8: major*1000 + minor*100 + patch, e.g. 8902)
- *   -DCRASH_ON_LOAD         a constructor raises SIGSEGV
- *   -DHANG_ON_LOAD          a constructor never returns
+ *   -DCRASH_ON_LOAD, -DHANG_ON_LOAD   see fake_knobs.h
  */
-#include <signal.h>
 #include <stddef.h>
-#include <unistd.h>
+
+#include "fake_knobs.h"
 
 #ifndef CUDNN_VERSION
 #define CUDNN_VERSION 90100
-#endif
-
-#ifdef CRASH_ON_LOAD
-__attribute__((constructor)) static void fake_crash(void) { raise(SIGSEGV); }
-#endif
-#ifdef HANG_ON_LOAD
-__attribute__((constructor)) static void fake_hang(void) { for (;;) pause(); }
 #endif
 
 size_t cudnnGetVersion(void) { return CUDNN_VERSION; }

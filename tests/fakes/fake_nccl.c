@@ -2,24 +2,15 @@
  *
  *   -DNCCL_VERSION_CODE=22105   what ncclGetVersion reports (NCCL >= 2.9: major*10000 + minor*100 + patch;
  *                               older: major*1000 + minor*100 + patch, e.g. 2708)
- *   -DCRASH_ON_LOAD             a constructor raises SIGSEGV
- *   -DHANG_ON_LOAD              a constructor never returns
+ *   -DCRASH_ON_LOAD, -DHANG_ON_LOAD   see fake_knobs.h
  */
-#include <signal.h>
-#include <unistd.h>
+#include "fake_knobs.h"
 
 #ifndef NCCL_VERSION_CODE
 #define NCCL_VERSION_CODE 22105
 #endif
 
 typedef int ncclResult_t;
-
-#ifdef CRASH_ON_LOAD
-__attribute__((constructor)) static void fake_crash(void) { raise(SIGSEGV); }
-#endif
-#ifdef HANG_ON_LOAD
-__attribute__((constructor)) static void fake_hang(void) { for (;;) pause(); }
-#endif
 
 ncclResult_t ncclGetVersion(int *version) {
     if (!version) return 4; /* ncclInvalidArgument */

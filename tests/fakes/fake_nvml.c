@@ -5,8 +5,8 @@
  * environment variable FAKE_NVML_CONFIG, read with plain C on first use:
  *
  *   init=18                 return code of nvmlInitWithFlags / nvmlInit_v2 (0 = success)
- *   init_hang=1             nvmlInit never returns (a wedged driver)
- *   init_crash=1            nvmlInit raises SIGSEGV
+ *   init_hang=1             nvmlInit never returns (a wedged driver)        (fake_knobs.h)
+ *   init_crash=1            nvmlInit dies of SIGSEGV                       (fake_knobs.h)
  *   driver_version=570.124.06   cuda_version=12080   count=2
  *   rc.<function>=N         every call of <function> returns N
  *   gpuI.rc.<function>=N    calls of <function> for GPU I return N
@@ -14,58 +14,18 @@
  *
  * Build variants drop a symbol, as an older driver would: -DOMIT_<function>=1.
  */
-#include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+
+#define FAKE_CONFIG_ENV "FAKE_NVML_CONFIG"
+#include "fake_knobs.h"
 
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
 
-#define MAXKV 512
-static char keys[MAXKV][96];
-static char vals[MAXKV][160];
-static int nkv = -1;
-
-static void load(void) {
-    if (nkv >= 0) return;
-    nkv = 0;
-    const char *path = getenv("FAKE_NVML_CONFIG");
-    if (!path) return;
-    FILE *fh = fopen(path, "r");
-    if (!fh) return;
-    char line[300];
-    while (nkv < MAXKV && fgets(line, sizeof line, fh)) {
-        char *eq = strchr(line, '=');
-        if (!eq || line[0] == '#') continue;
-        *eq = 0;
-        char *v = eq + 1;
-        v[strcspn(v, "\r\n")] = 0;
-        snprintf(keys[nkv], sizeof keys[nkv], "%s", line);
-        snprintf(vals[nkv], sizeof vals[nkv], "%s", v);
-        nkv++;
-    }
-    fclose(fh);
-}
-
-static const char *cfg(const char *key) {
-    load();
-    for (int i = nkv - 1; i >= 0; i--)
-        if (strcmp(keys[i], key) == 0) return vals[i];
-    return NULL;
-}
-
-static long long cfg_int(const char *key, long long dflt) {
-    const char *v = cfg(key);
-    return v ? strtoll(v, NULL, 0) : dflt;
-}
-
 static const char *gcfg(int gpu, const char *field) {
     char key[128];
     snprintf(key, sizeof key, "gpu%d.%s", gpu, field);
-    return cfg(key);
+    return fake_cfg(key);
 }
 
 static long long gint(int gpu, const char *field, long long dflt) {
@@ -78,10 +38,10 @@ static int rc_of(const char *fn, int gpu) {
     char key[160];
     if (gpu >= 0) {
         snprintf(key, sizeof key, "gpu%d.rc.%s", gpu, fn);
-        if (cfg(key)) return (int)strtol(cfg(key), NULL, 0);
+        if (fake_cfg(key)) return (int)strtol(fake_cfg(key), NULL, 0);
     }
     snprintf(key, sizeof key, "rc.%s", fn);
-    return (int)cfg_int(key, 0);
+    return (int)fake_cfg_int(key, 0);
 }
 
 static int initialized = 0;
@@ -93,7 +53,7 @@ static int gpu_of(nvmlDevice_t dev) {
     return (int)h - 1;
 }
 
-static int count(void) { return (int)cfg_int("count", 1); }
+static int count(void) { return (int)fake_cfg_int("count", 1); }
 
 #define CHECK(fn, gpu)                                          \
     do {                                                        \
@@ -110,9 +70,8 @@ static int count(void) { return (int)cfg_int("count", 1); }
     } while (0)
 
 static nvmlReturn_t do_init(void) {
-    if (cfg_int("init_hang", 0)) for (;;) pause();
-    if (cfg_int("init_crash", 0)) raise(SIGSEGV);
-    int rc = (int)cfg_int("init", 0);
+    fake_knob_point("init");
+    int rc = (int)fake_cfg_int("init", 0);
     if (rc == 0) initialized = 1;
     return rc;
 }
@@ -154,26 +113,26 @@ static nvmlReturn_t put_str(char *buf, unsigned int len, const char *s) {
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int len) {
     CHECK("nvmlSystemGetDriverVersion", -1);
-    const char *v = cfg("driver_version");
+    const char *v = fake_cfg("driver_version");
     return put_str(buf, len, v ? v : "570.124.06");
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *buf, unsigned int len) {
     CHECK("nvmlSystemGetNVMLVersion", -1);
-    const char *v = cfg("driver_version");
+    const char *v = fake_cfg("driver_version");
     return put_str(buf, len, v ? v : "570.124.06");
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) {
     CHECK("nvmlSystemGetCudaDriverVersion", -1);
-    *v = (int)cfg_int("cuda_version", 12080);
+    *v = (int)fake_cfg_int("cuda_version", 12080);
     return 0;
 }
 
 #ifndef OMIT_nvmlSystemGetCudaDriverVersion_v2
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
     CHECK("nvmlSystemGetCudaDriverVersion_v2", -1);
-    *v = (int)cfg_int("cuda_version", 12080);
+    *v = (int)fake_cfg_int("cuda_version", 12080);
     return 0;
 }
 #endif
