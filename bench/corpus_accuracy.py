@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.inputs import decode
 from envdoctor.model import Status
 from envdoctor.parsers import ParseError, detect_formats, parse_text
 from envdoctor.registry import load_registry
@@ -40,7 +41,7 @@ def load_cases(corpus: Path = CORPUS) -> list[dict]:
 
 
 def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: ignore[no-untyped-def]
-    text = (corpus / case["file"]).read_bytes().decode("utf-8", errors="replace")
+    text = decode((corpus / case["file"]).read_bytes(), case["file"])
     kind = "messages" if detect_formats(text) in (["torch-messages"], ["ultralytics"]) else "report"
     try:
         facts = parse_text(text)

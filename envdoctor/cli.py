@@ -230,10 +230,11 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     from .diagnose import select
     from .model import Facts
     from .registry import RegistryError, load_registry
-    from .report import Report, ReportError, parse_report, read_input
+    from .inputs import load
+    from .report import Report, ReportError
 
     try:
-        loaded = parse_report(read_input(file), "standard input" if file == "-" else file)
+        loaded = load(file)
     except ReportError as exc:
         click.echo(f"envdoctor: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)

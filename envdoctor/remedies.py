@@ -76,6 +76,11 @@ def torch_install(python: str | None, version: str | None, variant: str | None, 
     return pip_install(python, [spec, *extras], force=force, variant=variant)
 
 
+def envdoctor_upgrade() -> str:
+    """envdoctor itself, in its own environment (the distribution is ``gpu-envdoctor``)."""
+    return "pip install -U gpu-envdoctor"
+
+
 # ---------------------------------------------------------------------------------------------
 # System packages, drivers, GPUs
 

@@ -1,14 +1,12 @@
-"""The Report (facts + findings + how each probe went), its JSON form, and safe loading/writing.
+"""The Report (facts + findings + how each probe went), its JSON form, and safe writing.
 
-Loading is where hostile input arrives (a report attached to a ticket, a pasted text), so every
-way it can be wrong ends in :class:`ReportError` with one clear line: never a traceback.
+Reading one back (a saved report or a pasted text) is :mod:`envdoctor.inputs`' job.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,14 +18,11 @@ from . import __version__
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Status, summarize, worst
 from .redact import redact_value
 
-#: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
-MAX_INPUT_BYTES = 64 * 1024 * 1024
-
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 class ReportError(Exception):
-    """Input that cannot be used as a report; the message is shown as is."""
+    """Input that cannot be used as a report (raised by :mod:`envdoctor.inputs`); the message is shown as is."""
 
 
 @dataclass(frozen=True)
@@ -119,84 +114,3 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         except OSError:
             pass
         raise
-
-
-def read_input(path: str, stdin: Any = None, limit: int = MAX_INPUT_BYTES) -> str:
-    """Read a report or pasted text from ``path`` (``-`` = stdin) as text, bounded in size."""
-    if path == "-":
-        import sys
-
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read(limit + 1)
-        if isinstance(data, str):
-            data = data.encode("utf-8", "surrogateescape")
-    else:
-        p = Path(path)
-        try:
-            if p.is_dir():
-                raise ReportError(f"{path} is a directory, not a report file")
-            st = p.stat()
-            if not stat.S_ISREG(st.st_mode):
-                # A FIFO or device would block the read forever (or never end): use `-` for a pipe.
-                raise ReportError(f"{path} is not a regular file; to read a pipe, pass - and redirect it to stdin")
-            size = st.st_size
-            if size > limit:
-                raise ReportError(f"{path} is {size / 1e6:.0f} MB; a report is at most {limit // (1 << 20)} MiB. "
-                                  "Is this the right file?")
-            with p.open("rb") as fh:
-                data = fh.read(limit + 1)
-        except FileNotFoundError:
-            raise ReportError(f"{path}: no such file") from None
-        except PermissionError:
-            raise ReportError(f"{path}: permission denied") from None
-        except OSError as exc:
-            raise ReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise ReportError(f"input is larger than {limit // (1 << 20)} MiB; a report is far smaller")
-    if not data.strip():
-        raise ReportError(f"{'standard input' if path == '-' else path} is empty")
-    if b"\x00" in data[:8192]:
-        raise ReportError(f"{'standard input' if path == '-' else path} is binary data, not a JSON report or "
-                          "pasted text")
-    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
-
-
-def parse_report(text: str, name: str = "input") -> Report | Facts:
-    """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            if stripped.startswith("{"):
-                raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                                  "was it truncated?") from None
-        except RecursionError:
-            raise ReportError(f"{name} is nested too deeply to be an envdoctor report") from None
-        else:
-            return report_from_json(data, name)
-    from .parsers import ParseError, parse_text
-
-    try:
-        return parse_text(text)
-    except ParseError as exc:
-        raise ReportError(f"{name}: {exc}") from None
-
-
-def report_from_json(data: Any, name: str = "input") -> Report:
-    if not isinstance(data, dict):
-        raise ReportError(f"{name} is JSON but not an envdoctor report (expected an object)")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportError(f"{name} has no integer 'schema_version'; it is not an envdoctor report")
-    if version > SCHEMA_VERSION:
-        raise ReportError(f"{name} uses report schema {version}, newer than this envdoctor understands "
-                          f"({SCHEMA_VERSION}); upgrade envdoctor: pip install -U gpu-envdoctor")
-    if version < 1:
-        raise ReportError(f"{name} has an invalid schema_version {version}")
-    if not isinstance(data.get("facts"), dict):
-        raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
-    try:
-        return Report.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReportError(f"{name} is not a well-formed envdoctor report ({type(exc).__name__}: {exc})") from None

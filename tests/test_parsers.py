@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor.model import Facts, Reason
-from envdoctor.parsers import MAX_CHARS, ParseError, decode, detect_formats, parse_text
+from envdoctor.inputs import decode
+from envdoctor.parsers import MAX_CHARS, ParseError, detect_formats, parse_text
 from envdoctor.parsers._util import cuda_api_int, cudnn_int
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

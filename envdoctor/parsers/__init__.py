@@ -16,7 +16,7 @@ import re
 from ..model import Facts, Reading, Reason, missing, ok
 from . import collect_env, nvidia_smi, packages, ultralytics
 
-__all__ = ["MAX_CHARS", "ParseError", "decode", "detect_formats", "parse_text"]
+__all__ = ["MAX_CHARS", "ParseError", "detect_formats", "parse_text"]
 
 #: A collect_env report is 5-20 KB; nvidia-smi of an 8-GPU box with processes a few KB more.
 #: Beyond this the input is a log or the wrong file, and parsing it would only be slow.
@@ -87,16 +87,6 @@ def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
 
 class ParseError(ValueError):
     """The text is not a report this module can read (empty, garbage, too large)."""
-
-
-def decode(data: bytes) -> str:
-    """Bytes of a saved report -> text. Handles the UTF-16 that PowerShell's ``>`` writes and
-    replaces undecodable bytes instead of failing (``\\ufffd`` survives parsing)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace")
 
 
 def _clean(text: str) -> list[str]:

@@ -1,0 +1,141 @@
+"""The one loader for everything ``diagnose`` reads: a saved JSON report or any pasted text, from a
+file or standard input, in whatever encoding it was saved.
+
+Loading is where hostile input arrives (a report attached to a ticket, a pasted text), so every way
+it can be wrong ends in :class:`~envdoctor.report.ReportError` with one clear line, never a
+traceback. Bytes become text here (UTF-8, UTF-8 with a BOM, and the UTF-16 that PowerShell's ``>``
+and Notepad write, with or without a BOM); text becomes a Report (JSON) or Facts (a paste, through
+:mod:`envdoctor.parsers`).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import IO, Any
+
+from . import remedies
+from .model import SCHEMA_VERSION, Facts
+from .report import Report, ReportError
+
+#: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+_SNIFF = 4096
+
+
+def load(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> Report | Facts:
+    """``path`` (``-`` = standard input) -> a Report (saved JSON) or Facts (pasted text)."""
+    name = "standard input" if path == "-" else path
+    return parse_report(decode(read_bytes(path, stdin, limit), name), name)
+
+
+def read_bytes(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of ``path`` (``-`` = stdin), bounded in size; a directory, FIFO or device is refused
+    before it is opened (a FIFO would block the read forever)."""
+    if path == "-":
+        import sys
+
+        stream: Any = stdin if stdin is not None else sys.stdin.buffer
+        data = stream.read(limit + 1)
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogateescape")
+    else:
+        data = _read_file(Path(path), path, limit)
+    if len(data) > limit:
+        raise ReportError(f"input is larger than {limit // (1 << 20)} MiB; a report is far smaller")
+    return bytes(data)
+
+
+def _read_file(p: Path, path: str, limit: int) -> bytes:
+    try:
+        if p.is_dir():
+            raise ReportError(f"{path} is a directory, not a report file")
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError(f"{path} is not a regular file; to read a pipe, pass - and redirect it to stdin")
+        if st.st_size > limit:
+            raise ReportError(f"{path} is {st.st_size / 1e6:.0f} MB; a report is at most {limit // (1 << 20)} MiB. "
+                              "Is this the right file?")
+        with p.open("rb") as fh:
+            return fh.read(limit + 1)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except PermissionError:
+        raise ReportError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def encoding_of(data: bytes) -> tuple[str, int]:
+    """(codec, BOM length) of a saved text: its byte-order mark, else UTF-16 told by the NUL bytes that
+    ASCII text has in every other position, else UTF-8."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec, len(bom)
+    head = data[:_SNIFF]
+    pairs = len(head) // 2
+    if pairs >= 2:
+        odd = sum(1 for i in range(1, 2 * pairs, 2) if head[i] == 0)
+        even = sum(1 for i in range(0, 2 * pairs, 2) if head[i] == 0)
+        if odd >= 0.9 * pairs and even == 0:
+            return "utf-16-le", 0
+        if even >= 0.9 * pairs and odd == 0:
+            return "utf-16-be", 0
+    return "utf-8", 0
+
+
+def decode(data: bytes, name: str = "input") -> str:
+    """Bytes -> text in the encoding they were saved in; undecodable bytes become U+FFFD (they
+    survive parsing). Empty input and binary data are refused."""
+    codec, skip = encoding_of(data)
+    text = data[skip:].decode(codec, errors="replace")
+    if not text.strip():
+        raise ReportError(f"{name} is empty")
+    if "\x00" in text[:_SNIFF]:
+        raise ReportError(f"{name} is binary data, not a JSON report or pasted text")
+    return text.lstrip("\ufeff")
+
+
+def parse_report(text: str, name: str = "input") -> Report | Facts:
+    """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            if stripped.startswith("{"):
+                raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                                  "was it truncated?") from None
+        except RecursionError:
+            raise ReportError(f"{name} is nested too deeply to be an envdoctor report") from None
+        else:
+            return report_from_json(data, name)
+    from .parsers import ParseError, parse_text
+
+    try:
+        return parse_text(text)
+    except ParseError as exc:
+        raise ReportError(f"{name}: {exc}") from None
+
+
+def report_from_json(data: Any, name: str = "input") -> Report:
+    if not isinstance(data, dict):
+        raise ReportError(f"{name} is JSON but not an envdoctor report (expected an object)")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ReportError(f"{name} has no integer 'schema_version'; it is not an envdoctor report")
+    if version > SCHEMA_VERSION:
+        raise ReportError(f"{name} uses report schema {version}, newer than this envdoctor understands "
+                          f"({SCHEMA_VERSION}); upgrade envdoctor: {remedies.envdoctor_upgrade()}")
+    if version < 1:
+        raise ReportError(f"{name} has an invalid schema_version {version}")
+    if not isinstance(data.get("facts"), dict):
+        raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
+    try:
+        return Report.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReportError(f"{name} is not a well-formed envdoctor report ({type(exc).__name__}: {exc})") from None
