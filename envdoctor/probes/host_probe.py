@@ -10,7 +10,7 @@ import re
 from ..host import Host
 from ..model import Reading, Reason, missing, ok
 from ..redact import select_env
-from . import Options, ProbeSpec
+from .spec import Options, ProbeSpec
 
 KEYS = (
     "host.os", "host.distro", "host.kernel", "host.arch", "host.glibc", "host.cpu_count",

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..host import ChildResult, CommandResult, Host
 from ..model import Reading, Reason, missing, ok
-from . import Options, ProbeSpec
+from .spec import Options, ProbeSpec
 
 SOURCE_CHILD = "child:lib_probe"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..host import ChildResult, Host
 from ..model import Reading, Reason, missing, ok
-from . import Options, ProbeSpec
+from .spec import Options, ProbeSpec
 
 NVIDIA_VENDOR = "0x10de"
 

@@ -1,0 +1,28 @@
+"""The built-in probes, listed explicitly, in the order they start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .spec import ProbeSpec
+
+
+def iter_builtin_probes() -> Iterator[ProbeSpec]:
+    """The built-in probes, listed explicitly. The torch probe comes first and the other probe
+    modules are imported only after it is yielded: run_probes starts each probe as it arrives,
+    so the slowest child (``import torch``) is already running while the rest load."""
+    from . import python_probe
+
+    yield from python_probe.PROBES
+    from . import host_probe
+
+    yield from host_probe.PROBES
+    from . import libraries, micro, nvidia
+
+    yield from nvidia.PROBES
+    yield from libraries.PROBES
+    yield from micro.PROBES
+
+
+def builtin_probes() -> list[ProbeSpec]:
+    return list(iter_builtin_probes())

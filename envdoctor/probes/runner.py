@@ -1,0 +1,99 @@
+"""Run probes concurrently under one wall-clock budget; a probe that raises or outlives its deadline
+gets its keys filled with the reason (``crashed``/``timeout``), so a check always learns *why* a
+fact is missing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from ..host import Host
+from ..model import Facts, ProbeRun, Reading, Reason, missing
+from .spec import Options, ProbeSpec
+
+
+# Extra seconds a probe thread gets beyond its own deadline before the runner gives up on it:
+# the deadline inside the probe (host.run) should always fire first.
+_GRACE = 1.5
+
+
+def run_probes(
+    host: Host,
+    options: Options,
+    probes: Iterable[ProbeSpec],
+    on_done: Callable[[ProbeRun], None] | None = None,
+    budget: float | None = None,
+) -> tuple[Facts, list[ProbeRun]]:
+    """Run probes concurrently; returns the merged facts and how each probe went.
+
+    ``budget`` caps the total wall time (the healthcheck's hard limit): probes still running
+    then are abandoned and reported as timeouts."""
+    began = time.monotonic()
+    specs: list[ProbeSpec] = []
+    readings: dict[str, Reading] = {}
+    runs: dict[str, ProbeRun] = {}
+    lock = threading.Lock()
+    starts: dict[str, float] = {}
+    closed = threading.Event()  # a probe that finishes after we gave up on it is ignored
+
+    def record(spec: ProbeSpec, result: Mapping[str, Reading] | None, exc: BaseException | None) -> None:
+        seconds = time.monotonic() - starts[spec.name]
+        if exc is not None:
+            run = ProbeRun(spec.name, "error", seconds, f"{type(exc).__name__}: {exc}")
+            fill = {k: missing(Reason.CRASHED, f"probe:{spec.name}", f"probe raised {type(exc).__name__}: {exc}")
+                    for k in spec.keys}
+        else:
+            got = dict(result or {})
+            fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}",
+                                                f"probe {spec.name} declares {k} but did not set it (a bug)")) for k in spec.keys}
+            fill.update(got)
+            statuses = {r.reason for r in fill.values()}
+            status = "timeout" if Reason.TIMEOUT in statuses else "crashed" if Reason.CRASHED in statuses else "ok"
+            run = ProbeRun(spec.name, status, seconds)
+        with lock:
+            if closed.is_set():
+                return
+            readings.update(fill)
+            runs[spec.name] = run
+        if on_done:
+            on_done(run)
+
+    def work(spec: ProbeSpec, on: Host) -> None:
+        try:
+            result = spec.func(on, options)
+        except BaseException as exc:  # noqa: BLE001 - a probe bug becomes a reason, not a crash
+            record(spec, None, exc)
+        else:
+            record(spec, result, None)
+
+    # Plain daemon threads, not an executor: a probe stuck past every deadline must never keep
+    # the interpreter from exiting (ThreadPoolExecutor joins its workers at exit).
+    threads: dict[str, tuple[ProbeSpec, threading.Thread]] = {}
+    background = host.niced(10)
+    for spec in probes:  # started as they arrive (see iter_builtin_probes)
+        specs.append(spec)
+        starts[spec.name] = time.monotonic()
+        thread = threading.Thread(target=work, args=(spec, host if spec.critical else background),
+                                  name=f"probe-{spec.name}", daemon=True)
+        thread.start()
+        threads[spec.name] = (spec, thread)
+    for name, (spec, thread) in threads.items():
+        remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
+        if budget is not None:
+            remaining = min(remaining, began + budget - time.monotonic())
+        thread.join(timeout=max(remaining, 0.0))
+    with lock:
+        closed.set()
+        for name, (spec, _) in threads.items():
+            if name in runs:
+                continue
+            seconds = time.monotonic() - starts[name]
+            runs[name] = ProbeRun(name, "timeout", seconds, f"probe {name} did not finish within {seconds:.1f} s")
+            for key in spec.keys:
+                readings.setdefault(key, missing(Reason.TIMEOUT, f"probe:{name}",
+                                                 f"probe {name} did not finish within {seconds:.1f} s"))
+            if on_done:
+                on_done(runs[name])
+        ordered = [runs[s.name] for s in specs]
+        return Facts(dict(readings)), ordered

@@ -1,0 +1,42 @@
+"""What a probe is: its options, its function type and its declaration (name, keys, deadline scale)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..host import Host
+from ..model import Reading
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for, as probes see it."""
+
+    timeout: float = 5.0  # seconds per probe (scaled per probe by ProbeSpec.scale)
+    python: str | None = None  # target interpreter; None = the one running envdoctor
+    micro: bool = True  # run microchecks when a GPU is usable
+    micro_only: bool = False
+    device: str | None = None  # "cpu", "cuda", "cuda:N"
+    compile: bool = False
+    healthcheck: bool = False
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+
+ProbeFunc = Callable[[Host, Options], Mapping[str, Reading]]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    name: str
+    func: ProbeFunc
+    keys: tuple[str, ...]
+    scale: float = 1.0  # deadline = options.timeout * scale (+ grace)
+    healthcheck: bool = False  # part of the fast `healthcheck` subset
+    micro: bool = False  # a microcheck probe (run by --micro-only, skipped by --no-micro)
+    #: On the critical path (imports torch, or measures speed): runs at normal priority; every
+    #: other probe's commands run niced so they never slow those down on a small machine.
+    critical: bool = False
+
+    def deadline(self, options: Options) -> float:
+        return options.timeout * self.scale
