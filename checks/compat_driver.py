@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import Version
 
@@ -148,6 +150,33 @@ def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     return found
 
 
+@dataclass(frozen=True)
+class _Driver:
+    """What the facts say about the driver, against what torch's CUDA needs."""
+
+    build: TorchBuild
+    cuda: str  # torch's CUDA, "12.6"
+    cap: int | None  # the driver's CUDA, API-encoded
+    drv: str | None  # the driver version
+    os_name: str
+    from_table: bool  # the driver's CUDA was derived from its version with the table
+    need: compat.DriverNeed
+    have: str | None  # the driver's CUDA, "12.4"
+    how: str | None  # compat.driver_runs(): "native", "mvc", or None (cannot run)
+
+    @property
+    def minimum(self) -> str | None:
+        return self.need.minimum or self.need.floor
+
+    @property
+    def table_note(self) -> str:
+        return " The driver's CUDA was derived from its version with the table." if self.from_table else ""
+
+    @property
+    def drv_text(self) -> str:
+        return f"driver {self.drv}" if self.drv else "the driver"
+
+
 def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
                   "cuda.driver_version", "torch.cuda_available")
@@ -158,6 +187,24 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         return said
     if build is None or not build.cuda:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    d = _read_driver(facts, build, build.cuda, ev)
+    if isinstance(d, Finding):
+        return d
+    findings = _generation_needs(facts, d, ev)
+    if d.how == "native":
+        findings.append(ok(f"Driver supports CUDA {d.have}; torch {build.version} needs CUDA {d.cuda}",
+                           detail=d.table_note.strip(), evidence=ev))
+        return findings
+    if d.from_table and facts.value("torch.cuda_available") is True and d.how != "mvc":
+        findings.append(_runs_anyway(d, ev))
+        return findings
+    findings.append(_mvc_warning(facts, d, ev) if d.how == "mvc" else _too_old(facts, d, ev))
+    return findings
+
+
+def _read_driver(facts: Facts, build: TorchBuild, cuda: str, ev: dict[str, Any]) -> _Driver | Finding:
+    """The driver's reading, or the finding that ends the judgement (nothing read, a driver the table
+    cannot place)."""
     cap = views.driver_cuda(facts)
     drv = views.driver_version(facts)
     os_name = views.driver_os(facts)
@@ -165,124 +212,143 @@ def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
         return skip("No NVIDIA driver version was read", detail="Judged by the driver checks.", evidence=ev)
     from_table = not (isinstance(facts.value("nvml.cuda_driver_version"), int) or
                       isinstance(facts.value("cuda.driver_version"), int))
-    need = compat.min_driver(build.cuda, os_name)
+    need = compat.min_driver(cuda, os_name)
     minimum = need.minimum or need.floor
+    have: str | None = None
+    how: str | None = None
     if cap is None:
         # The driver is older than every toolkit in the table: compare its version with torch's need.
         ans = compat.highest_cuda_for_driver(drv or "", os_name)
         dv, mv = versions.parse(drv), versions.parse(minimum)
         if dv is None or mv is None or dv >= mv:
             return skip(f"Driver {drv}: its CUDA is unknown", detail=ans.note + "; not judged.", evidence=ev)
-        how = None
-        have = None
     else:
         have = versions.cuda_from_int(cap)
-        how = compat.driver_runs(build.cuda, cap)
-    table_note = " The driver's CUDA was derived from its version with the table." if from_table else ""
+        how = compat.driver_runs(cuda, cap)
     if from_table and drv and how != "native" and compat.highest_cuda_for_driver(drv, os_name).at_least:
-        return ok(f"Driver {drv} is newer than the table; not judged against CUDA {build.cuda}",
+        return ok(f"Driver {drv} is newer than the table; not judged against CUDA {cuda}",
                   detail=compat.highest_cuda_for_driver(drv, os_name).note + ".", evidence=ev)
+    return _Driver(build, cuda, cap, drv, os_name, from_table, need, have, how)
+
+
+def _below(drv: str | None, minimum: str) -> bool:
+    return bool(drv) and (versions.parse(drv) or Version("0")) < (versions.parse(minimum) or Version("0"))
+
+
+def _generation_needs(facts: Facts, d: _Driver, ev: dict[str, Any]) -> list[Finding]:
+    """A GPU generation can need more than the CUDA floor (Blackwell: R570+)."""
     findings: list[Finding] = []
-    # A GPU generation can need more than the CUDA floor (Blackwell: R570+).
     for g in gpus(facts):
-        if g.cc is None or not drv:
+        if g.cc is None or not d.drv:
             continue
-        req = compat.gpu_driver_requirement(g.cc, os_name)
-        if req and (versions.parse(drv) or Version("0")) < (versions.parse(req[0]) or Version("0")):
+        req = compat.gpu_driver_requirement(g.cc, d.os_name)
+        if req and _below(d.drv, req[0]):
             row = req[1]
             findings.append(fail(
-                f"{g.label()} needs NVIDIA driver ≥ {req[0]}; this one is {drv}",
+                f"{g.label()} needs NVIDIA driver ≥ {req[0]}; this one is {d.drv}",
                 detail=f"{row.get('architecture', 'This')} GPUs (CC {versions.cc_text(g.cc)}) need CUDA ≥ {row['min_cuda']} "
-                       f"and a driver that knows them (≥ {req[0]} on {os_name}, {row['source']}). {_as_of()}",
+                       f"and a driver that knows them (≥ {req[0]} on {d.os_name}, {row['source']}). {_as_of()}",
                 evidence=ev, gpus=[g.index],
                 remedy=Remediation(f"Install an NVIDIA driver ≥ {req[0]} (R570 or newer).", (), (DRIVERS,))))
-    if how == "native":
-        findings.append(ok(f"Driver supports CUDA {have}; torch {build.version} needs CUDA {build.cuda}",
-                           detail=table_note.strip(), evidence=ev))
-        return findings
-    if from_table and facts.value("torch.cuda_available") is True and how != "mvc":
-        # torch initialised CUDA on this driver: the table's reading of the driver version is wrong, or
-        # a forward-compatibility libcuda is in use. (Within one major, minor-version compatibility
-        # explains it: the mvc warning below says what still needs a newer driver.) Never a fail against what torch observed; a warning
-        # only when a verified minimum says the driver alone could not run it.
-        vmin = compat.verified_minimum(build.cuda, os_name)
-        below = bool(vmin and drv and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
-        seen = (f"The table gives driver {drv} CUDA {have or 'older than ' + str(minimum)}, but "
-                f"torch.cuda.is_available() is True, so CUDA {build.cuda} initialises on this machine")
-        if below and vmin:
-            findings.append(warn(f"torch {build.version} (CUDA {build.cuda}) runs although driver {drv} is below "
-                                 f"its minimum", evidence=ev,
-                                 detail=f"{seen}. NVIDIA's minimum for CUDA {build.cuda} is {vmin[0]} ({vmin[1]}): "
-                                        f"a forward-compatibility libcuda (cuda-compat) is probably in use, which "
-                                        f"works on data-center GPUs only. {_as_of()}",
-                                 remedy=Remediation(f"For a supported setup {upgrade_text(minimum)}.", (),
-                                                    (MVC, DRIVERS))))
-        else:
-            findings.append(ok(f"torch {build.version} (CUDA {build.cuda}) runs on driver {drv}",
-                               detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.",
-                               evidence=ev))
-        return findings
-    rec = recommend.recommend([g.cc for g in gpus(facts) if g.cc], cap, _python(facts), views.platform_of(facts),
-                           current=build.public or None, extras=_companion_extras(facts))
-    upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {build.cuda} natively; the CUDA "
-               f"{build.cuda.split('.')[0]}.x floor is {need.floor})" if need.minimum and need.floor else "")) \
+    return findings
+
+
+def _runs_anyway(d: _Driver, ev: dict[str, Any]) -> Finding:
+    """torch initialised CUDA on this driver although the table says it cannot: the table's reading of
+    the driver version is wrong, or a forward-compatibility libcuda is in use. (Within one major,
+    minor-version compatibility explains it: the mvc warning says what still needs a newer driver.)
+    Never a fail against what torch observed; a warning only when a verified minimum says the driver
+    alone could not run it."""
+    vmin = compat.verified_minimum(d.cuda, d.os_name)
+    seen = (f"The table gives driver {d.drv} CUDA {d.have or 'older than ' + str(d.minimum)}, but "
+            f"torch.cuda.is_available() is True, so CUDA {d.cuda} initialises on this machine")
+    if vmin and _below(d.drv, vmin[0]):
+        return warn(f"torch {d.build.version} (CUDA {d.cuda}) runs although driver {d.drv} is below its minimum",
+                    evidence=ev,
+                    detail=f"{seen}. NVIDIA's minimum for CUDA {d.cuda} is {vmin[0]} ({vmin[1]}): "
+                           f"a forward-compatibility libcuda (cuda-compat) is probably in use, which "
+                           f"works on data-center GPUs only. {_as_of()}",
+                    remedy=Remediation(f"For a supported setup {upgrade_text(d.minimum)}.", (), (MVC, DRIVERS)))
+    return ok(f"torch {d.build.version} (CUDA {d.cuda}) runs on driver {d.drv}",
+              detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.", evidence=ev)
+
+
+@dataclass(frozen=True)
+class _Fix:
+    upgrade: str  # "upgrade the NVIDIA driver to ≥ …"
+    commands: tuple[str, ...]
+    alt: str  # "or install torch …" when a wheel for this driver exists
+    text: str
+
+
+def _fix(facts: Facts, d: _Driver) -> _Fix:
+    """The wheel first (it needs no root and no reboot), then the driver upgrade."""
+    rec = recommend.recommend([g.cc for g in gpus(facts) if g.cc], d.cap, _python(facts), views.platform_of(facts),
+                              current=d.build.public or None, extras=_companion_extras(facts))
+    minimum = d.minimum
+    upgrade = (f"upgrade the NVIDIA driver to ≥ {minimum}" + (f" (CUDA {d.cuda} natively; the CUDA "
+               f"{d.cuda.split('.')[0]}.x floor is {d.need.floor})" if d.need.minimum and d.need.floor else "")) \
         if minimum else "upgrade the NVIDIA driver"
-    row_note = "" if need.verified or not need.source else f" (table row from {need.source}, unverified)"
-    # The wheel first: it needs no root and no reboot; then the driver upgrade.
     commands = ((rec.command(_exe(facts)),) if rec else ()) + driver_upgrade_commands(facts, minimum)
     alt = (f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: {rec.reason}"
            if rec else "")
-    fix_text = (f"Either {alt[3:]}, or {upgrade}." if rec else
-                f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
-    drv_text = f"driver {drv}" if drv else "the driver"
-    if how == "mvc":
-        findings.append(warn(
-            f"Driver supports CUDA {have}; torch {build.version} is built with CUDA {build.cuda}",
-            detail=f"{drv_text} supports CUDA {have}. torch's CUDA {build.cuda} runtime runs on it through CUDA "
-                   f"minor-version compatibility (same major, driver ≥ {need.floor or 'the major floor'}); features "
-                   f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
-                   f"{table_note} {_as_of()}".strip(),
-            evidence=ev, remedy=Remediation(f"For full support {upgrade}" + (f"; {alt}." if rec else "."), commands,
-                                            (MVC, DRIVERS))))
-        return findings
-    major = int(build.cuda.split(".")[0])
-    floor, floor_row = compat.driver_floor(major, os_name) if major >= compat.mvc_from_major() else (None, None)
+    text = (f"Either {alt[3:]}, or {upgrade}." if rec else
+            f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
+    return _Fix(upgrade, commands, alt, text)
+
+
+def _mvc_warning(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
+    fix = _fix(facts, d)
+    return warn(
+        f"Driver supports CUDA {d.have}; torch {d.build.version} is built with CUDA {d.cuda}",
+        detail=f"{d.drv_text} supports CUDA {d.have}. torch's CUDA {d.cuda} runtime runs on it through CUDA "
+               f"minor-version compatibility (same major, driver ≥ {d.need.floor or 'the major floor'}); features "
+               f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
+               f"{d.table_note} {_as_of()}".strip(),
+        evidence=ev, remedy=Remediation(f"For full support {fix.upgrade}" + (f"; {fix.alt}." if fix.alt else "."),
+                                        fix.commands, (MVC, DRIVERS)))
+
+
+def _why_too_old(d: _Driver) -> str:
+    row_note = "" if d.need.verified or not d.need.source else f" (table row from {d.need.source}, unverified)"
+    major = int(d.cuda.split(".")[0])
+    floor, floor_row = compat.driver_floor(major, d.os_name) if major >= compat.mvc_from_major() else (None, None)
     floor_note = "" if not floor_row or floor_row["verified"] else f" (table row from {floor_row['source']}, unverified)"
-    if have is None:
-        why = (f"{drv_text} is older than every toolkit in the table, and CUDA {build.cuda} needs ≥ {minimum} on "
-               f"{os_name}{row_note}")
-    elif have.split(".")[0] != build.cuda.split(".")[0]:
-        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
-               f"major. " + (f"CUDA {major}.x needs driver ≥ {floor} on {os_name}{floor_note}" if floor else
-                             f"CUDA {build.cuda} needs driver ≥ {need.minimum or '?'} on {os_name}{row_note}"))
-    else:
-        why = (f"{drv_text} supports CUDA up to {have}; torch {build.version} is built with CUDA {build.cuda}, a newer "
-               f"minor, and before CUDA {compat.mvc_from_major()} there is no minor-version compatibility (NVIDIA): "
-               f"CUDA {build.cuda} needs driver ≥ {minimum or '?'} on {os_name}{row_note}")
-    detail = (f"{why}. CUDA initialisation fails (\"The NVIDIA driver on your system is too old"
-              + (f" (found version {cap})" if cap and not from_table else "") + "\" / \"CUDA driver version is insufficient for CUDA "
-              f"runtime version\").{table_note} {_as_of()}")
-    # How sure: a driver CUDA read from the driver itself, or a verified minimum, decides; a reading
-    # derived from unverified rows only warns unless torch confirms CUDA does not initialise.
-    certain = not from_table
-    if not certain and drv:
-        vmin = compat.verified_minimum(build.cuda, os_name)
-        certain = bool(vmin and (versions.parse(drv) or Version("0")) < (versions.parse(vmin[0]) or Version("0")))
+    if d.have is None:
+        return (f"{d.drv_text} is older than every toolkit in the table, and CUDA {d.cuda} needs ≥ {d.minimum} on "
+                f"{d.os_name}{row_note}")
+    if d.have.split(".")[0] != d.cuda.split(".")[0]:
+        return (f"{d.drv_text} supports CUDA up to {d.have}; torch {d.build.version} is built with CUDA {d.cuda}, a newer "
+                f"major. " + (f"CUDA {major}.x needs driver ≥ {floor} on {d.os_name}{floor_note}" if floor else
+                              f"CUDA {d.cuda} needs driver ≥ {d.need.minimum or '?'} on {d.os_name}{row_note}"))
+    return (f"{d.drv_text} supports CUDA up to {d.have}; torch {d.build.version} is built with CUDA {d.cuda}, a newer "
+            f"minor, and before CUDA {compat.mvc_from_major()} there is no minor-version compatibility (NVIDIA): "
+            f"CUDA {d.cuda} needs driver ≥ {d.minimum or '?'} on {d.os_name}{row_note}")
+
+
+def _too_old(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
+    """The driver cannot run torch's CUDA. How sure: a driver CUDA read from the driver itself, or a
+    verified minimum, decides; a reading derived from unverified rows only warns unless torch
+    confirms CUDA does not initialise."""
+    fix = _fix(facts, d)
+    detail = (f"{_why_too_old(d)}. CUDA initialisation fails (\"The NVIDIA driver on your system is too old"
+              + (f" (found version {d.cap})" if d.cap and not d.from_table else "") + "\" / \"CUDA driver version is "
+              f"insufficient for CUDA runtime version\").{d.table_note} {_as_of()}")
+    certain = not d.from_table
+    if not certain and d.drv:
+        vmin = compat.verified_minimum(d.cuda, d.os_name)
+        certain = bool(vmin and _below(d.drv, vmin[0]))
     if not certain and _cuda_unavailable(facts):
         certain = True
         detail += (" The table rows behind this are unverified, but torch.cuda.is_available() is False here, as "
                    "they predict.")
     elif not certain:
         detail += " The table rows behind this are unverified and torch did not report whether CUDA works."
-    title = f"NVIDIA driver is too old for torch {build.version} (CUDA {build.cuda})"
+    title = f"NVIDIA driver is too old for torch {d.build.version} (CUDA {d.cuda})"
+    remedy = Remediation(fix.text, fix.commands, (DRIVERS, PREVIOUS))
     hopeless = _gpus_without_any_wheel(facts)
     if hopeless:
         names = ", ".join(f"{g.label()} ({versions.sm(g.cc)})" for g in hopeless if g.cc)
-        findings.append(warn(title, detail=detail + f" A newer driver would not make torch work here: no torch wheel "
-                             f"runs on {names} (see gpu-eol).", evidence=ev,
-                             remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
-        return findings
-    make = fail if certain else warn
-    findings.append(make(title, detail=detail, evidence=ev,
-                         remedy=Remediation(fix_text, commands, (DRIVERS, PREVIOUS))))
-    return findings
+        return warn(title, detail=detail + f" A newer driver would not make torch work here: no torch wheel "
+                    f"runs on {names} (see gpu-eol).", evidence=ev, remedy=remedy)
+    return (fail if certain else warn)(title, detail=detail, evidence=ev, remedy=remedy)
