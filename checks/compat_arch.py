@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+from typing import Any
 
 from .. import compat, recommend, remedies, versions, views
 from ..compat import CC, ArchList
@@ -111,22 +111,89 @@ def _cuda_says_no_kernel_image(facts: Facts) -> Finding | None:
                                    (rec.command(_exe(facts)),) if rec else (), (PREVIOUS,)))
 
 
+def _build_to_judge(facts: Facts, ev: dict[str, Any]) -> TorchBuild | Finding:
+    """torch's build; or, with no version read, torch's own "supports CUDA capabilities sm_…" list is
+    enough to judge (only CUDA builds print it); or the finding that ends the judgement."""
+    build = torch_build(facts)
+    reported = compat.parse_arch_list(facts.value("torch.arch_list") or [])
+    if (build is None or not build.cuda) and reported.targets:
+        cuda = facts.value("torch.cuda_version")
+        return (TorchBuild(build.version, build.public, build.variant, str(cuda) if cuda else None) if build
+                else TorchBuild("(version not read)", "", None, str(cuda) if cuda else None))
+    if build is None and (said := _cuda_says_no_kernel_image(facts)):
+        return said
+    if build is None or not build.cuda:
+        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    return build
+
+
+def _classify(arch: ArchList, devices: list[Gpu], cuda: str | None) -> tuple[list[Gpu], list[str], list[str]]:
+    """(GPUs the build cannot run on, GPUs it runs on only through PTX JIT, why the PTX cannot reach)."""
+    bad: list[Gpu] = []
+    jit: list[str] = []
+    beyond: list[str] = []
+    for g in devices:
+        if g.cc is None:
+            continue
+        sup = compat.runs_on(arch, g.cc, compat.reach_of(arch, cuda))
+        if not sup.runs:
+            bad.append(g)
+            if sup.reach:
+                beyond.append(f"{g.label()}: {sup.explain(g.cc)}")
+        elif sup.how == "ptx":
+            jit.append(f"{g.label()}: {sup.explain(g.cc)}")
+    return bad, jit, beyond
+
+
+def _runs_everywhere(build: TorchBuild, arch: ArchList, devices: list[Gpu], jit: list[str], origin: str,
+                     ev: dict[str, Any]) -> Finding:
+    unknown = [g for g in devices if g.cc is None]
+    note = f" Unknown compute capability for: {', '.join(g.label() for g in unknown)} " \
+           f"({compat.not_in_table('their product names')})." if unknown else ""
+    if jit:
+        return warn(f"torch {build.version} runs on the GPU only through PTX JIT",
+                    detail="; ".join(jit) + f". The first CUDA call compiles kernels (minutes), cached in "
+                    f"~/.nv/ComputeCache; a wheel with SASS for the GPU avoids it. Source: {origin}.{note}",
+                    evidence=ev)
+    return ok(f"torch {build.version} has kernels for every GPU ({arch.span()})",
+              detail=f"Source: {origin}.{note}".strip(), evidence=ev)
+
+
+def _reinstall(facts: Facts, build: TorchBuild, devices: list[Gpu], first: Gpu) -> tuple[str, Remediation]:
+    """(the "→ command" for the detail, the remedy): the nearest wheel that carries every GPU, else the
+    last release that did, else a source build."""
+    assert first.cc is not None
+    cc_s = versions.sm(first.cc)
+    plat = views.platform_of(facts)
+    rec = recommend.recommend([g.cc for g in devices if g.cc], views.driver_cuda(facts), _python(facts), plat,
+                              current=build.public or None, exclude={(build.public, build.variant or "")},
+                              extras=_companion_extras(facts))
+    if rec:
+        drv = _driver_text(facts) or rec.driver_note
+        arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
+        text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
+                + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
+                   "torch.cuda.get_arch_list() after installing."))
+        return arrow, Remediation(text, (rec.command(_exe(facts)),), (PREVIOUS,))
+    last = compat.last_release_for(first.cc, plat)
+    if last:
+        text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
+                f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
+                f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}.")
+        return "", Remediation(text, (recommend.Recommendation(last[0], last[1], "", True).command(_exe(facts)),),
+                               (PREVIOUS,))
+    text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
+            f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
+    return "", Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
+
+
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
        needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "torch.arch_list", "nvml.gpus", "torch.devices")
-    build = torch_build(facts)
-    reported = compat.parse_arch_list(facts.value("torch.arch_list") or [])
-    if (build is None or not build.cuda) and reported.targets:
-        # torch's own "supports CUDA capabilities sm_…" list is enough to judge, with no version read
-        # (a CUDA build: only CUDA builds print it).
-        cuda = facts.value("torch.cuda_version")
-        build = (TorchBuild(build.version, build.public, build.variant, str(cuda) if cuda else None) if build
-                 else TorchBuild("(version not read)", "", None, str(cuda) if cuda else None))
-    elif build is None and (said := _cuda_says_no_kernel_image(facts)):
-        return said
-    elif build is None or not build.cuda:
-        return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)
+    build = _build_to_judge(facts, ev)
+    if isinstance(build, Finding):
+        return build
     devices = gpus(facts)
     if not devices:
         return skip("No GPU was read", evidence=ev)
@@ -140,20 +207,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
                     + " and torch did not report get_arch_list().", evidence=ev)
     origin = ("torch.cuda.get_arch_list()" if arch.origin == "torch"
               else f"the table ({arch.source}{'' if arch.verified else ', unverified'}) {_as_of()}")
-    unknown = [g for g in devices if g.cc is None]
-    bad: list[Gpu] = []
-    jit: list[str] = []
-    beyond: list[str] = []
-    for g in devices:
-        if g.cc is None:
-            continue
-        sup = compat.runs_on(arch, g.cc, compat.reach_of(arch, build.cuda))
-        if not sup.runs:
-            bad.append(g)
-            if sup.reach:
-                beyond.append(f"{g.label()}: {sup.explain(g.cc)}")
-        elif sup.how == "ptx":
-            jit.append(f"{g.label()}: {sup.explain(g.cc)}")
+    bad, jit, beyond = _classify(arch, devices, build.cuda)
     eol = {g.index for g in _gpus_without_any_wheel(facts)}
     if bad and all(g.index in eol for g in bad):
         # No wheel of any release runs there: a reinstall cannot help, and gpu-eol says so.
@@ -161,20 +215,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
                     detail=f"torch {build.version} carries {arch.span()}.", evidence=ev)
     bad = [g for g in bad if g.index not in eol]
     if not bad:
-        note = f" Unknown compute capability for: {', '.join(g.label() for g in unknown)} " \
-               f"({compat.not_in_table('their product names')})." if unknown else ""
-        if jit:
-            return warn(f"torch {build.version} runs on the GPU only through PTX JIT",
-                        detail="; ".join(jit) + f". The first CUDA call compiles kernels (minutes), cached in "
-                        f"~/.nv/ComputeCache; a wheel with SASS for the GPU avoids it. Source: {origin}.{note}",
-                        evidence=ev)
-        return ok(f"torch {build.version} has kernels for every GPU ({arch.span()})",
-                  detail=f"Source: {origin}.{note}".strip(), evidence=ev)
-    ccs = [g.cc for g in devices if g.cc]
-    cap = views.driver_cuda(facts)
-    plat = views.platform_of(facts)
-    rec = recommend.recommend(ccs, cap, _python(facts), plat, current=build.public or None,
-                           exclude={(build.public, build.variant or "")}, extras=_companion_extras(facts))
+        return _runs_everywhere(build, arch, devices, jit, origin, ev)
     first = bad[0]
     assert first.cc is not None
     cc_s = versions.sm(first.cc)
@@ -184,32 +225,12 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in bad if g.cc)
     head = (f"{who}; torch {build.version} carries {arch.span()} and no PTX that can run on it"
             if not arch.ptx else f"{who}; torch {build.version} carries {arch.describe()}")
-    integrated = any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc)
-    if rec:
-        drv = _driver_text(facts)
-        drv = drv or rec.driver_note
-        arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
-        text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
-                + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
-                   "torch.cuda.get_arch_list() after installing."))
-        remedy = Remediation(text, (rec.command(_exe(facts)),), (PREVIOUS,))
-    else:
-        last = compat.last_release_for(first.cc, plat)
-        arrow = ""
-        if last:
-            text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
-                    f"is torch {last[0]}+{last[1]} (see gpu-eol), or build torch from source with "
-                    f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}.")
-            remedy = Remediation(text, (recommend.Recommendation(last[0], last[1], "", True).command(_exe(facts)),), (PREVIOUS,))
-        else:
-            text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
-                    f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
-            remedy = Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
+    arrow, remedy = _reinstall(facts, build, devices, first)
     detail = (f"{head}{arrow}. " + (f"{'; '.join(beyond)}. " if beyond else "") +
               f"The GPU's architecture is {direction}: CUDA kernels fail with \"no kernel image is "
               f"available for execution on the device\" although torch.cuda.is_available() is True. "
               f"Arch list from {origin}.")
-    if integrated:
+    if any(compat.is_integrated(g.cc, g.name) for g in bad if g.cc):
         return warn(f"torch {build.version} has no kernels for {first.label()} (Jetson/integrated GPU)",
                     detail=detail + " Jetson modules need NVIDIA's JetPack builds of torch, not the "
                     "download.pytorch.org wheels.", evidence=ev, gpus=[g.index for g in bad],
