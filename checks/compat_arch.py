@@ -279,7 +279,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                     + "." if branch else "")
         if last is None:
             info = compat.gpu_by_name(g.name) if g.cc_from == "table" and g.name else None
-            unverified = info is not None and not info.verified
+            unverified = bool(info is not None and not info.verified)
             make = warn if unverified and not _cuda_unavailable(facts) else fail
             last_cuda = arch.get("last_cuda") if arch else None
             cur_arch = [a for v in compat.release_variants(current or "", plat) if versions.variant_cuda(v)
@@ -293,7 +293,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                        f"release to pin either."
                        + (f" The last CUDA toolkit able to target {arch_name} is {last_cuda}." if last_cuda else "")
                        + drv_note
-                       + (f" The GPU's compute capability comes from the table ({info.source}, unverified)"
+                       + (f" The GPU's compute capability comes from the table ({info.source if info else ''}, unverified)"
                           + ("; torch.cuda.is_available() is False here, consistent with it." if make is fail else ".")
                           if unverified else "")
                        + f" {_as_of()}",

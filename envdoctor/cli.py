@@ -228,9 +228,9 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE or - for stdin),
     with today's checks. Touches nothing of this machine."""
     from .diagnose import select
-    from .model import Facts
-    from .registry import RegistryError, load_registry
     from .inputs import load
+    from .model import Facts, ProbeRun
+    from .registry import RegistryError, load_registry
     from .report import Report, ReportError
 
     try:
@@ -238,6 +238,7 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     except ReportError as exc:
         click.echo(f"envdoctor: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    runs: tuple[ProbeRun, ...]
     if isinstance(loaded, Facts):
         facts, runs, origin = loaded, (), f"paste:{'stdin' if file == '-' else os.path.basename(file)}"
     else:

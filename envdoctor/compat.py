@@ -74,6 +74,12 @@ def driver_floor(cuda_major: int, os_name: str = "Linux") -> tuple[str | None, M
     return None, None
 
 
+def _v(text: Any) -> Version:
+    """A table cell's version, for ordering rows (every version cell in the table parses; the data
+    tests hold that)."""
+    return version(text) or Version("0")
+
+
 def mvc_from_major() -> int:
     """The first CUDA major with minor-version compatibility (NVIDIA: CUDA 11). Before it, a runtime
     needs a driver at or above its own toolkit's minimum: a CUDA 10.1 driver cannot run CUDA 10.2."""
@@ -139,13 +145,13 @@ def highest_cuda_for_driver(driver: str, os_name: str = "Linux") -> Answer:
     for row in data()["toolkit_drivers"]["rows"]:
         need = version(row[key]) if row[key] else None
         if need is not None and dv >= need:
-            if best is None or version(row["cuda"]) >= version(best["cuda"]):  # type: ignore[operator]
+            if best is None or _v(row["cuda"]) >= _v(best["cuda"]):
                 best = row
     if best is None:
-        oldest = min((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: version(r[key]))
+        oldest = min((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: _v(r[key]))
         return Answer(None, not_in_table(f"driver {driver}") + f" (older than every toolkit in it; the oldest, "
                       f"CUDA {oldest['cuda']}, needs {oldest[key]})")
-    newest = max((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: version(r["cuda"]))
+    newest = max((r for r in data()["toolkit_drivers"]["rows"] if r[key]), key=lambda r: _v(r["cuda"]))
     at_least = best is newest or best["cuda"] == newest["cuda"]
     note = (f"driver {driver} is newer than the table's newest toolkit minimum; it supports at least CUDA "
             f"{best['cuda']} ({not_in_table('anything newer')})") if at_least else ""

@@ -93,7 +93,7 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
                 best = (rank, variant, arch, how)
         if best is not None:
             patch = latest_patch(minor) or minor
-            _, variant, arch, how = best
+            _, variant, arch, runs = best
             why = (f"torch {patch}+{variant} carries {arch.describe()}"
                    + ("" if arch.verified else f" (table row from {arch.source}, unverified)"))
             note = ""
@@ -104,7 +104,7 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
                         + "; the driver was not read: nvidia-smi's 'CUDA Version' must be at least that")
             else:
                 have = cuda_from_int(driver_cuda_int)
-                note = (f"your driver supports CUDA {have}" if how == "native" else
+                note = (f"your driver supports CUDA {have}" if runs == "native" else
                         f"your driver supports CUDA {have}; CUDA {variant_cuda(variant)} runs on it through "
                         "minor-version compatibility")
             return Recommendation(patch, variant, why, arch.verified, arch.source, note, tuple(extras))

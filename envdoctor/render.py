@@ -101,8 +101,8 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
                                 expand=True))
             # Commands go below the panel, unwrapped (soft_wrap), so a copy-paste gets one line.
             for cmd in f.remediation.commands:
-                for line in safe(cmd).splitlines() or [""]:
-                    console.print(Text("  " + line, style="bold"), soft_wrap=True)
+                for cmd_line in safe(cmd).splitlines() or [""]:
+                    console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
     skipped = [f for f in report.findings if f.status is Status.SKIP]
     if skipped and not verbose:
         console.print(Text(f"{len(skipped)} check(s) skipped (-v shows why).", style="dim"))

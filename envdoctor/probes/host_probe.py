@@ -45,11 +45,11 @@ def _distro(host: Host) -> Reading:
 def _cgroup_cpu(host: Host) -> Reading:
     text, _, _ = host.read_text("/sys/fs/cgroup/cpu.max", 4096)
     if text is not None:
-        quota, _, period = text.strip().partition(" ")
-        if quota == "max":
+        quota_field, _, period_field = text.strip().partition(" ")
+        if quota_field == "max":
             return ok(None, "/sys/fs/cgroup/cpu.max", "unlimited")
         try:
-            return ok(round(int(quota) / int(period or 100000), 2), "/sys/fs/cgroup/cpu.max")
+            return ok(round(int(quota_field) / int(period_field or 100000), 2), "/sys/fs/cgroup/cpu.max")
         except (ValueError, ZeroDivisionError):
             return missing(Reason.FAILED, "/sys/fs/cgroup/cpu.max", f"unexpected content {text.strip()[:60]!r}")
     quota_text, _, _ = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", 4096)
