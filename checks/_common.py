@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import views
 from ..model import Facts
 
 
@@ -65,14 +66,13 @@ def mib(n: Any) -> str:
 
 def library_errors(facts: Facts) -> list[dict[str, Any]]:
     """Dynamic-loader failures torch met ("undefined symbol", "cannot open shared object file"),
-    from every fact that can carry one: the import error (torch.version failed), CUDA
+    from every fact that can carry one: the import error (torch.import_error), CUDA
     initialisation messages, and lines a pasted report holds (torch.library_errors)."""
     from ..messages import loader_errors
 
     texts: list[str] = [str(t) for t in facts.value("torch.library_errors") or ()]
-    reading = facts.get("torch.version")
-    if not reading.ok and reading.detail:
-        texts.append(reading.detail)
+    if said := views.torch_import_error(facts):
+        texts.append(said)
     if facts.value("torch.cuda_init_error"):
         texts.append(str(facts.value("torch.cuda_init_error")))
     texts.extend(str(t) for t in facts.value("torch.cuda_available_messages") or ())

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-from .. import compat, messages, remedies, versions
+from .. import compat, messages, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
@@ -61,9 +61,9 @@ def _cudnn_facts(facts: Facts) -> tuple[tuple[int, int, int] | None, tuple[int, 
     runtime version raised it."""
     compiled = versions.cudnn_tuple(facts.value("torch.cudnn_build_version"))
     runtime = versions.cudnn_tuple(facts.value("torch.cudnn_version"))
-    reading = facts.get("torch.cudnn_version")
-    if runtime is None and not reading.ok and reading.detail:
-        found = messages.cudnn_incompatibility(reading.detail)
+    said = views.cudnn_error(facts)
+    if runtime is None and said:
+        found = messages.cudnn_incompatibility(said)
         if found:
             compiled, runtime = compiled or found[0], found[1]
     return compiled, runtime

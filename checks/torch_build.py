@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import remedies
+from .. import remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
 from ..registry import check
@@ -84,7 +84,7 @@ def torch_import(facts: Facts):
                                          "sudo dmesg -T | grep -iE 'xid|nvrm' | tail -20")))
     if reading.reason is Reason.NOT_COLLECTED or reading.reason is Reason.NOT_IN_REPORT:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
-    text = reading.detail or "import torch failed"
+    text = views.torch_import_error(facts) or reading.detail or "import torch failed"
     commands: list[str] = []
     hint = "Reinstall torch so its bundled libraries are consistent."
     if "libcudart.so" in text or "libcudnn" in text or "libcublas" in text or "libnccl" in text or "libnvJitLink" in text:

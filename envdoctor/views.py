@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from . import compat, versions
 from .compat import Platform
-from .model import Facts
+from .model import Facts, Reason
 
-__all__ = ["Platform", "driver_cuda", "driver_os", "driver_version", "platform_of"]
+__all__ = ["Platform", "cudnn_error", "driver_cuda", "driver_os", "driver_version", "platform_of", "torch_import_error"]
 
 
 def platform_of(facts: Facts) -> Platform:
@@ -50,4 +50,30 @@ def driver_version(facts: Facts) -> str | None:
         value = facts.value(key)
         if value and versions.parse(value) is not None:
             return str(value)
+    return None
+
+
+def torch_import_error(facts: Facts) -> str | None:
+    """The text ``import torch`` failed with (``torch.import_error``), None when it imported or was not
+    read. Reports written before that fact existed carry the text as torch.version's failure detail."""
+    value = facts.value("torch.import_error")
+    if value:
+        return str(value)
+    if "torch.import_error" not in facts:
+        reading = facts.get("torch.version")
+        if reading.reason is Reason.FAILED and reading.detail:
+            return reading.detail
+    return None
+
+
+def cudnn_error(facts: Facts) -> str | None:
+    """The text reading the loaded cuDNN's version raised (``torch.cudnn_error``; torch's "cuDNN version
+    incompatibility" error is the usual one). Older reports carry it as torch.cudnn_version's detail."""
+    value = facts.value("torch.cudnn_error")
+    if value:
+        return str(value)
+    if "torch.cudnn_error" not in facts:
+        reading = facts.get("torch.cudnn_version")
+        if reading.reason is Reason.FAILED and reading.detail:
+            return reading.detail
     return None

@@ -29,6 +29,8 @@ def test_real_cpu_torch():
     assert facts["python.version"].value.startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
     assert facts["python.packages"].value["torch"] == torch.__version__
     assert set(PROBE.keys) <= set(facts)
+    assert facts["torch.import_error"].ok and facts["torch.import_error"].value is None
+    assert facts["torch.cudnn_error"].ok and facts["torch.cudnn_error"].value is None
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,12 @@ def test_torch_whose_import_raises(bare_python, tmp_path):
     reading = facts["torch.version"]
     assert reading.reason is Reason.FAILED
     assert "libcudart.so.12: cannot open shared object file" in reading.detail
+    # The text is a fact of its own, so checks read a value, not a reading's detail.
+    assert "libcudart.so.12: cannot open shared object file" in facts["torch.import_error"].value
+    from envdoctor.checks._common import library_errors
+    from envdoctor.model import Facts
+
+    assert [e["library"] for e in library_errors(Facts(facts))] == ["libcudart.so.12"]
 
 
 def test_torch_import_that_hangs_is_a_timeout(bare_python, tmp_path):
@@ -74,3 +82,16 @@ def test_torch_import_that_hangs_is_a_timeout(bare_python, tmp_path):
 def test_missing_interpreter_is_absent(tmp_path):
     facts = probe_python(Host(environ=test_env()), Options(python=str(tmp_path / "nope")))
     assert facts["torch.version"].reason is Reason.ABSENT
+
+
+def test_reports_saved_before_the_error_facts_existed_are_still_read():
+    """A report of envdoctor 0.1.0 carries torch's failure texts only as readings' details."""
+    from envdoctor import views
+    from envdoctor.model import Facts, missing
+
+    old = Facts({"torch.version": missing(Reason.FAILED, "child:torch_probe", "libnccl.so.2: cannot open shared object file"),
+                 "torch.cudnn_version": missing(Reason.FAILED, "child:torch_probe", "cuDNN version incompatibility")})
+    assert views.torch_import_error(old) == "libnccl.so.2: cannot open shared object file"
+    assert views.cudnn_error(old) == "cuDNN version incompatibility"
+    new = old.merged({"torch.import_error": missing(Reason.SKIPPED), "torch.cudnn_error": missing(Reason.SKIPPED)})
+    assert views.torch_import_error(new) is None and views.cudnn_error(new) is None

@@ -29,7 +29,9 @@ TORCH_FIELDS = {
     "cuda_init_error": ("cuda_init_error", None),
     "loaded_libraries": ("loaded_libraries", None),
 }
-TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS))
+#: The texts of torch's own failures, as values, so checks read them as facts (not a reading's detail).
+ERROR_KEYS = ("torch.import_error", "torch.cudnn_error")
+TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS), *ERROR_KEYS)
 
 
 def readings_from_child(result: ChildResult) -> dict[str, Reading]:
@@ -59,6 +61,7 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
         out["torch.version"] = missing(Reason.FAILED, SOURCE, torch["import_error"])
         for key in TORCH_KEYS[1:]:
             out[key] = missing(Reason.SKIPPED, SOURCE, "import torch failed")
+        out["torch.import_error"] = ok(str(torch["import_error"]), SOURCE)
         return out
     if "version" in torch:
         out["torch.version"] = ok(torch["version"], SOURCE)
@@ -76,6 +79,10 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
             out[key] = missing(Reason.SKIPPED, SOURCE, "memory map not read")
         else:
             out[key] = failure or missing(Reason.FAILED, SOURCE, f"child did not report {field}")
+    imported = "version" in torch
+    out["torch.import_error"] = ok(None, SOURCE) if imported else (failure or missing(
+        Reason.FAILED, SOURCE, "child did not report whether torch imports"))
+    out["torch.cudnn_error"] = ok(torch.get("cudnn_error") or None, SOURCE) if imported else out["torch.import_error"]
     return out
 
 
