@@ -223,6 +223,22 @@ def _matmul_dtype(dev: str, label: str, d: Mapping[str, Any], gpus: list[int], r
     return (Status.OK, "", line, gpus)
 
 
+def _matmul_device(facts: Facts, dev: str, r: Mapping[str, Any]) -> list[tuple[str, Verdict, Any, float | None]]:
+    """(dtype label, verdict, achieved TFLOP/s, ratio to the peak) for each dtype one device ran."""
+    gpus = _gpu_index(dev)
+    if r.get("not_run"):
+        return [("", (Status.FAIL, f"matmul not run on {dev}", f"{dev}: {r['not_run']}", gpus), None, None)]
+    if r.get("error") and not r.get("dtypes"):
+        return [("", (Status.FAIL, f"matmul fails on {dev}", f"{dev}: {r['error']}", gpus), None, None)]
+    peaks = _peaks(facts, dev, r)
+    out = []
+    for label, d in (r.get("dtypes") or {}).items():
+        ratio = _ratio(d.get("tflops"), peaks.tflops.get(label) if peaks else None, peaks.model if peaks else None,
+                       d, "peak_tflops", r.get("peak_model"))
+        out.append((label, _matmul_dtype(dev, label, d, gpus, ratio), d.get("tflops"), ratio[0]))
+    return out
+
+
 MATMUL_WRONG_REMEDY = Remediation(
     "A GEMM that returns wrong numbers or NaN on random inputs means broken math libraries (a mismatched cuBLAS) "
     "or a faulty GPU. Check the library findings, look for Xid/ECC errors, and do not trust training results from "
@@ -240,23 +256,12 @@ def micro_matmul(facts: Facts):
     low_devices = []
     best: tuple[str, str, float, float | None] | None = None
     for dev, r in _per_device(facts, "micro.matmul").items():
-        gpus = _gpu_index(dev)
-        if r.get("not_run"):
-            verdicts.append((Status.FAIL, f"matmul not run on {dev}", f"{dev}: {r['not_run']}", gpus))
-            continue
-        if r.get("error") and not r.get("dtypes"):
-            verdicts.append((Status.FAIL, f"matmul fails on {dev}", f"{dev}: {r['error']}", gpus))
-            continue
-        peaks = _peaks(facts, dev, r)
-        for label, d in (r.get("dtypes") or {}).items():
-            ratio = _ratio(d.get("tflops"), peaks.tflops.get(label) if peaks else None, peaks.model if peaks else None,
-                           d, "peak_tflops", r.get("peak_model"))
-            verdict = _matmul_dtype(dev, label, d, gpus, ratio)
+        for label, verdict, tflops, share in _matmul_device(facts, dev, r):
             verdicts.append(verdict)
             if verdict[0] is Status.FAIL:
                 continue
-            if _number(d.get("tflops")) and (best is None or d["tflops"] > best[2]):
-                best = (dev, label, d["tflops"], ratio[0])
+            if _number(tflops) and (best is None or tflops > best[2]):
+                best = (dev, label, tflops, share)
             if verdict[0] is Status.WARN:
                 low_devices.append(dev)
     worst = max((v[0] for v in verdicts), key=lambda s: _SEVERITY[s], default=Status.OK)
