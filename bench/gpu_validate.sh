@@ -71,6 +71,8 @@ say "microcheck figures"
 "$PY" - "$OUT/report.json" <<'EOF' 2>&1 | tee "$OUT/micro_figures.txt"
 import json, sys
 
+from envdoctor.compat import gpu_peaks
+
 report = json.load(open(sys.argv[1]))
 facts = report.get("facts", {})
 
@@ -95,10 +97,16 @@ if devices and isinstance(run.get("checks_seconds"), (int, float)):
     print(f"     {per:.1f} s per GPU after CUDA init (target: under 10 s){'' if per < 10 else '  <-- OVER'}")
 for dev, r in (value("micro.device") or {}).items():
     print(f"device {dev}: {r.get('name')} cc {r.get('capability')} ok={r.get('ok')} {r.get('error', '')}")
+def ratio(x, peak):
+    return x / peak if isinstance(x, (int, float)) and peak else None
+
+
 for dev, r in (value("micro.matmul") or {}).items():
-    print(f"matmul {dev} n={r.get('n')} ({r.get('peak_model', 'no datasheet peak')})")
+    peaks = gpu_peaks(r.get("name"))  # the facts carry measurements; the peaks come from the table
+    print(f"matmul {dev} n={r.get('n')} ({peaks.model if peaks else 'no datasheet peak'})")
     for label, d in (r.get("dtypes") or {}).items():
-        print(f"   {label:5s} {f(d.get('tflops'), '{:9.4g}')} TFLOP/s  ratio {f(d.get('ratio'), '{:.2f}')}  "
+        share = ratio(d.get("tflops"), peaks.tflops.get(label) if peaks else None)
+        print(f"   {label:5s} {f(d.get('tflops'), '{:9.4g}')} TFLOP/s  ratio {f(share, '{:.2f}')}  "
               f"rel_err {f(d.get('rel_err'), '{:.2e}')} (tol {d.get('tolerance')})  ok={d.get('ok')} {d.get('error', '')}")
 for dev, r in (value("micro.transformer") or {}).items():
     amp, f32 = r.get("amp") or {}, r.get("fp32") or {}
@@ -108,8 +116,9 @@ for dev, r in (value("micro.transformer") or {}).items():
           f"SDPA {usable}, ok={r.get('ok')} {r.get('error', '')}")
 for dev, r in (value("micro.copy") or {}).items():
     parts = [f"{k} {f((r.get(k) or {}).get('gbps'))} GB/s" for k in ("h2d", "d2h", "d2d", "h2h") if k in r]
-    ratio = (r.get("d2d") or {}).get("ratio")
-    print(f"copy {dev}: {', '.join(parts)}" + (f" (D->D {ratio:.0%} of memory bandwidth)" if ratio else ""))
+    peaks = gpu_peaks(r.get("name"))
+    share = ratio((r.get("d2d") or {}).get("gbps"), peaks.memory_gbps if peaks else None)
+    print(f"copy {dev}: {', '.join(parts)}" + (f" (D->D {share:.0%} of memory bandwidth)" if share else ""))
 for dev, r in (value("micro.compile") or {}).items():
     print(f"compile {dev}: {f(r.get('compile_seconds'))} s, ok={r.get('ok')} {r.get('error', '')}")
 for dev, r in (value("micro.dataloader") or {}).items():

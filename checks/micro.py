@@ -4,6 +4,11 @@ without hanging or crashing — on every device they ran on.
 A wrong result is ``fail`` (the environment is broken); far below the datasheet peak is
 ``warn``; a microcheck child that hung or crashed is ``error`` (envdoctor could not finish),
 naming the step it was in and, for a crash, the signal.
+
+The facts carry what was measured; the ratio to the datasheet peak is computed here, against
+``compat.gpu_peaks``, so a saved report re-judged later gets the table of that day. Reports
+saved before that carry ``peak_tflops``/``peak_gbps``/``ratio`` next to the figures: those are
+used only when the table has no peaks for the GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import remedies
+from .. import compat, remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
 from ..registry import check
@@ -54,8 +59,8 @@ def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
         return None
     ev = evidence(facts, key, "micro.run")
     if reading.reason is Reason.TIMEOUT:
-        # The detail names the step, "matmul@cuda:1: bf16 compute": reset that GPU, else reboot.
-        hung_on = sorted({int(i) for i in re.findall(r"cuda:(\d+)", reading.detail)})
+        # Reset the GPU the hung step ran on (nothing else may run on it), else reboot.
+        hung_on = _stage_gpus(facts)
         reset = remedies.gpu_resets(hung_on, "nothing may run on it; otherwise: sudo reboot")
         return error(f"The {what} microcheck hung", detail=f"{reading.describe()}. Results finished before the hang "
                      "are kept in the report.", evidence=ev,
@@ -67,6 +72,17 @@ def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
     if reading.reason is Reason.FAILED:
         return error(f"The {what} microcheck did not finish", detail=reading.describe(), evidence=ev)
     return skip(f"The {what} microcheck was not run", detail=reading.describe(), evidence=ev)
+
+
+def _stage_gpus(facts: Facts) -> list[int]:
+    """GPU indices of the step the child was in when it stopped: ``micro.run.stage_devices``, or
+    for a report saved before the probe wrote it, the devices its ``stage`` field names."""
+    run = thaw(facts.get("micro.run").value)
+    run = run if isinstance(run, dict) else {}
+    devices = run.get("stage_devices")
+    if not isinstance(devices, list):
+        devices = re.findall(r"cuda:\d+", str(run.get("stage") or ""))
+    return sorted({i for d in devices for i in _gpu_index(str(d))})
 
 
 def _per_device(facts: Facts, key: str) -> dict[str, dict[str, Any]]:
@@ -148,6 +164,87 @@ def _low_throughput_hint(dev: str) -> str:
             "(`nvidia-smi -L`) — a 1g slice has 1/7 of the compute." if dev != "cpu" else "")
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _device_name(facts: Facts, dev: str) -> str | None:
+    devices = _per_device(facts, "micro.device") if facts.get("micro.device").ok else {}
+    name = (devices.get(dev) or {}).get("name")
+    return str(name) if name else None
+
+
+def _peaks(facts: Facts, dev: str, r: Mapping[str, Any]) -> compat.Peaks | None:
+    """The datasheet peaks of the GPU behind ``dev``: by the name its result records, else the one
+    its device touch reports, else the peak model an old report named."""
+    if dev == "cpu":
+        return None
+    for name in (r.get("name"), _device_name(facts, dev), r.get("peak_model")):
+        peaks = compat.gpu_peaks(str(name)) if name else None
+        if peaks is not None:
+            return peaks
+    return None
+
+
+#: (achieved/peak, the peak, the GPU model it belongs to); all None when no peak is known.
+Ratio = tuple[float | None, float | None, str | None]
+
+
+def _ratio(achieved: Any, peak: float | None, model: str | None, old: Mapping[str, Any], old_peak_key: str,
+           old_model: Any) -> Ratio:
+    """``achieved / peak`` (rounded as the figures are), else what an old report stored."""
+    if peak and _number(achieved):
+        return round(achieved / peak, 4), peak, model
+    stored = old.get(old_peak_key)
+    if _number(stored) and stored > 0 and _number(achieved):
+        return round(achieved / stored, 4), stored, str(old_model) if old_model else None
+    if _number(old.get("ratio")):
+        return old["ratio"], stored if _number(stored) else None, str(old_model) if old_model else None
+    return None, None, None
+
+
+def _matmul_dtype(dev: str, label: str, d: Mapping[str, Any], gpus: list[int], ratio: Ratio) -> Verdict:
+    where = f"{dev} {label}"
+    if d.get("error"):
+        return (Status.FAIL, f"{label} matmul fails on {dev}", f"{where}: {d['error']}", gpus)
+    if not d.get("finite"):
+        return (Status.FAIL, f"{label} matmul on {dev} returns NaN/Inf",
+                f"{where}: the {d.get('n')}x{d.get('n')} product of finite random inputs contains NaN or Inf", gpus)
+    if not d.get("ok"):
+        return (Status.FAIL, f"{label} matmul on {dev} computes wrong results",
+                f"{where}: relative error {_fmt(d.get('rel_err'))} vs float64 exceeds {_fmt(d.get('tolerance'))}", gpus)
+    share, peak, model = ratio
+    speed = f"{_fmt(d.get('tflops'))} TFLOP/s"
+    if share is not None:
+        speed += f" = {share:.0%} of the {model} dense peak ({_fmt(peak)})"
+    line = f"{where}: rel err {_fmt(d.get('rel_err'), 2)} (tol {_fmt(d.get('tolerance'))}), {speed}"
+    if share is not None and share < LOW_RATIO:
+        return (Status.WARN, f"{label} matmul on {dev} runs at {share:.0%} of peak", line, gpus)
+    return (Status.OK, "", line, gpus)
+
+
+def _matmul_device(facts: Facts, dev: str, r: Mapping[str, Any]) -> list[tuple[str, Verdict, Any, float | None]]:
+    """(dtype label, verdict, achieved TFLOP/s, ratio to the peak) for each dtype one device ran."""
+    gpus = _gpu_index(dev)
+    if r.get("not_run"):
+        return [("", (Status.FAIL, f"matmul not run on {dev}", f"{dev}: {r['not_run']}", gpus), None, None)]
+    if r.get("error") and not r.get("dtypes"):
+        return [("", (Status.FAIL, f"matmul fails on {dev}", f"{dev}: {r['error']}", gpus), None, None)]
+    peaks = _peaks(facts, dev, r)
+    out = []
+    for label, d in (r.get("dtypes") or {}).items():
+        ratio = _ratio(d.get("tflops"), peaks.tflops.get(label) if peaks else None, peaks.model if peaks else None,
+                       d, "peak_tflops", r.get("peak_model"))
+        out.append((label, _matmul_dtype(dev, label, d, gpus, ratio), d.get("tflops"), ratio[0]))
+    return out
+
+
+MATMUL_WRONG_REMEDY = Remediation(
+    "A GEMM that returns wrong numbers or NaN on random inputs means broken math libraries (a mismatched cuBLAS) "
+    "or a faulty GPU. Check the library findings, look for Xid/ECC errors, and do not trust training results from "
+    "this device until it passes.", ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+
+
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
        needs=("micro.matmul",), judges_failures=True)
 def micro_matmul(facts: Facts):
@@ -157,53 +254,24 @@ def micro_matmul(facts: Facts):
     # fastest result and the first slow device across all of them.
     verdicts: list[Verdict] = []
     low_devices = []
-    best: tuple[str, str, float, Any] | None = None
+    best: tuple[str, str, float, float | None] | None = None
     for dev, r in _per_device(facts, "micro.matmul").items():
-        gpus = _gpu_index(dev)
-        if r.get("not_run"):
-            verdicts.append((Status.FAIL, f"matmul not run on {dev}", f"{dev}: {r['not_run']}", gpus))
-            continue
-        if r.get("error") and not r.get("dtypes"):
-            verdicts.append((Status.FAIL, f"matmul fails on {dev}", f"{dev}: {r['error']}", gpus))
-            continue
-        for label, d in (r.get("dtypes") or {}).items():
-            where = f"{dev} {label}"
-            if d.get("error"):
-                verdicts.append((Status.FAIL, f"{label} matmul fails on {dev}", f"{where}: {d['error']}", gpus))
-            elif not d.get("finite"):
-                verdicts.append((Status.FAIL, f"{label} matmul on {dev} returns NaN/Inf",
-                                 f"{where}: the {d.get('n')}x{d.get('n')} product of finite random inputs contains "
-                                 "NaN or Inf", gpus))
-            elif not d.get("ok"):
-                verdicts.append((Status.FAIL, f"{label} matmul on {dev} computes wrong results",
-                                 f"{where}: relative error {_fmt(d.get('rel_err'))} vs float64 exceeds "
-                                 f"{_fmt(d.get('tolerance'))}", gpus))
-            else:
-                speed = f"{_fmt(d.get('tflops'))} TFLOP/s"
-                ratio = d.get("ratio")
-                if isinstance(ratio, (int, float)):
-                    speed += f" = {ratio:.0%} of the {r.get('peak_model')} dense peak ({_fmt(d.get('peak_tflops'))})"
-                line = f"{where}: rel err {_fmt(d.get('rel_err'), 2)} (tol {_fmt(d.get('tolerance'))}), {speed}"
-                if isinstance(d.get("tflops"), (int, float)) and (best is None or d["tflops"] > best[2]):
-                    best = (dev, label, d["tflops"], ratio)
-                if isinstance(ratio, (int, float)) and ratio < LOW_RATIO:
-                    low_devices.append(dev)
-                    verdicts.append((Status.WARN, f"{label} matmul on {dev} runs at {ratio:.0%} of peak", line, gpus))
-                else:
-                    verdicts.append((Status.OK, "", line, gpus))
+        for label, verdict, tflops, share in _matmul_device(facts, dev, r):
+            verdicts.append(verdict)
+            if verdict[0] is Status.FAIL:
+                continue
+            if _number(tflops) and (best is None or tflops > best[2]):
+                best = (dev, label, tflops, share)
+            if verdict[0] is Status.WARN:
+                low_devices.append(dev)
     worst = max((v[0] for v in verdicts), key=lambda s: _SEVERITY[s], default=Status.OK)
-    if worst is Status.FAIL:
-        remedy = Remediation("A GEMM that returns wrong numbers or NaN on random inputs means broken math "
-                             "libraries (a mismatched cuBLAS) or a faulty GPU. Check the library findings, look for "
-                             "Xid/ECC errors, and do not trust training results from this device until it passes.",
-                             ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
-    else:
-        remedy = Remediation(_low_throughput_hint(low_devices[0] if low_devices else "cpu"),
-                             ("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER", "nvidia-smi -L"))
+    remedy = MATMUL_WRONG_REMEDY if worst is Status.FAIL else Remediation(
+        _low_throughput_hint(low_devices[0] if low_devices else "cpu"),
+        ("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER", "nvidia-smi -L"))
     title = "Matmul results are correct"
     if best is not None:
         title += f"; fastest {best[0]} {best[1]} {_fmt(best[2])} TFLOP/s"
-        if isinstance(best[3], (int, float)):
+        if best[3] is not None:
             title += f" ({best[3]:.0%} of peak)"
     return _combine(verdicts, title, evidence(facts, "micro.matmul"), remedy, "No matmul results")
 
@@ -322,9 +390,11 @@ def _copy_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) ->
         if worst is not None and worst < LOW_PCIE_RATIO * link:
             notes.append(f"host<->device copies reach {worst / link:.0%} of the PCIe gen{gen} x{width} link")
         line += ")"
-    ratio = d2d.get("ratio")
-    if isinstance(ratio, (int, float)):
-        line += f"; D->D is {ratio:.0%} of {_fmt(d2d.get('peak_gbps'))} GB/s ({r.get('peak_model')})"
+    peaks = _peaks(facts, dev, r)
+    ratio, peak, model = _ratio(d2d.get("gbps"), peaks.memory_gbps if peaks else None, peaks.model if peaks else None,
+                                d2d, "peak_gbps", r.get("peak_model"))
+    if ratio is not None:
+        line += f"; D->D is {ratio:.0%} of {_fmt(peak)} GB/s ({model})"
         if ratio < LOW_MEMORY_RATIO:
             notes.append(f"device memory copies reach {ratio:.0%} of the memory bandwidth")
     if notes:

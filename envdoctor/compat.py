@@ -206,25 +206,71 @@ def _gpu_patterns() -> tuple[tuple[re.Pattern[str], Mapping[str, Any]], ...]:
     out = []
     for row in data()["gpus"]["rows"]:
         for pat in row["match"]:
-            out.append((re.compile(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])"), row))
+            out.append((_bounded(pat), row))
     return tuple(out)
 
 
-def gpu_by_name(name: str) -> GpuInfo | None:
-    """Fuzzy product lookup: ``"NVIDIA GeForce RTX 5090"`` -> CC 12.0. The longest match wins."""
+def _bounded(pattern: str) -> re.Pattern[str]:
+    """A ``match`` regex of the table, anchored at word edges of the normalised name."""
+    return re.compile(r"(?<![a-z0-9])(?:" + pattern + r")(?![a-z0-9])")
+
+
+def _gpu_row(name: str) -> Mapping[str, Any] | None:
+    """The table's row for a product name: the longest match wins."""
     text = normalize_gpu_name(name)
     best: tuple[int, Mapping[str, Any]] | None = None
     for rx, row in _gpu_patterns():
         m = rx.search(text)
         if m and (best is None or len(m.group(0)) > best[0]):
             best = (len(m.group(0)), row)
-    if best is None:
+    return best[1] if best else None
+
+
+def gpu_by_name(name: str) -> GpuInfo | None:
+    """Fuzzy product lookup: ``"NVIDIA GeForce RTX 5090"`` -> CC 12.0. The longest match wins."""
+    row = _gpu_row(name)
+    if row is None:
         return None
-    row = best[1]
     cc = parse_cc(row["cc"])
     assert cc is not None
     return GpuInfo(row["name"], cc, row["architecture"], row["segment"], bool(row.get("integrated")),
                    row["source"], bool(row["verified"]))
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Dense (no 2:4 sparsity) datasheet peaks of one GPU model, from its ``gpus`` row."""
+
+    model: str
+    tflops: Mapping[str, float]  # fp32 / tf32 / bf16 / fp16 -> TFLOP/s
+    memory_gbps: float | None  # memory bandwidth, GB/s
+    source: str  # a source id of the table
+    verified: bool
+
+    @property
+    def url(self) -> str:
+        return source_url(self.source)
+
+
+def gpu_peaks(name: str | None) -> Peaks | None:
+    """The datasheet peaks for a device name as torch or NVML reports it (``"NVIDIA H100 PCIe"``),
+    or for a model name these peaks carry (``"H100 PCIe"``); None for a GPU the table has no peaks
+    for. Within the product's row the first variant whose ``match`` matches wins, else the variant
+    without one."""
+    if not name:
+        return None
+    row = _gpu_row(name)
+    variants = [v for v in (row or {}).get("peaks") or () if isinstance(v, Mapping)]
+    text = normalize_gpu_name(name)
+    chosen = next((v for v in variants if v.get("match") and _bounded(str(v["match"])).search(text)), None)
+    if chosen is None:
+        chosen = next((v for v in variants if not v.get("match")), None)
+    if chosen is None:
+        return None
+    bandwidth = chosen.get("memory_bandwidth_gbps")
+    return Peaks(str(chosen["model"]), {str(k): float(v) for k, v in chosen["peak_tflops"].items()},
+                 float(bandwidth) if isinstance(bandwidth, (int, float)) else None,
+                 str(chosen["source"]), bool(chosen["verified"]))
 
 
 def cc_for_gpu(name: str) -> CC | None:

@@ -141,13 +141,14 @@ def cudnn_text(value: Any) -> str | None:
 
 
 def nccl_text(value: Any) -> str | None:
-    """An NCCL version integer (``22105``, or ``2708`` before 2.9) or tuple as ``"2.21.5"``."""
+    """An NCCL version integer (``22105``, or ``2708`` before 2.9) or tuple as ``"2.21.5"``; the
+    suffix ``torch.cuda.nccl.version()`` appends to the tuple of some builds is kept as a part."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
         return dotted(_split_code(value)) if value > 0 else None
     if isinstance(value, (tuple, list)):
-        return dotted([int(p) for p in value])
+        return ".".join(str(p) for p in value)
     return str(value)
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from envdoctor.checks import micro as checks
 from envdoctor.host import ChildResult
+from envdoctor import compat
 from envdoctor.model import Facts, Reading, Reason, Status, missing, ok
-from envdoctor.probes.micro import KEYS, peak_for, readings_from_child
+from envdoctor.probes.micro import KEYS, readings_from_child
 
 from .judging import judge_one
 
@@ -90,13 +91,17 @@ def test_healthy_two_gpu_node_passes_every_microcheck() -> None:
         assert finding.status is Status.OK, (spec.id, finding.title, finding.detail)
 
 
-def test_matmul_ratio_to_the_datasheet_peak_is_in_the_facts_and_the_finding() -> None:
+def test_facts_carry_the_measurement_and_the_finding_the_ratio_to_the_datasheet_peak() -> None:
     facts = facts_from(healthy_child())
-    bf16 = facts.value("micro.matmul")["cuda:0"]["dtypes"]["bf16"]
-    assert bf16["peak_tflops"] == pytest.approx(989.4)
-    assert bf16["ratio"] == pytest.approx(720.0 / 989.4, rel=1e-3)
-    assert facts.value("micro.matmul")["cuda:0"]["peak_model"] == "H100 SXM"
-    assert "of the H100 SXM dense peak" in judge_one(checks.micro_matmul, facts).detail
+    matmul = facts.value("micro.matmul")["cuda:0"]
+    assert matmul["name"] == H100 and matmul["dtypes"]["bf16"]["tflops"] == 720.0
+    for gone in ("peak_model", "peak_source"):
+        assert gone not in matmul and gone not in facts.value("micro.copy")["cuda:0"]
+    assert not {"peak_tflops", "ratio"} & set(matmul["dtypes"]["bf16"])
+    assert not {"peak_gbps", "ratio"} & set(facts.value("micro.copy")["cuda:0"]["d2d"])
+    detail = judge_one(checks.micro_matmul, facts).detail
+    assert f"bf16: rel err 0.0017 (tol 0.01), 720 TFLOP/s = {720.0 / 989.4:.0%} of the H100 SXM dense peak (989)" in detail
+    assert "D->D is 87% of 3,350 GB/s (H100 SXM)" in judge_one(checks.micro_copy, facts).detail
 
 
 def test_facts_round_trip_through_json_and_judge_the_same() -> None:
@@ -106,25 +111,87 @@ def test_facts_round_trip_through_json_and_judge_the_same() -> None:
         assert judge_one(spec, again).to_dict() == judge_one(spec, facts).to_dict()
 
 
-@pytest.mark.parametrize(("name", "model"), [
-    ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H200", "H200 SXM"),
-    ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"), ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
-    ("NVIDIA L4", "L4"), ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"), ("NVIDIA GeForce RTX 5090", "GeForce RTX 5090"),
-])
-def test_peak_table_matches_torch_device_names(name: str, model: str) -> None:
-    peak = peak_for(name)
-    assert peak is not None and peak.model == model
-    assert peak.tflops["bf16"] > peak.tflops["fp32"] and peak.source.startswith("https://")
-
-
 def test_unknown_gpus_and_the_cpu_have_no_peak_and_no_ratio() -> None:
-    assert peak_for("NVIDIA L40S") is None
+    assert compat.gpu_peaks("NVIDIA L40S") is None
     data = healthy_child()
     for i in (0, 1):
         data[f"device@cuda:{i}"]["name"] = "NVIDIA Imaginary X1"
     facts = facts_from(data)
-    assert "ratio" not in facts.value("micro.matmul")["cuda:0"]["dtypes"]["bf16"]
+    finding = judge_one(checks.micro_matmul, facts)
+    assert finding.status is Status.OK and "of peak" not in finding.title and "dense peak" not in finding.detail
+
+
+def test_the_ratio_is_computed_at_judge_time_from_todays_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A saved report re-judged after the table changed gets the new peaks, not the old ones."""
+    facts = Facts.from_dict(facts_from(healthy_child()).to_dict())
     assert judge_one(checks.micro_matmul, facts).status is Status.OK
+    better = compat.Peaks("H100 SXM (revised)", {"fp32": 67.0, "tf32": 494.7, "bf16": 4000.0, "fp16": 989.4}, 12000.0,
+                          "nv_h100_datasheet", True)
+    monkeypatch.setattr(compat, "gpu_peaks", lambda name: better if name else None)
+    matmul = judge_one(checks.micro_matmul, facts)
+    assert matmul.status is Status.WARN and "bf16 matmul on cuda:0 runs at 18% of peak" in matmul.title
+    assert "of the H100 SXM (revised) dense peak (4,000)" in matmul.detail
+    copy_ = judge_one(checks.micro_copy, facts)
+    assert copy_.status is Status.WARN and "D->D is 24% of 12,000 GB/s (H100 SXM (revised))" in copy_.detail
+
+
+H100_PEAKS = {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}
+
+
+def _old_format(facts: Facts, bf16_tflops: float = 720.0, peaks: dict[str, float] = H100_PEAKS, gbps: float = 2900.0,
+                peak_gbps: float = 3350.0, model: str = "H100 SXM") -> Facts:
+    """The report as envdoctor wrote it before the probe stopped writing ratios: peaks and
+    ratios in the facts, no GPU name on the results."""
+    d = facts.to_dict()
+    for dev in ("cuda:0", "cuda:1"):
+        m = d["micro.matmul"]["value"][dev]
+        del m["name"]
+        m.update(peak_model=model, peak_source="https://www.nvidia.com/en-us/data-center/h100/")
+        m["dtypes"]["bf16"]["tflops"] = bf16_tflops
+        for label, r in m["dtypes"].items():
+            r.update(peak_tflops=peaks[label], ratio=round(r["tflops"] / peaks[label], 4))
+        c = d["micro.copy"]["value"][dev]
+        del c["name"]
+        c["peak_model"] = model
+        c["d2d"].update(gbps=gbps, peak_gbps=peak_gbps, ratio=round(gbps / peak_gbps, 4))
+    return Facts.from_dict(d)
+
+
+def test_an_old_format_report_is_judged_as_before() -> None:
+    fresh = facts_from(healthy_child())
+    old = _old_format(fresh)
+    assert "name" not in old.value("micro.matmul")["cuda:0"]
+    for spec in ALL:
+        was, now = judge_one(spec, old).to_dict(), judge_one(spec, fresh).to_dict()
+        was.pop("evidence"), now.pop("evidence")  # the facts themselves differ; the judgement does not
+        assert was == now, spec.id
+
+
+def test_an_old_format_report_for_a_gpu_the_table_lacks_uses_the_peaks_it_carries() -> None:
+    data = healthy_child()
+    for i in (0, 1):
+        data[f"device@cuda:{i}"]["name"] = "NVIDIA Imaginary X1"
+    old = _old_format(facts_from(data), bf16_tflops=140.0, peaks={"fp32": 60.0, "tf32": 400.0, "bf16": 1000.0,
+                                                                  "fp16": 800.0}, gbps=500.0, peak_gbps=4000.0,
+                      model="Imaginary X1")
+    matmul = judge_one(checks.micro_matmul, old)
+    assert matmul.status is Status.WARN and "runs at 14% of peak" in matmul.title
+    assert "of the Imaginary X1 dense peak (1,000)" in matmul.detail
+    copy_ = judge_one(checks.micro_copy, old)
+    assert copy_.status is Status.WARN and "D->D is 12% of 4,000 GB/s (Imaginary X1)" in copy_.detail
+
+
+def test_an_old_format_report_with_only_a_stored_ratio_still_warns() -> None:
+    data = healthy_child()
+    for i in (0, 1):
+        data[f"device@cuda:{i}"]["name"] = "NVIDIA Imaginary X1"
+    d = facts_from(data).to_dict()
+    for dev in ("cuda:0", "cuda:1"):
+        m = d["micro.matmul"]["value"][dev]
+        del m["name"]
+        m["dtypes"]["bf16"]["ratio"] = 0.1
+    finding = judge_one(checks.micro_matmul, Facts.from_dict(d))
+    assert finding.status is Status.WARN and "runs at 10% of peak" in finding.title
 
 
 # -- matmul ---------------------------------------------------------------------------------------
@@ -387,21 +454,6 @@ def test_a_report_without_micro_facts_skips_instead_of_crashing() -> None:
     assert {judge_one(spec, facts).status for spec in ALL} == {Status.SKIP}
 
 
-def test_peaks_come_from_the_compat_table_once_it_carries_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from envdoctor import compat
-
-    table = {"gpus": {"rows": [
-        {"name": "NVIDIA H100", "match": ["h100"], "source": "nv_cuda_gpus"},  # no peak: ignored
-        {"name": "NVIDIA H100 SXM5", "match": ["h100 80gb hbm3"], "source": "nv_h100_datasheet",
-         "peak_tflops": {"fp32": 67, "bf16": 989.5}},
-    ]}}
-    monkeypatch.setattr(compat, "data", lambda: table)
-    peak = peak_for(H100)
-    assert peak is not None and peak.model == "NVIDIA H100 SXM5" and peak.tflops["bf16"] == 989.5
-    assert "compat.json" in peak.source
-    assert peak_for("NVIDIA GeForce RTX 4090").model == "GeForce RTX 4090"  # not in that table: own table
-
-
 # -- remediations name the hung GPU and the target interpreter; every fail says what to do ---------------
 
 def test_hang_remedy_resets_the_gpu_it_hung_on() -> None:
@@ -412,6 +464,17 @@ def test_hang_remedy_resets_the_gpu_it_hung_on() -> None:
     assert finding.status is Status.ERROR
     assert "sudo nvidia-smi -r -i 1   # nothing may run on it; otherwise: sudo reboot" in finding.remediation.commands
     assert not any("<" in c for c in finding.remediation.commands)
+    assert facts.value("micro.run") is None and list(facts["micro.run"].value["stage_devices"]) == ["cuda:1"]
+
+
+def test_hang_remedy_of_a_report_saved_before_stage_devices_reads_the_stage() -> None:
+    data = partial("matmul")
+    data["matmul@cuda:0"] = healthy_child()["matmul@cuda:0"]
+    d = facts_from(data, status="timeout", stage="cuda init cuda:1").to_dict()
+    del d["micro.run"]["value"]["stage_devices"]
+    d["micro.matmul"]["detail"] = "no answer within 120.0 s"  # the detail prose is not read
+    finding = judge_one(checks.micro_matmul, Facts.from_dict(d))
+    assert "sudo nvidia-smi -r -i 1   # nothing may run on it; otherwise: sudo reboot" in finding.remediation.commands
 
 
 def test_transformer_and_compile_remedies_run_the_target_python() -> None:

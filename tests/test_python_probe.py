@@ -95,3 +95,24 @@ def test_reports_saved_before_the_error_facts_existed_are_still_read():
     assert views.cudnn_error(old) == "cuDNN version incompatibility"
     new = old.merged({"torch.import_error": missing(Reason.SKIPPED), "torch.cudnn_error": missing(Reason.SKIPPED)})
     assert views.torch_import_error(new) is None and views.cudnn_error(new) is None
+
+
+@pytest.mark.parametrize(("raw", "text"), [
+    ("(2, 21, 5)", "2.21.5"), ("2708", "2.7.8"), ("22105", "2.21.5"), ("(2, 27, 3, 'a0')", "2.27.3.a0"),
+    ("None", None),
+])
+def test_the_child_reports_nccls_version_raw_and_the_parent_decodes_it(bare_python, tmp_path, raw, text):
+    """``torch.cuda.nccl.version()`` is a tuple in current torch and an int in old torch; the child
+    (stdlib only, old interpreters) passes it on as it is, the parent decodes it once."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "from types import SimpleNamespace as N\n"
+        "__version__ = '1.8.0+cu111'\n"
+        "version = N(cuda='11.1', hip=None, debug=False, git_version='x')\n"
+        f"cuda = N(get_arch_list=lambda: ['sm_80'], is_available=lambda: False, nccl=N(version=lambda: {raw}))\n"
+        "backends = N(cudnn=N(is_available=lambda: False))\n")
+    host = Host(environ=test_env(PYTHONPATH=str(tmp_path)))
+    facts = probe_python(host, Options(timeout=10, python=bare_python))
+    assert facts["torch.version"].value == "1.8.0+cu111"
+    assert facts["torch.nccl_version"].ok and facts["torch.nccl_version"].value == text

@@ -128,12 +128,10 @@ def main():
     except Exception as exc:
         info["cudnn_build_error"] = error_text(exc)
     try:
+        # As torch returns it: (2, 21, 5), (2, 21, 5, "suffix"), or an int (2708) from older torch.
+        # The parent decodes it (envdoctor.versions.nccl_text); this script stays stdlib-only.
         nccl = torch.cuda.nccl.version() if info["cuda_version"] else None
-        if isinstance(nccl, tuple):
-            nccl = ".".join(str(p) for p in nccl)
-        elif isinstance(nccl, int):  # older torch: 2708 -> 2.7.8
-            nccl = "%d.%d.%d" % (nccl // 1000, nccl % 1000 // 100, nccl % 100)
-        info["nccl_version"] = nccl
+        info["nccl_version"] = list(nccl) if isinstance(nccl, tuple) else nccl
     except Exception as exc:
         info["nccl_error"] = error_text(exc)
     emit(torch=info)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import versions
 from ..host import ChildResult, CommandResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
@@ -69,21 +70,20 @@ _EXTENSIONS = (
 _LDD_LINE = re.compile(r"^(\S+)\s+=>\s+(.*?)\s*(\(0x[0-9a-fA-F]+\))?$")
 
 
-def dotted(family: str, api: int | None) -> str | None:
-    """An API version integer as the dotted version users know."""
-    if api is None or api <= 0:
+#: The version codec of each family's API integer (``cudaRuntimeGetVersion``, ``cudnnGetVersion``,
+#: ``ncclGetVersion``, ``CUDART_VERSION``).
+_API_TEXT: dict[str, Callable[[int], str | None]] = {
+    "cudart": versions.cuda_from_int, "cudnn": versions.cudnn_text, "nccl": versions.nccl_text,
+}
+
+
+def dotted(family: str, api: Any) -> str | None:
+    """An API version integer as the dotted version users know: ``12040`` -> ``12.4`` (cudart),
+    ``90100`` -> ``9.1.0`` (cuDNN), ``22105`` -> ``2.21.5`` (NCCL)."""
+    if isinstance(api, bool) or not isinstance(api, int) or api <= 0:
         return None
-    if family == "cudart":  # 12040 -> 12.4 (CUDART_VERSION = major*1000 + minor*10)
-        return f"{api // 1000}.{api % 1000 // 10}"
-    if family == "cudnn":  # cuDNN 9: 90100 -> 9.1.0; cuDNN <= 8: 8902 -> 8.9.2
-        if api >= 90000:
-            return f"{api // 10000}.{api % 10000 // 100}.{api % 100}"
-        return f"{api // 1000}.{api % 1000 // 100}.{api % 100}"
-    if family == "nccl":  # NCCL >= 2.9: 22105 -> 2.21.5; older: 2708 -> 2.7.8
-        if api >= 20900:
-            return f"{api // 10000}.{api % 10000 // 100}.{api % 100}"
-        return f"{api // 1000}.{api % 1000 // 100}.{api % 100}"
-    return str(api)
+    decode = _API_TEXT.get(family)
+    return decode(api) if decode else str(api)
 
 
 def file_version(name: str) -> str | None:
@@ -399,17 +399,65 @@ def probe_libraries(host: Host, options: Options) -> dict[str, Reading]:
 
 def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float, deadline: float,
            budget: float, out: dict[str, Reading]) -> dict[str, Reading]:
+    """Start the slow steps (nvcc, ldconfig, the site child), scan the named places while they
+    run, then load what was found in a child while ``ldd`` runs on the binaries that matter."""
     step = min(3.0, budget * 0.35)  # one command or child of the first round
     toolkit_f: Future[dict[str, Reading]] = pool.submit(probe_toolkit, host, step)
     ldconfig_f = pool.submit(_ldconfig, host, step)
     site_f: Future[ChildResult] = pool.submit(host.run_child, "lib_probe", {"mode": "site"}, step, None,
                                               options.python)
 
-    # LD_LIBRARY_PATH: an empty entry means the current directory to glibc's loader.
-    raw_ld = host.getenv("LD_LIBRARY_PATH") or ""
-    ld_entries = raw_ld.split(":") if raw_ld else []
+    ld_entries = _ld_library_path(host)
     out["libs.ld_library_path"] = ok(ld_entries, "env:LD_LIBRARY_PATH")
+    dirs = _system_dirs(host, ld_entries)
+    site, site_note = _site(_wait(site_f, deadline))
+    torch_path = site.get("torch_path")
+    more, wheel_dirs = _site_dirs(host, site)
+    scan = _scan(host, dirs + more)
+    out["libs.ldconfig"], cache = _read_ldconfig(_wait(ldconfig_f, deadline), scan)
 
+    copies = list(scan.copies.values())
+    loadable = [c for c in copies if c.family in ("cudart", "cudnn", "nccl")][:_MAX_LOADS]
+    files = [{"path": str(host.path(c.names[0])), "family": c.family} for c in loadable]
+    ldd_targets = _ldd_targets(host, copies, site)
+    ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
+    ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
+    # Loading is milliseconds per library when warm; a cold network filesystem can take a second.
+    per_child = max(1.5, budget * 0.45)
+    loads = _Loads(*(_child_loads(host, options, files, deadline - 0.05, per_child) if files else ({}, {}, "")))
+
+    by_family, sonames = _copies(host, scan, copies, loads)
+    for family, key in COPY_KEYS.items():
+        detail = "; ".join(x for x in (site_note, loads.note) if x)
+        out[key] = ok(by_family[family], "search+" + SOURCE_CHILD, detail)
+    out["libs.loader_choice"] = ok(_loader_choice(host, sonames, [e for e in ld_entries if e], cache, loads),
+                                   SOURCE_CHILD)
+    out["libs.ldd"] = ok(_ldd_results(ldd_fs, ldd_targets, deadline), "ldd")
+    out["libs.search_dirs"] = ok(scan.searched, "search")
+    out["libs.wheel_dirs"] = ok(sorted(set(wheel_dirs)), SOURCE_CHILD + ":site", "" if site else site_note)
+    out["libs.torch_requires"] = _torch_requires(site, torch_path, site_note)
+    out.update(_toolkit(_wait(toolkit_f, deadline)))
+    return out
+
+
+@dataclass(frozen=True)
+class _Loads:
+    """What the load children answered: records by task, tasks that killed a child, and a note
+    when the children could not run at all."""
+
+    records: dict[str, Any]
+    failed: dict[str, tuple[str, str]]
+    note: str
+
+
+def _ld_library_path(host: Host) -> list[str]:
+    # LD_LIBRARY_PATH: an empty entry means the current directory to glibc's loader.
+    raw = host.getenv("LD_LIBRARY_PATH") or ""
+    return raw.split(":") if raw else []
+
+
+def _system_dirs(host: Host, ld_entries: list[str]) -> list[_Dir]:
+    """LD_LIBRARY_PATH, $CUDA_HOME/$CUDA_PATH, /usr/local/cuda* and $CONDA_PREFIX, in that order."""
     dirs: list[_Dir] = []
     for i, entry in enumerate(ld_entries):
         if entry:
@@ -425,18 +473,26 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
     conda = host.getenv("CONDA_PREFIX")
     if conda:
         dirs.append(_Dir(os.path.join(conda, "lib"), "$CONDA_PREFIX", "conda"))
+    return dirs
 
-    # The target interpreter's site-packages and torch folder.
-    site_res = _wait(site_f, deadline)
+
+def _site(site_res: ChildResult | None) -> tuple[Mapping[str, Any], str]:
+    """The target interpreter's site-packages and torch folder from the site child, and a note
+    when it did not answer."""
     site: Mapping[str, Any] = (site_res.data.get("site") or {}) if site_res is not None else {}
     if site_res is None:
-        site_note = "the site child did not answer in time"
-    elif not site_res.ok and not site:
-        site_note = f"{site_res.status}: {site_res.explain()}"
-    else:
-        site_note = ""
+        return site, "the site child did not answer in time"
+    if not site_res.ok and not site:
+        return site, f"{site_res.status}: {site_res.explain()}"
+    return site, ""
+
+
+def _site_dirs(host: Host, site: Mapping[str, Any]) -> tuple[list[_Dir], list[str]]:
+    """The conda prefix, pip's ``nvidia/*/lib`` and ``torch/lib`` of the target interpreter, and
+    the wheel folders torch's RPATH reaches."""
     torch_path = site.get("torch_path")
     torch_site = os.path.dirname(torch_path) if torch_path else None
+    dirs: list[_Dir] = []
     if site.get("conda") and site.get("prefix"):
         dirs.append(_Dir(os.path.join(site["prefix"], "lib"), "conda prefix", "conda"))
     wheel_dirs: list[str] = []
@@ -451,63 +507,64 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
         tlib = os.path.join(torch_path, "lib")
         dirs.append(_Dir(tlib, "torch/lib", "torch", site=torch_site))
         wheel_dirs.append(host.realpath(tlib))
+    return dirs, wheel_dirs
 
+
+def _scan(host: Host, dirs: list[_Dir]) -> _Scan:
     scan = _Scan(host)
-    seen_dirs: set[str] = set()
+    seen: set[str] = set()
     for d in dirs:
         key = f"{d.via}\0{d.path}"
-        if key in seen_dirs:
-            continue
-        seen_dirs.add(key)
-        scan.scan_dir(d)
+        if key not in seen:
+            seen.add(key)
+            scan.scan_dir(d)
+    return scan
 
-    ldconfig_pair = _wait(ldconfig_f, deadline)
-    cache: dict[str, list[str]] = {}
-    if ldconfig_pair is None:
-        out["libs.ldconfig"] = missing(Reason.TIMEOUT, "ldconfig -p", "ldconfig -p did not finish in time")
-    else:
-        res, exe = ldconfig_pair
-        if res is None:
-            out["libs.ldconfig"] = missing(Reason.ABSENT, "ldconfig -p", exe)
-        elif res.status != "ok":
-            out["libs.ldconfig"] = missing(res.reason or Reason.FAILED, f"{exe} -p", res.detail)
-        else:
-            cache = parse_ldconfig(res.stdout)
-            mine = {name: paths for name, paths in cache.items()
-                    if any(rx.match(name) for rx in FAMILIES.values())}
-            out["libs.ldconfig"] = ok(mine, f"{exe} -p")
-            for name, paths in mine.items():
-                family = next(f for f, rx in FAMILIES.items() if rx.match(name))
-                for p in paths:
-                    scan.add_file(p, family, "ldconfig", None)
 
-    # Load each distinct file once (and ask the loader about each soname) in the child.
-    copies = list(scan.copies.values())
-    loadable = [c for c in copies if c.family in ("cudart", "cudnn", "nccl")][:_MAX_LOADS]
-    files = [{"path": str(host.path(c.names[0])), "family": c.family} for c in loadable]
-    ldd_targets: list[tuple[str, str]] = [(c.path, "libcudart") for c in copies if c.family == "cudart"][:_MAX_LDD - 2]
+def _read_ldconfig(pair: tuple[CommandResult | None, str] | None, scan: _Scan
+                   ) -> tuple[Reading, dict[str, list[str]]]:
+    """The ``libs.ldconfig`` reading and the whole cache; the cache's copies join the scan."""
+    if pair is None:
+        return missing(Reason.TIMEOUT, "ldconfig -p", "ldconfig -p did not finish in time"), {}
+    res, exe = pair
+    if res is None:
+        return missing(Reason.ABSENT, "ldconfig -p", exe), {}
+    if res.status != "ok":
+        return missing(res.reason or Reason.FAILED, f"{exe} -p", res.detail), {}
+    cache = parse_ldconfig(res.stdout)
+    mine = {name: paths for name, paths in cache.items() if any(rx.match(name) for rx in FAMILIES.values())}
+    for name, paths in mine.items():
+        family = next(f for f, rx in FAMILIES.items() if rx.match(name))
+        for p in paths:
+            scan.add_file(p, family, "ldconfig", None)
+    return ok(mine, f"{exe} -p"), cache
+
+
+def _ldd_targets(host: Host, copies: list[_Copy], site: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Files to run ``ldd`` on: every libcudart, torch's CUDA libraries, other packages' CUDA
+    extensions."""
+    targets: list[tuple[str, str]] = [(c.path, "libcudart") for c in copies if c.family == "cudart"][:_MAX_LDD - 2]
+    torch_path = site.get("torch_path")
     if torch_path:
         for name in host.list_dir(os.path.join(torch_path, "lib")):
             if name == "libtorch_cuda.so":
-                ldd_targets.append((os.path.join(torch_path, "lib", name), "libtorch_cuda"))
+                targets.append((os.path.join(torch_path, "lib", name), "libtorch_cuda"))
         for name in host.list_dir(torch_path):
             if re.match(r"^_C(\.cpython[^/]*|\.abi3)?\.so$", name):
-                ldd_targets.append((os.path.join(torch_path, name), "torch._C"))
+                targets.append((os.path.join(torch_path, name), "torch._C"))
     for sp in site.get("site_packages") or []:
         for folder, pattern, pkg in _EXTENSIONS:
             where = os.path.join(sp, folder) if folder else sp
             for name in host.list_dir(where):
-                if re.fullmatch(pattern, name) and len(ldd_targets) < _MAX_LDD:
-                    ldd_targets.append((os.path.join(where, name), f"extension:{pkg}"))
-    ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
-    ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
-    # Loading is milliseconds per library when warm; a cold network filesystem can take a second.
-    per_child = max(1.5, budget * 0.45)
-    records, failed, load_note = (_child_loads(host, options, files, deadline - 0.05, per_child)
-                                  if files else ({}, {}, ""))
-    elf: Mapping[str, str | None] = records.get("elf") or {}
+                if re.fullmatch(pattern, name) and len(targets) < _MAX_LDD:
+                    targets.append((os.path.join(where, name), f"extension:{pkg}"))
+    return targets
 
-    # Copies, per family.
+
+def _copies(host: Host, scan: _Scan, copies: list[_Copy], loads: _Loads
+            ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """The copy records per family, and soname -> family for every soname seen."""
+    elf: Mapping[str, str | None] = loads.records.get("elf") or {}
     by_family: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
     sonames: dict[str, str] = {}
     for c in copies:
@@ -516,89 +573,104 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
         if soname:
             sonames.setdefault(soname, c.family)
         scan.package_of(c, soname)
-        rec = records.get(f"file:{first}") or {}
-        api = rec.get("api_version") if isinstance(rec.get("api_version"), int) else None
-        fv = next((v for v in (file_version(os.path.basename(c.path)), *(file_version(os.path.basename(n)) for n in c.names))
-                   if v and "." in v), None)
-        entry: dict[str, Any] = {
-            "path": c.path, "names": c.names, "soname": soname, "family": c.family,
-            "version": None, "api_version": api, "version_source": None,
-            "origin": c.origin, "found_via": c.found_via, "ld_library_path_entry": c.ld_library_path_entry,
-            "package": c.package, "package_version": c.package_version, "file_version": fv,
-        }
-        if f"file:{first}" in failed:
-            reason, detail = failed[f"file:{first}"]
-            entry.update(load=reason, load_detail=detail)
-        elif rec:
-            entry.update(load="ok" if rec.get("loaded") else "failed",
-                         load_detail=rec.get("error") or rec.get("version_error") or "")
-        elif c.family in ("cudart", "cudnn", "nccl"):
-            entry.update(load="skipped", load_detail=load_note or "not loaded")
-        else:
-            entry.update(load="not_loaded", load_detail="version read from the file/package name only")
-        if api is not None:
-            entry.update(version=dotted(c.family, api), version_source="ctypes")
-        elif c.package_version:
-            entry.update(version=c.package_version, version_source="package")
-        elif fv:
-            entry.update(version=fv, version_source="filename")
-        else:
-            header = _header_version(host, c.family, c.path)
-            if header:
-                entry.update(version=header, version_source="header")
-            elif soname and file_version(soname):
-                entry.update(version=file_version(soname), version_source="soname")
-        by_family[c.family].append(entry)
-    for family, key in COPY_KEYS.items():
-        detail = "; ".join(x for x in (site_note, load_note) if x)
-        out[key] = ok(by_family[family], "search+" + SOURCE_CHILD, detail)
+        by_family[c.family].append(_copy_entry(host, c, soname, f"file:{first}", loads))
+    return by_family, sonames
 
-    # What the loader picks for each soname: dlopen in the child, else the search order.
+
+def _copy_entry(host: Host, c: _Copy, soname: str | None, task: str, loads: _Loads) -> dict[str, Any]:
+    rec = loads.records.get(task) or {}
+    api = rec.get("api_version") if isinstance(rec.get("api_version"), int) else None
+    fv = next((v for v in (file_version(os.path.basename(c.path)), *(file_version(os.path.basename(n)) for n in c.names))
+               if v and "." in v), None)
+    entry: dict[str, Any] = {
+        "path": c.path, "names": c.names, "soname": soname, "family": c.family,
+        "version": None, "api_version": api, "version_source": None,
+        "origin": c.origin, "found_via": c.found_via, "ld_library_path_entry": c.ld_library_path_entry,
+        "package": c.package, "package_version": c.package_version, "file_version": fv,
+    }
+    entry.update(_load_outcome(c.family, task, rec, loads))
+    entry.update(_copy_version(host, c, soname, api, fv))
+    return entry
+
+
+def _load_outcome(family: str, task: str, rec: Mapping[str, Any], loads: _Loads) -> dict[str, Any]:
+    """``load`` and ``load_detail`` of a copy: how loading it in the child went."""
+    if task in loads.failed:
+        reason, detail = loads.failed[task]
+        return {"load": reason, "load_detail": detail}
+    if rec:
+        return {"load": "ok" if rec.get("loaded") else "failed",
+                "load_detail": rec.get("error") or rec.get("version_error") or ""}
+    if family in ("cudart", "cudnn", "nccl"):
+        return {"load": "skipped", "load_detail": loads.note or "not loaded"}
+    return {"load": "not_loaded", "load_detail": "version read from the file/package name only"}
+
+
+def _copy_version(host: Host, c: _Copy, soname: str | None, api: int | None, fv: str | None) -> dict[str, Any]:
+    """``version`` and ``version_source``: the library's API, else its wheel, file name, headers or
+    soname; nothing when none of them speaks."""
+    if api is not None:
+        return {"version": dotted(c.family, api), "version_source": "ctypes"}
+    if c.package_version:
+        return {"version": c.package_version, "version_source": "package"}
+    if fv:
+        return {"version": fv, "version_source": "filename"}
+    header = _header_version(host, c.family, c.path)
+    if header:
+        return {"version": header, "version_source": "header"}
+    if soname and file_version(soname):
+        return {"version": file_version(soname), "version_source": "soname"}
+    return {}
+
+
+def _loader_choice(host: Host, sonames: Mapping[str, str], ld_dirs: list[str], cache: Mapping[str, list[str]],
+                   loads: _Loads) -> dict[str, Any]:
+    """What the loader picks for each soname: dlopen in the child, else the search order."""
     choice: dict[str, Any] = {}
-    ld_dirs = [e for e in ld_entries if e]
     for soname, family in sorted(sonames.items()):
         if family not in ("cudart", "cudnn", "nccl") or not re.match(r"^lib[A-Za-z_]+\.so(\.\d+)*$", soname):
             continue
         predicted, via = _search_order(host, soname, ld_dirs, cache)
-        rec = records.get(f"so:{soname}")
+        rec = loads.records.get(f"so:{soname}")
         item: dict[str, Any] = {"family": family, "predicted": predicted, "predicted_via": via}
         if rec:
             path = rec.get("path")
             item.update(path=path, file=rec.get("file"), api_version=rec.get("api_version"),
                         version=dotted(family, rec.get("api_version")), error=rec.get("error"),
                         via=_via(path, ld_dirs, cache, soname) if path else None, method="dlopen")
-        elif f"so:{soname}" in failed:
-            reason, detail = failed[f"so:{soname}"]
+        elif f"so:{soname}" in loads.failed:
+            reason, detail = loads.failed[f"so:{soname}"]
             item.update(path=None, reason=reason, detail=detail, method="dlopen")
         else:
             item.update(path=predicted, file=host.realpath(predicted) if predicted else None,
-                        via=via, method="search-order", detail=load_note or "not loaded in a child")
+                        via=via, method="search-order", detail=loads.note or "not loaded in a child")
         choice[soname] = item
-    out["libs.loader_choice"] = ok(choice, SOURCE_CHILD)
+    return choice
 
+
+def _ldd_results(futures: list[Future[dict[str, Any]]], targets: list[tuple[str, str]], deadline: float
+                 ) -> list[dict[str, Any]]:
     ldd: list[dict[str, Any]] = []
-    for f, (p, role) in zip(ldd_fs, ldd_targets):
+    for f, (p, role) in zip(futures, targets):
         got = _wait(f, deadline)
         ldd.append(got if got is not None else {"file": p, "role": role, "reason": "timeout",
                                                   "detail": "ldd did not finish within the probe's deadline"})
-    out["libs.ldd"] = ok(ldd, "ldd")
-    out["libs.search_dirs"] = ok(scan.searched, "search")
-    out["libs.wheel_dirs"] = ok(sorted(set(wheel_dirs)), SOURCE_CHILD + ":site",
-                                "" if site else site_note)
+    return ldd
+
+
+def _torch_requires(site: Mapping[str, Any], torch_path: str | None, site_note: str) -> Reading:
     if site.get("torch_requires") is not None:
-        out["libs.torch_requires"] = ok(torch_pins(site["torch_requires"]), "torch metadata")
-    elif not torch_path and site:
-        out["libs.torch_requires"] = missing(Reason.ABSENT, "torch metadata", "torch is not installed")
-    else:
-        out["libs.torch_requires"] = missing(Reason.FAILED, "torch metadata",
-                                             site.get("torch_requires_error") or site_note or "not read")
-    tk = _wait(toolkit_f, deadline)
+        return ok(torch_pins(site["torch_requires"]), "torch metadata")
+    if not torch_path and site:
+        return missing(Reason.ABSENT, "torch metadata", "torch is not installed")
+    return missing(Reason.FAILED, "torch metadata", site.get("torch_requires_error") or site_note or "not read")
+
+
+def _toolkit(tk: dict[str, Reading] | None) -> dict[str, Reading]:
     if tk is None:
-        for key in ("toolkit.cuda_home", "toolkit.nvcc_path", "toolkit.nvcc_version"):
-            out[key] = missing(Reason.TIMEOUT, "nvcc --version", "nvcc --version did not finish in time")
-    else:
-        out.update(tk)
-    return out
+        return {key: missing(Reason.TIMEOUT, "nvcc --version", "nvcc --version did not finish in time")
+                for key in ("toolkit.cuda_home", "toolkit.nvcc_path", "toolkit.nvcc_version")}
+    return tk
 
 
 def _wait(fut: Future[Any], deadline: float) -> Any:

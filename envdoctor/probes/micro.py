@@ -4,16 +4,16 @@ or crashed — into ``micro.*`` facts.
 
 Deciding to run is cheap and happens here: ``--no-micro`` skips everything, and without
 ``--device cpu`` the microchecks run only when the NVIDIA driver's device nodes exist (the child
-then confirms ``torch.cuda.is_available()``). The datasheet peaks used for the "achieved vs
-expected" ratios live here too, so the ratio is written into the facts next to the figure it
-judges and a saved report carries both.
+then confirms ``torch.cuda.is_available()``). The facts hold what was measured (TFLOP/s, GB/s,
+seconds, sizes, the GPU's name), never a ratio to a datasheet peak: the checks divide by the
+peaks of ``envdoctor/data/compat.json`` when they judge, so a re-judged old report gets today's
+table.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..host import ChildResult, Host
@@ -33,87 +33,6 @@ INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker
 
 # Files whose presence says an NVIDIA driver is loaded (Linux) or exposed through WSL2.
 _GPU_NODES = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")
-
-
-@dataclass(frozen=True)
-class Peak:
-    """Dense (no 2:4 sparsity) datasheet peaks of one GPU model."""
-
-    model: str
-    tflops: Mapping[str, float]  # fp32 / tf32 / bf16 / fp16, TFLOP/s
-    memory_gbps: float  # memory bandwidth, GB/s
-    source: str
-
-
-_H100_SXM = {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}
-_NVL = {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5}
-_A100 = {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}
-_H100_URL = "https://www.nvidia.com/en-us/data-center/h100/"
-_H200_URL = "https://www.nvidia.com/en-us/data-center/h200/"
-_A100_URL = ("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-             "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
-
-#: (pattern on torch's device name, peak). First match wins, so variants precede the family.
-#: NVIDIA's datasheets print Tensor Core figures "with sparsity" (marked *); the dense figure
-#: is half of it. GeForce cards run fp16/bf16 with FP32 accumulate (what cuBLAS uses for torch)
-#: at half the FP16-accumulate rate: the whitepapers list both. As of 2025-06.
-PEAKS: tuple[tuple[str, Peak], ...] = (
-    (r"H200 NVL", Peak("H200 NVL", _NVL, 4800.0, _H200_URL)),
-    (r"H200", Peak("H200 SXM", _H100_SXM, 4800.0, _H200_URL)),
-    (r"H100 NVL", Peak("H100 NVL", _NVL, 3900.0, _H100_URL)),
-    (r"H100 PCIe", Peak("H100 PCIe", {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}, 2000.0,
-                        _H100_URL)),
-    (r"H100", Peak("H100 SXM", _H100_SXM, 3350.0, _H100_URL)),
-    (r"A100.*80GB.*PCI|A100.*PCI.*80GB", Peak("A100 80GB PCIe", _A100, 1935.0, _A100_URL)),
-    (r"A100.*40GB", Peak("A100 40GB", _A100, 1555.0, _A100_URL)),
-    (r"A100", Peak("A100 80GB SXM", _A100, 2039.0, _A100_URL)),
-    (r"\bL4\b", Peak("L4", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}, 300.0,
-                     "https://www.nvidia.com/en-us/data-center/l4/")),
-    (r"RTX 4090", Peak("GeForce RTX 4090", {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2}, 1008.0,
-                       "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf")),
-    (r"RTX 5090", Peak("GeForce RTX 5090", {"fp32": 104.8, "tf32": 104.8, "bf16": 209.5, "fp16": 209.5}, 1792.0,
-                       "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/"
-                       "nvidia-rtx-blackwell-gpu-architecture.pdf")),
-)
-
-
-def peak_for(name: str | None) -> Peak | None:
-    """The datasheet peak for a device name as torch reports it, from the compatibility data
-    when it carries ``peak_tflops``, else from :data:`PEAKS`."""
-    if not name:
-        return None
-    found = _peak_from_compat(name)
-    if found is not None:
-        return found
-    for pattern, peak in PEAKS:
-        if re.search(pattern, name):
-            return peak
-    return None
-
-
-def _peak_from_compat(name: str) -> Peak | None:
-    """The ``peak_tflops`` of the compatibility table's GPU row for ``name`` (same matching as
-    :func:`envdoctor.compat.gpu_by_name`: normalised name, longest match wins), when the row has
-    one. Missing or malformed data means "not there", never an error."""
-    try:
-        from .. import compat
-
-        text = compat.normalize_gpu_name(name)
-        best: tuple[int, Mapping[str, Any]] | None = None
-        for row in compat.data()["gpus"]["rows"]:
-            for pat in row.get("match") or ():
-                m = re.search(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])", text)
-                if m and (best is None or len(m.group(0)) > best[0]):
-                    best = (len(m.group(0)), row)
-    except Exception:  # noqa: BLE001 - the compat data is optional here
-        return None
-    if best is None or not isinstance(best[1].get("peak_tflops"), Mapping):
-        return None
-    row = best[1]
-    tflops = {str(k): float(v) for k, v in row["peak_tflops"].items() if isinstance(v, (int, float))}
-    bw = row.get("memory_bandwidth_gbps")
-    return Peak(str(row.get("name")), tflops, float(bw) if isinstance(bw, (int, float)) else 0.0,
-                f"envdoctor/data/compat.json ({row.get('source', 'gpus')})")
 
 
 # -- deciding and running ---------------------------------------------------------------------
@@ -189,35 +108,22 @@ def _results(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _with_peaks(name: str, per_device: dict[str, Any], devices: Mapping[str, Any]) -> dict[str, Any]:
-    """Add datasheet peaks and achieved/peak ratios to matmul and copy results."""
+def _with_gpu_name(name: str, per_device: dict[str, Any], devices: Mapping[str, Any]) -> dict[str, Any]:
+    """Matmul and copy results name the GPU they ran on (from its device touch), so a check can
+    find its datasheet peaks from the result alone."""
     if name not in ("matmul", "copy"):
         return per_device
     out: dict[str, Any] = {}
     for dev, result in per_device.items():
-        result = dict(result)
-        peak = peak_for((devices.get(dev) or {}).get("name")) if dev != "cpu" else None
-        if peak is not None:
-            result["peak_model"] = peak.model
-            result["peak_source"] = peak.source
-            if name == "matmul":
-                dtypes = {}
-                for label, r in (result.get("dtypes") or {}).items():
-                    r = dict(r)
-                    p = peak.tflops.get(label)
-                    if p and isinstance(r.get("tflops"), (int, float)):
-                        r["peak_tflops"] = p
-                        r["ratio"] = round(r["tflops"] / p, 4)
-                    dtypes[label] = r
-                result["dtypes"] = dtypes
-            elif peak.memory_gbps and isinstance(result.get("d2d"), dict):
-                d2d = dict(result["d2d"])
-                if isinstance(d2d.get("gbps"), (int, float)):
-                    d2d["peak_gbps"] = peak.memory_gbps
-                    d2d["ratio"] = round(d2d["gbps"] / peak.memory_gbps, 4)
-                result["d2d"] = d2d
-        out[dev] = result
+        gpu = (devices.get(dev) or {}).get("name") if dev != "cpu" else None
+        out[dev] = {**result, "name": gpu} if gpu and isinstance(result, dict) and "name" not in result else result
     return out
+
+
+def stage_devices(stage: str | None) -> list[str]:
+    """The CUDA devices a step the child announced names (``"matmul@cuda:1: bf16 compute"``,
+    ``"cuda init cuda:1"``): where a hang or crash happened."""
+    return sorted(set(re.findall(r"cuda:\d+", stage or "")), key=lambda d: int(d.split(":")[1]))
 
 
 def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: float) -> dict[str, Reading]:
@@ -229,7 +135,7 @@ def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: 
         return {k: missing(Reason.ABSENT, SOURCE, result.detail) for k in KEYS}
     run: dict[str, Any] = {
         "status": result.status, "seconds": round(result.seconds, 3), "deadline": deadline,
-        "stage": result.stage or None, "torch": data.get("torch_version"),
+        "stage": result.stage or None, "stage_devices": stage_devices(result.stage), "torch": data.get("torch_version"),
         "cuda_init_seconds": data.get("cuda_init_seconds"), "checks_seconds": data.get("checks_seconds"),
         "requested": list(args.get("devices") or []) or "all visible CUDA devices",
     }
@@ -288,7 +194,7 @@ def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: 
             value = got
         else:
             complete = (bool(devices) and all(d in got for d in devices)) or (not devices and bool(got))
-            value = _with_peaks(name, got, device_info)
+            value = _with_gpu_name(name, got, device_info)
         if complete or (result.ok and got):
             out[key] = ok(value, SOURCE)
         elif result.ok:

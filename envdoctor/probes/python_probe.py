@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import versions
 from ..host import ChildResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
@@ -32,6 +33,8 @@ TORCH_FIELDS = {
 #: The texts of torch's own failures, as values, so checks read them as facts (not a reading's detail).
 ERROR_KEYS = ("torch.import_error", "torch.cudnn_error")
 TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS), *ERROR_KEYS)
+#: Fields the child reports raw (it imports nothing of envdoctor) and the parent decodes.
+DECODE: dict[str, Callable[[Any], Any]] = {"nccl_version": versions.nccl_text}
 
 
 def readings_from_child(result: ChildResult) -> dict[str, Reading]:
@@ -70,7 +73,7 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
     for suffix, (field, err_field) in TORCH_FIELDS.items():
         key = f"torch.{suffix}"
         if field in torch:
-            out[key] = ok(torch[field], SOURCE)
+            out[key] = ok(DECODE[field](torch[field]) if field in DECODE else torch[field], SOURCE)
         elif err_field and torch.get(err_field):
             out[key] = missing(Reason.FAILED, SOURCE, torch[err_field])
         elif suffix == "cuda_init_error":
