@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Union
 
+from . import factkeys
 from .model import Facts, Finding
 
 ENTRY_POINT_GROUP = "envdoctor.checks"
@@ -26,7 +27,20 @@ CheckFunc = Callable[[Facts], CheckResult]
 
 
 class RegistryError(Exception):
-    """A registration mistake that must not pass silently (duplicate or malformed id)."""
+    """A registration mistake that must not pass silently (duplicate or malformed id, unknown fact key)."""
+
+
+def validate_fact_keys(keys: Iterable[str], what: str, producer: str | None = None) -> None:
+    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.factkeys`
+    (and, with ``producer``, lists that producer: a probe or parser writing a key the registry
+    does not say it writes is a contract nobody else can see)."""
+    keys = tuple(keys)
+    if bad := factkeys.unknown(keys):
+        raise RegistryError(f"{what}: unknown fact key {bad[0]!r}" + (f" (and {len(bad) - 1} more)" if bad[1:] else "")
+                            + ": no probe or parser writes it (the keys are listed in envdoctor/factkeys.py)")
+    if producer and (bad := factkeys.not_produced_by(keys, producer)):
+        raise RegistryError(f"{what}: fact key {bad[0]!r} is not listed as written by {producer} in "
+                            "envdoctor/factkeys.py")
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,9 @@ def check(
     if not _ID_RE.match(id):
         raise RegistryError(f"check id {id!r} is not kebab-case")
 
+    needs = tuple(needs)
+    validate_fact_keys(needs, f"check {id!r} needs=")
+
     def wrap(func: CheckFunc) -> CheckSpec:
         return CheckSpec(id, title, func, description or (func.__doc__ or "").strip(), tuple(needs),
                          judges_failures, healthcheck)
@@ -75,6 +92,7 @@ class Registry:
             raise RegistryError(f"{spec!r} is not a CheckSpec (use @envdoctor.check)")
         if not _ID_RE.match(spec.id):
             raise RegistryError(f"check id {spec.id!r} is not kebab-case")
+        validate_fact_keys(spec.needs, f"check {spec.id!r} needs=")
         if provider and provider != spec.provider:
             spec = CheckSpec(spec.id, spec.title, spec.func, spec.description, spec.needs,
                              spec.judges_failures, spec.healthcheck, provider)
