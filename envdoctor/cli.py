@@ -279,6 +279,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     threading.Thread(target=watchdog, daemon=True).start()
     from .diagnose import diagnose, select
     from .host import Host
+    from .model import ProbeStatus
     from .probes import Options, builtin_probes, run_probes
     from .registry import RegistryError, load_registry
     from .render import healthcheck_line
@@ -300,7 +301,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     if micro:
         checks += [s for s in registry if s.id == "micro-device"]
     findings = diagnose(facts, checks)
-    hung = [r.name for r in runs if r.status == "timeout"]
+    hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
     healthy, line = healthcheck_line(findings, time.monotonic() - began, hung)
     click.echo(line)
     sys.stdout.flush()
