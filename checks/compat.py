@@ -286,7 +286,8 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
 
 
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
-       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
+       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"),
+       owns=("cuda.init:35",))
 def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     found = _driver_too_old(facts)
     listed = [found] if isinstance(found, Finding) else list(found)
@@ -828,7 +829,7 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
 
 
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
-       needs=("torch.version", "torch.cudnn_version"))
+       needs=("torch.version", "torch.cudnn_version"), owns=("library_errors:cudnn",))
 def cudnn_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.cudnn_version", "torch.cudnn_build_version", "libs.cudnn_copies",
                   "torch.loaded_libraries")
@@ -940,7 +941,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
 
 
 @check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
-       needs=("torch.version", "torch.nccl_version"))
+       needs=("torch.version", "torch.nccl_version"), owns=("library_errors:nccl",))
 def nccl_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.nccl_version", "libs.nccl_copies", "torch.loaded_libraries")
     broken = _nccl_loader_error(facts, ev)

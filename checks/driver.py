@@ -8,7 +8,7 @@ from typing import Any
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
-from ..registry import check
+from ..registry import check, owner_of
 
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -335,7 +335,7 @@ def device_nodes(facts: Facts):
 
 # -- container-gpu ------------------------------------------------------------------------------------------
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
-       needs=("driver.device_nodes", "nvml.init"))
+       needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts):
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
@@ -646,9 +646,9 @@ def cuda_init(facts: Facts):
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
     init = reading.value
     code = init.get("code")
-    owner = _CUDA_INIT_OWNERS.get(code)
+    owner = owner_of(f"cuda.init:{code}")
     if code == 35 and facts.value("container.gpus_requested") is False:
-        owner = "container-gpu"  # the container got no driver at all
+        owner = owner_of("cuda.init:35:no-gpus-requested")  # the container got no driver at all
     if owner:
         # The check that names the cause judges it (and fails); one failure per cause.
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
@@ -668,9 +668,6 @@ def cuda_init(facts: Facts):
     return fail(title, detail=f"cuInit returned {code} {name}: \"{message}\". {text}".strip(), evidence=ev,
                 remedy=Remediation(fix, commands, links or (CUDA_RESULT_CODES,)))
 
-
-#: cuInit results whose cause a more specific check names and fails on.
-_CUDA_INIT_OWNERS = {802: "fabric-manager", 804: "cuda-forward-compat", 35: "driver-too-old"}
 
 
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------
@@ -750,7 +747,7 @@ def _intended(parsed: Mapping[str, Any], gpus: list[dict[str, Any]]) -> str:
 
 # -- cuda-forward-compat -------------------------------------------------------------------------------------------
 @check("cuda-forward-compat", "No unusable CUDA forward-compatibility libcuda is loaded", healthcheck=True,
-       needs=("cuda.library_path",))
+       needs=("cuda.library_path",), owns=("cuda.init:804",))
 def cuda_forward_compat(facts: Facts):
     path = facts.value("cuda.library_path")
     ev = evidence(facts, "cuda.library_path", "cuda.init", "cuda.driver_version", "nvml.cuda_driver_version",

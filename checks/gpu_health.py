@@ -428,7 +428,7 @@ _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "co
 
 
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
-       needs=("nvml.gpus",))
+       needs=("nvml.gpus",), owns=("cuda.init:802",))
 def fabric_manager(facts: Facts):
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     none = _no_gpus(facts)

@@ -129,7 +129,8 @@ def _touch_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -
 
 
 @check("micro-device", "Each device allocates, copies and runs a kernel correctly",
-       needs=("micro.device",), judges_failures=True)
+       needs=("micro.device",), judges_failures=True,
+       micro=True, healthcheck=True)
 def micro_device(facts: Facts):
     if missing := _not_run(facts, "micro.device", "device touch"):
         return missing
@@ -148,7 +149,8 @@ def _low_throughput_hint(dev: str) -> str:
 
 
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
-       needs=("micro.matmul",), judges_failures=True)
+       needs=("micro.matmul",), judges_failures=True,
+       micro=True)
 def micro_matmul(facts: Facts):
     if missing := _not_run(facts, "micro.matmul", "matmul"):
         return missing
@@ -254,7 +256,8 @@ def _transformer_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[i
 
 
 @check("micro-transformer", "A Transformer block trains: finite loss and gradients, autocast close to fp32",
-       needs=("micro.transformer",), judges_failures=True)
+       needs=("micro.transformer",), judges_failures=True,
+       micro=True)
 def micro_transformer(facts: Facts):
     if missing := _not_run(facts, "micro.transformer", "Transformer"):
         return missing
@@ -332,7 +335,8 @@ def _copy_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) ->
 
 
 @check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",
-       needs=("micro.copy",), judges_failures=True)
+       needs=("micro.copy",), judges_failures=True,
+       micro=True)
 def micro_copy(facts: Facts):
     if missing := _not_run(facts, "micro.copy", "copy"):
         return missing
@@ -365,7 +369,8 @@ def _shm_remedy(facts: Facts) -> Remediation:
 
 
 @check("micro-dataloader", "DataLoader workers pass large batches through /dev/shm",
-       needs=("micro.dataloader",), judges_failures=True)
+       needs=("micro.dataloader",), judges_failures=True,
+       micro=True)
 def micro_dataloader(facts: Facts):
     missing = _not_run(facts, "micro.dataloader", "DataLoader")
     if missing:
@@ -409,7 +414,8 @@ def micro_dataloader(facts: Facts):
 # -- multi-GPU ----------------------------------------------------------------------------------
 
 @check("micro-multi-gpu", "GPUs reach each other: peer access and an NCCL all-reduce",
-       needs=("micro.multi_gpu",), judges_failures=True)
+       needs=("micro.multi_gpu",), judges_failures=True,
+       micro=True)
 def micro_multi_gpu(facts: Facts):
     missing = _not_run(facts, "micro.multi_gpu", "multi-GPU")
     if missing:
@@ -468,7 +474,8 @@ def _compile_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int])
 
 
 @check("micro-compile", "torch.compile (Inductor) compiles and matches eager",
-       needs=("micro.compile",), judges_failures=True)
+       needs=("micro.compile",), judges_failures=True,
+       micro=True)
 def micro_compile(facts: Facts):
     if missing := _not_run(facts, "micro.compile", "torch.compile"):
         return missing
