@@ -134,16 +134,21 @@ class Registry:
 def _validate_symptoms(check_id: str, owns: tuple[str, ...]) -> None:
     for symptom in owns:
         if not isinstance(symptom, str) or not _SYMPTOM_RE.match(symptom):
-            raise RegistryError(f"check {check_id!r} owns={symptom!r}: a symptom is 'fact.key:what' (e.g. 'cuda.init:802')")
+            raise RegistryError(f"check {check_id!r} owns={symptom!r}: a symptom is 'fact.key:what' "
+                                "(e.g. 'cuda.init:802')")
+
+
+def _add_builtins(reg: Registry) -> None:
+    from . import checks as _builtin_checks
+
+    for module_name in _builtin_checks.BUILTIN:
+        reg.add_from(importlib.import_module(f"envdoctor.checks.{module_name}"), "envdoctor")
 
 
 @functools.lru_cache(maxsize=1)
 def _builtin_owners() -> Mapping[str, str]:
-    from . import checks as _builtin_checks
-
     reg = Registry()
-    for module_name in _builtin_checks.BUILTIN:
-        reg.add_from(importlib.import_module(f"envdoctor.checks.{module_name}"), "envdoctor")
+    _add_builtins(reg)
     return {symptom: spec.id for spec in reg for symptom in spec.owns}
 
 
@@ -183,13 +188,9 @@ def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True
     """Built-ins first, then plugins. Raises RegistryError on duplicate ids."""
     import os
 
-    from . import checks as _builtin_checks
-
     env = os.environ if environ is None else environ
     reg = Registry()
-    for module_name in _builtin_checks.BUILTIN:
-        module = importlib.import_module(f"envdoctor.checks.{module_name}")
-        reg.add_from(module, "envdoctor")
+    _add_builtins(reg)
     if not plugins or env.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
         return reg
     for ep in _entry_points():

@@ -170,3 +170,21 @@ def test_microchecks_are_declared_not_recognised_by_their_ids():
     assert micro == [s.id for s in reg if s.id.startswith("micro-")] and len(micro) == 7
     assert [s.id for s in reg if s.micro and s.healthcheck] == ["micro-device"]
     assert all(s.needs and all(k.startswith("micro.") for k in s.needs) for s in reg if s.micro)
+
+
+def test_the_public_api_is_served_lazily_and_typed_for_plugin_authors():
+    """Every public name resolves at run time, and each is also imported under TYPE_CHECKING so a
+    type checker sees the real class or function, not Any."""
+    import ast
+    from pathlib import Path
+
+    import envdoctor
+
+    for name in envdoctor.__all__:
+        assert getattr(envdoctor, name) is not None
+    assert envdoctor.check is check and envdoctor.CheckSpec is CheckSpec
+    tree = ast.parse((Path(envdoctor.__file__)).read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.asname or a.name for imp in guarded.body if isinstance(imp, ast.ImportFrom) for a in imp.names}
+    assert typed == set(envdoctor.__all__) - {"__version__"}
+    assert {"check", "kit", "Reason", "Reading", "Facts", "CheckSpec"} <= typed

@@ -23,8 +23,8 @@ __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "decode", "detect
 PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evidence", "container.gpus_requested")
 #: Each parser's producer name in envdoctor/factkeys.py -> the keys it declares.
 PARSERS: dict[str, tuple[str, ...]] = {
-    "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN), "ultralytics": ultralytics.KEYS,
-    "packages": packages.KEYS, "parse_text": PASTE_KEYS,
+    "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
+    "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
 }
 for _name, _keys in PARSERS.items():
     validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
