@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
 from ..registry import check, owner_of
+from ..views import VisibleDevices
 
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -673,45 +675,44 @@ def cuda_init(facts: Facts):
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------
 @check("cuda-visible-devices", "CUDA_VISIBLE_DEVICES selects the GPUs you expect", healthcheck=True,
        needs=("visibility.cuda_visible_devices",))
-def cuda_visible_devices(facts: Facts):
-    parsed = facts.value("visibility.cuda_visible_devices") or {}
-    mapping = facts.value("visibility.cuda_devices") or {}
+def cuda_visible_devices(facts: Facts) -> Finding:
+    cvd = VisibleDevices.from_facts(facts)
     ev = evidence(facts, "visibility.cuda_visible_devices", "visibility.cuda_device_order", "visibility.cuda_devices",
                   "nvml.device_count")
-    gpus = _gpus(facts)
-    raw = parsed.get("raw")
-    devices = list(mapping.get("devices") or [])
-    shown = ", ".join(f"cuda:{d['cuda']} = GPU {d['nvml_index']} ({d.get('name')}, {d.get('pci_bus_id')})" for d in devices)
-    if not parsed.get("set"):
-        if gpus and not mapping.get("order_certain", True):
+    gpus = views.gpus(facts)
+    raw = cvd.raw
+    devices = cvd.devices
+    shown = ", ".join(f"cuda:{d.cuda} = GPU {d.nvml_index} ({d.name}, {d.pci_bus_id})" for d in devices)
+    if not cvd.is_set:
+        if gpus and not cvd.order_certain:
             return warn("CUDA numbers these different GPUs fastest-first, not like nvidia-smi",
                         detail="CUDA_DEVICE_ORDER is unset, so cuda:0 is the fastest GPU, while nvidia-smi and NVML "
                         "number by PCI bus: 'GPU 0' in nvidia-smi may not be cuda:0.", evidence=ev,
                         remedy=Remediation("Number GPUs like nvidia-smi does (set it before the process starts).",
                                            ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",)))
         return ok("CUDA_VISIBLE_DEVICES is unset: every GPU is visible" + (f" ({shown})" if shown else ""), evidence=ev)
-    if parsed.get("hides_all"):
-        why = {"duplicate": f"it names {parsed.get('stopped_at')!r} twice, and a repeated device makes CUDA hide "
+    if cvd.hides_all:
+        why = {"duplicate": f"it names {cvd.stopped_at!r} twice, and a repeated device makes CUDA hide "
                             "every device",
                "negative": "a negative index (-1) ends the list before any device",
-               "invalid": f"its first entry {parsed.get('stopped_at')!r} is not a device index or UUID"}.get(
-            parsed.get("stop_reason") or "", "it is empty")
+               "invalid": f"its first entry {cvd.stopped_at!r} is not a device index or UUID"}.get(
+            cvd.stop_reason or "", "it is empty")
         status = fail if gpus else warn
         return status(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU", detail=f"{why}; torch.cuda.is_available() "
                       "will be False (CUDA_ERROR_NO_DEVICE).", evidence=ev,
                       remedy=Remediation("Unset it, or list the GPUs to use (indices or GPU-/MIG- UUIDs from "
                                          "`nvidia-smi -L`).", ("unset CUDA_VISIBLE_DEVICES", "nvidia-smi -L")))
     problems = []
-    if parsed.get("stopped_at") is not None:
-        problems.append(f"CUDA stops reading at {parsed['stopped_at']!r} ({parsed.get('stop_reason')}), so "
-                        f"{', '.join(repr(t) for t in parsed.get('ignored') or [])} are ignored")
-    if parsed.get("loose_tokens"):
-        problems.append(f"{', '.join(repr(t) for t in parsed['loose_tokens'])} read as "
+    if cvd.stopped_at is not None:
+        problems.append(f"CUDA stops reading at {cvd.stopped_at!r} ({cvd.stop_reason}), so "
+                        f"{', '.join(repr(t) for t in cvd.ignored)} are ignored")
+    if cvd.loose_tokens:
+        problems.append(f"{', '.join(repr(t) for t in cvd.loose_tokens)} read as "
                         "the leading number only")
-    if mapping.get("unmatched") is not None:
-        problems.append(f"{mapping['unmatched']!r} matches no GPU on this machine (NVML sees {len(gpus)}), so the list "
+    if cvd.unmatched is not None:
+        problems.append(f"{cvd.unmatched!r} matches no GPU on this machine (NVML sees {len(gpus)}), so the list "
                         f"ends there and only {len(devices)} device(s) are visible")
-    if gpus and not mapping.get("order_certain", True) and parsed.get("kind") == "index":
+    if gpus and not cvd.order_certain and cvd.kind == "index":
         problems.append("the GPUs are different models and CUDA_DEVICE_ORDER is unset, so these indices count "
                         "fastest-first, not in nvidia-smi's order")
     if problems:
@@ -721,23 +722,23 @@ def cuda_visible_devices(facts: Facts):
                                        "typos; set CUDA_DEVICE_ORDER=PCI_BUS_ID so indices match nvidia-smi; set both "
                                        "before the process starts (changing them after CUDA initialised has no effect).",
                                        ("nvidia-smi -L", "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
-                                        f"export CUDA_VISIBLE_DEVICES={_intended(parsed, gpus)}"
+                                        f"export CUDA_VISIBLE_DEVICES={_intended(cvd, gpus)}"
                                         "   # the GPUs the value names that exist here")),
-                    gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
-    if not mapping:
+                    gpus=cvd.nvml_indices)
+    if not cvd.mapped:
         return ok(f"CUDA_VISIBLE_DEVICES={raw!r} is well-formed", detail="NVML did not list the GPUs, so the entries "
                   "could not be matched to devices.", evidence=ev)
     return ok(f"CUDA_VISIBLE_DEVICES={raw!r} selects {len(devices)} GPU(s)", detail=shown, evidence=ev,
-              gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
+              gpus=cvd.nvml_indices)
 
 
-def _intended(parsed: Mapping[str, Any], gpus: list[dict[str, Any]]) -> str:
+def _intended(cvd: VisibleDevices, gpus: Sequence[views.Gpu]) -> str:
     """A well-formed CUDA_VISIBLE_DEVICES for what a malformed one names: the indices or UUIDs in it
     (typos and spaces dropped) that exist on this machine, in order; every GPU when none does."""
-    raw = str(parsed.get("raw") or "")
-    indices = [g["index"] for g in gpus if isinstance(g.get("index"), int)]
-    if parsed.get("kind") in ("uuid", "mig"):
-        known = {str(g.get("uuid")) for g in gpus if g.get("uuid")}
+    raw = cvd.raw or ""
+    indices = [g.index for g in gpus if g.index is not None]
+    if cvd.kind in ("uuid", "mig"):
+        known = {g.uuid for g in gpus if g.uuid}
         known |= {str(m) for g in gpus for m in (g.get("mig_devices") or ())}
         picked = [t for t in dict.fromkeys(t.strip() for t in raw.split(",")) if t in known]
     else:

@@ -9,6 +9,7 @@ from typing import Any
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
+from ..views import VisibleDevices
 
 XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 DCGM_DIAG = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
@@ -348,8 +349,7 @@ def gpu_mig(facts: Facts):
                                (*_each("sudo nvidia-smi -r -i {i}", pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
     many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
     py = facts.value("python.executable") or "python"
-    cvd = facts.value("visibility.cuda_visible_devices") or {}
-    if many and cvd.get("kind") != "mig":
+    if many and VisibleDevices.from_facts(facts).kind != "mig":
         return warn("Several MIG instances, but a CUDA process uses only one", detail=", ".join(
             f"{_label(g)}: {len(g['mig_devices'])} MIG instances" for g in many) + ". CUDA enumerates a single MIG "
             "instance per process; select one explicitly per process.", evidence=ev,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
 from ..registry import check
@@ -277,21 +278,8 @@ def _pcie_link(facts: Facts, uuid: str | None, index: int | None) -> tuple[int |
     """(gen, width) of a GPU's PCIe link from ``nvml.gpus[*].pcie``: the maximum the GPU and
     system support (NVML's Max* calls), since the current generation drops at idle to save power.
     The GPU is found by UUID (torch's has no ``GPU-`` prefix), else it is the only one."""
-    gpus = [g for g in thaw(facts.value("nvml.gpus") or []) if isinstance(g, dict)]
-    chosen = None
-    if uuid:
-        want = str(uuid).removeprefix("GPU-")
-        chosen = next((g for g in gpus if str(g.get("uuid") or "").removeprefix("GPU-") == want), None)
-    if chosen is None and len(gpus) == 1:
-        chosen = gpus[0]
-    if chosen is None and not uuid and index is not None:
-        chosen = next((g for g in gpus if g.get("index") == index), None)
-    pcie = (chosen or {}).get("pcie") or {}
-
-    def first(*names: str) -> int | None:
-        return next((pcie[n] for n in names if isinstance(pcie.get(n), int) and pcie[n] > 0), None)
-
-    return first("max_gen", "gen"), first("max_width", "width")
+    chosen = views.find_gpu(views.gpus(facts), uuid, index)
+    return chosen.pcie_max() if chosen else (None, None)
 
 
 COPY_REMEDY = Remediation(
