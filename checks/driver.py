@@ -80,10 +80,6 @@ def version_in_filename(path: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def _gpus(facts: Facts) -> list[dict[str, Any]]:
-    return list(facts.value("nvml.gpus") or [])
-
-
 def _driver_need(facts: Facts) -> str:
     """" torch 2.6.0+cu126 (CUDA 12.6) needs driver ≥ 560.28.03." when torch's CUDA is known."""
     from .. import compat
@@ -102,7 +98,7 @@ def _driver_need(facts: Facts) -> str:
 
 def _reset_commands(facts: Facts) -> tuple[str, ...]:
     """``nvidia-smi -r`` for each GPU the facts name (NVML index, else PCI address, which -i also takes)."""
-    targets = [str(g["index"]) for g in _gpus(facts) if isinstance(g.get("index"), int)]
+    targets = [str(g.index) for g in views.gpus(facts) if g.index is not None]
     if not targets:
         targets = [str(g["address"]) for g in facts.value("driver.pci_gpus") or () if g.get("address")]
     if not targets:
@@ -533,11 +529,11 @@ def nvml_init(facts: Facts):
     init = reading.value
     code = init.get("code")
     if code == 0:
-        handle_errors = [g for g in _gpus(facts) if g.get("error")]
+        handle_errors = [(g, g.error) for g in views.gpus(facts) if g.error]
         if handle_errors:
-            errs = "; ".join(f"GPU {g['index']}: {g['error'].get('name')} ({g['error'].get('message')})"
-                             for g in handle_errors)
-            return warn("NVML cannot open some GPUs", detail=errs, evidence=ev, gpus=[g["index"] for g in handle_errors],
+            errs = "; ".join(f"GPU {g.index}: {err.get('name')} ({err.get('message')})" for g, err in handle_errors)
+            return warn("NVML cannot open some GPUs", detail=errs, evidence=ev,
+                        gpus=[g.index for g, _ in handle_errors if g.index is not None],
                         remedy=Remediation("Check the kernel log for those GPUs.",
                                            ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "nvidia-smi")))
         return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(

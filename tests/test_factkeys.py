@@ -197,3 +197,12 @@ def test_the_generator_rewrites_a_stale_table(tmp_path):
 def test_a_reading_of_a_registry_key_round_trips():
     reading = Reading.from_dict(ok(12080, "nvml").to_dict())
     assert factkeys.conforms(reading.value, factkeys.FACT_KEYS["nvml.cuda_driver_version"].type)
+
+
+def test_the_test_builders_write_the_same_contract():
+    """The healthy nodes tests judge are built from registry keys of the registry types too."""
+    from .builders import facts as core_facts
+    from .fakes.nvidia_facts import nv_facts
+
+    _assert_in_contract(core_facts(), "tests/builders.py")
+    _assert_in_contract(nv_facts(), "tests/fakes/nvidia_facts.py")
