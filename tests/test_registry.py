@@ -189,3 +189,22 @@ def test_the_public_api_is_served_lazily_and_typed_for_plugin_authors():
     typed = {a.asname or a.name for imp in guarded.body if isinstance(imp, ast.ImportFrom) for a in imp.names}
     assert typed == set(envdoctor.__all__) - {"__version__"}
     assert {"check", "kit", "Reason", "Reading", "Facts", "CheckSpec"} <= typed
+
+
+def test_a_check_that_defers_names_the_owner_it_looked_up():
+    from envdoctor.checks import compat as compat_checks
+    from envdoctor.checks import driver as driver_checks
+
+    from .fakes.nvidia_facts import healthy_gpu, nv_facts
+
+    kepler = nv_facts(gpus=[healthy_gpu(0, name="GeForce GTX 680", compute_capability="3.0")],
+                      torch__version="2.6.0+cu126", torch__cuda_version="12.6",
+                      torch__arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])
+    [f] = run_check(compat_checks.torch_arch_support, kepler)
+    assert f.status is Status.SKIP and f.title.endswith("judged by gpu-eol")
+    for code, owner in ((802, "fabric-manager"), (804, "cuda-forward-compat"), (35, "driver-too-old")):
+        [f] = run_check(driver_checks.cuda_init, nv_facts(cuda__init={"code": code, "name": "X", "message": "m"}))
+        assert f.status is Status.SKIP and f.title.endswith(f"judged by {owner}"), f.title
+    no_gpus = nv_facts(cuda__init={"code": 35, "name": "X", "message": "m"}, container__gpus_requested=False)
+    [f] = run_check(driver_checks.cuda_init, no_gpus)
+    assert f.title.endswith("judged by container-gpu")
