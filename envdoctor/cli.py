@@ -321,8 +321,9 @@ def list_checks(as_json: bool) -> None:
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)
-    rows = [{"id": s.id, "title": s.title, "description": s.description, "provider": s.provider,
-             "healthcheck": s.healthcheck, "micro": s.micro} for s in registry]
+    rows: list[dict[str, Any]] = [{"id": s.id, "title": s.title, "description": s.description,
+                                   "provider": s.provider, "healthcheck": s.healthcheck, "micro": s.micro}
+                                  for s in registry]
     if as_json:
         import json
 
