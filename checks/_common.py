@@ -6,6 +6,9 @@ from typing import Any
 
 from .. import views
 from ..model import Facts
+from ..views import torch_variant
+
+__all__ = ["gib", "gpu_presence", "library_errors", "mib", "outside_wheel", "torch_variant"]
 
 
 def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
@@ -29,25 +32,6 @@ def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
     if facts.get("driver.pci_gpus").ok and pci is not None and len(pci) == 0:
         return False, "no NVIDIA device on the PCI bus"
     return None, "no GPU facts were collected"
-
-
-def torch_variant(facts: Facts) -> str | None:
-    """``cu126``, ``cpu``, ``rocm6.2`` from the torch facts, when torch was read."""
-    version = facts.value("torch.version")
-    if not version:
-        # torch failed to import: its distribution metadata still carries the local tag.
-        version = (facts.value("python.packages") or {}).get("torch")
-        if not version:
-            return None
-        return str(version).split("+", 1)[1] if "+" in str(version) else None
-    if "+" in str(version):
-        return str(version).split("+", 1)[1]
-    cuda = facts.value("torch.cuda_version")
-    if cuda:
-        return "cu" + str(cuda).replace(".", "")[:3]
-    if facts.get("torch.cuda_version").ok:
-        return "cpu"
-    return None
 
 
 def gib(n: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from .. import compat, remedies, versions, views
 from ..compat import CC, ArchList
 from ..model import Facts
+from ..views import TorchBuild
 from ._common import torch_variant
 
 GET_STARTED = remedies.PYTORCH_GET_STARTED
@@ -64,26 +65,8 @@ def _int(value: Any, default: int) -> int:
         return default
 
 
-@dataclass(frozen=True)
-class TorchBuild:
-    version: str  # "2.6.0+cu126"
-    public: str  # "2.6.0"
-    variant: str | None  # "cu126", "cpu", None
-    cuda: str | None  # "12.6"
-
-
 def torch_build(facts: Facts) -> TorchBuild | None:
-    ver = facts.value("torch.version")
-    if not ver or versions.parse(ver) is None:
-        return None
-    text = str(ver)
-    cuda = facts.value("torch.cuda_version")
-    if cuda is not None and versions.parse(str(cuda)) is None:
-        cuda = None  # a hand-edited or hostile report: not a version, so not used
-    variant = torch_variant(facts)
-    if not cuda and variant:
-        cuda = versions.variant_cuda(variant)
-    return TorchBuild(text, text.split("+", 1)[0], variant, str(cuda) if cuda else None)
+    return TorchBuild.from_facts(facts)
 
 
 def installed_arch(facts: Facts, build: TorchBuild) -> ArchList | None:

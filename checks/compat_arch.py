@@ -8,7 +8,7 @@ from .. import compat, recommend, remedies, versions, views
 from ..compat import CC, ArchList
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
-from ..registry import check
+from ..registry import check, owner_of
 from ._torch import (Gpu, gpus, TorchBuild, torch_build, installed_arch, _python, _exe, _companion_extras, _as_of, _driver_text, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS)
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +211,8 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
     eol = {g.index for g in _gpus_without_any_wheel(facts)}
     if bad and all(g.index in eol for g in bad):
         # No wheel of any release runs there: a reinstall cannot help, and gpu-eol says so.
-        return skip(f"{', '.join(g.label() for g in bad)}: no torch wheel runs on it; judged by gpu-eol",
+        return skip(f"{', '.join(g.label() for g in bad)}: no torch wheel runs on it; judged by "
+                    f"{owner_of('nvml.gpus:no-torch-wheel')}",
                     detail=f"torch {build.version} carries {arch.span()}.", evidence=ev)
     bad = [g for g in bad if g.index not in eol]
     if not bad:
@@ -245,7 +246,8 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
 # ---------------------------------------------------------------------------------------------
 # gpu-eol
 
-@check("gpu-eol", "Current torch releases still ship wheels for the GPU", needs=("nvml.gpus", "torch.devices"))
+@check("gpu-eol", "Current torch releases still ship wheels for the GPU", needs=("nvml.gpus", "torch.devices"),
+       owns=("nvml.gpus:no-torch-wheel",))
 def gpu_eol(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "nvml.gpus", "torch.devices", "torch.version")
     devices = [g for g in gpus(facts) if g.cc]

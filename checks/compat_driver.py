@@ -140,7 +140,8 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
 
 
 @check("driver-too-old", "The NVIDIA driver is new enough for the CUDA torch was built with",
-       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"))
+       needs=("torch.version", "torch.cuda_version", "nvml.cuda_driver_version", "nvml.driver_version"),
+       owns=("cuda.init:35",))
 def driver_too_old(facts: Facts) -> Finding | list[Finding]:
     found = _driver_too_old(facts)
     listed = [found] if isinstance(found, Finding) else list(found)

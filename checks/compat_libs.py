@@ -118,7 +118,7 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
 
 
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
-       needs=("torch.version", "torch.cudnn_version"))
+       needs=("torch.version", "torch.cudnn_version"), owns=("library_errors:cudnn",))
 def cudnn_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.cudnn_version", "torch.cudnn_build_version", "libs.cudnn_copies",
                   "torch.loaded_libraries")
@@ -218,7 +218,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
 
 
 @check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
-       needs=("torch.version", "torch.nccl_version"))
+       needs=("torch.version", "torch.nccl_version"), owns=("library_errors:nccl",))
 def nccl_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "torch.version", "torch.nccl_version", "libs.nccl_copies", "torch.loaded_libraries")
     broken = _nccl_loader_error(facts, ev)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import remedies
+from .. import remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
-from ..registry import check
+from ..registry import check, owner_of
+from ..views import VisibleDevices
 
 DRIVER_DOWNLOAD = remedies.DRIVER_DOWNLOAD
 DRIVER_GUIDE = remedies.DRIVER_GUIDE
@@ -79,10 +80,6 @@ def version_in_filename(path: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def _gpus(facts: Facts) -> list[dict[str, Any]]:
-    return list(facts.value("nvml.gpus") or [])
-
-
 def _driver_need(facts: Facts) -> str:
     """" torch 2.6.0+cu126 (CUDA 12.6) needs driver ≥ 560.28.03." when torch's CUDA is known."""
     from .. import compat, views
@@ -101,7 +98,7 @@ def _driver_need(facts: Facts) -> str:
 
 def _reset_commands(facts: Facts) -> tuple[str, ...]:
     """``nvidia-smi -r`` for each GPU the facts name (NVML index, else PCI address, which -i also takes)."""
-    targets = [str(g["index"]) for g in _gpus(facts) if isinstance(g.get("index"), int)]
+    targets = [str(g.index) for g in views.gpus(facts) if g.index is not None]
     if not targets:
         targets = [str(g["address"]) for g in facts.value("driver.pci_gpus") or () if g.get("address")]
     if not targets:
@@ -336,7 +333,7 @@ def device_nodes(facts: Facts):
 
 # -- container-gpu ------------------------------------------------------------------------------------------
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
-       needs=("driver.device_nodes", "nvml.init"))
+       needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts):
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
@@ -532,11 +529,11 @@ def nvml_init(facts: Facts):
     init = reading.value
     code = init.get("code")
     if code == 0:
-        handle_errors = [g for g in _gpus(facts) if g.get("error")]
+        handle_errors = [(g, g.error) for g in views.gpus(facts) if g.error]
         if handle_errors:
-            errs = "; ".join(f"GPU {g['index']}: {g['error'].get('name')} ({g['error'].get('message')})"
-                             for g in handle_errors)
-            return warn("NVML cannot open some GPUs", detail=errs, evidence=ev, gpus=[g["index"] for g in handle_errors],
+            errs = "; ".join(f"GPU {g.index}: {err.get('name')} ({err.get('message')})" for g, err in handle_errors)
+            return warn("NVML cannot open some GPUs", detail=errs, evidence=ev,
+                        gpus=[g.index for g, _ in handle_errors if g.index is not None],
                         remedy=Remediation("Check the kernel log for those GPUs.",
                                            ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "nvidia-smi")))
         return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(
@@ -647,9 +644,9 @@ def cuda_init(facts: Facts):
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
     init = reading.value
     code = init.get("code")
-    owner = _CUDA_INIT_OWNERS.get(code)
+    owner = owner_of(f"cuda.init:{code}")
     if code == 35 and facts.value("container.gpus_requested") is False:
-        owner = "container-gpu"  # the container got no driver at all
+        owner = owner_of("cuda.init:35:no-gpus-requested")  # the container got no driver at all
     if owner:
         # The check that names the cause judges it (and fails); one failure per cause.
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
@@ -670,52 +667,48 @@ def cuda_init(facts: Facts):
                 remedy=Remediation(fix, commands, links or (CUDA_RESULT_CODES,)))
 
 
-#: cuInit results whose cause a more specific check names and fails on.
-_CUDA_INIT_OWNERS = {802: "fabric-manager", 804: "cuda-forward-compat", 35: "driver-too-old"}
-
 
 # -- cuda-visible-devices ----------------------------------------------------------------------------------------
 @check("cuda-visible-devices", "CUDA_VISIBLE_DEVICES selects the GPUs you expect", healthcheck=True,
        needs=("visibility.cuda_visible_devices",))
-def cuda_visible_devices(facts: Facts):
-    parsed = facts.value("visibility.cuda_visible_devices") or {}
-    mapping = facts.value("visibility.cuda_devices") or {}
+def cuda_visible_devices(facts: Facts) -> Finding:
+    cvd = VisibleDevices.from_facts(facts)
     ev = evidence(facts, "visibility.cuda_visible_devices", "visibility.cuda_device_order", "visibility.cuda_devices",
                   "nvml.device_count")
-    gpus = _gpus(facts)
-    raw = parsed.get("raw")
-    devices = list(mapping.get("devices") or [])
-    shown = ", ".join(f"cuda:{d['cuda']} = GPU {d['nvml_index']} ({d.get('name')}, {d.get('pci_bus_id')})" for d in devices)
-    if not parsed.get("set"):
-        if gpus and not mapping.get("order_certain", True):
+    gpus = views.gpus(facts)
+    raw = cvd.raw
+    devices = cvd.devices
+    shown = ", ".join(f"cuda:{d.cuda} = GPU {d.nvml_index} ({d.name}, {d.pci_bus_id})" for d in devices)
+    if not cvd.is_set:
+        if gpus and not cvd.order_certain:
             return warn("CUDA numbers these different GPUs fastest-first, not like nvidia-smi",
                         detail="CUDA_DEVICE_ORDER is unset, so cuda:0 is the fastest GPU, while nvidia-smi and NVML "
                         "number by PCI bus: 'GPU 0' in nvidia-smi may not be cuda:0.", evidence=ev,
                         remedy=Remediation("Number GPUs like nvidia-smi does (set it before the process starts).",
                                            ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",)))
         return ok("CUDA_VISIBLE_DEVICES is unset: every GPU is visible" + (f" ({shown})" if shown else ""), evidence=ev)
-    if parsed.get("hides_all"):
-        why = {"duplicate": f"it names {parsed.get('stopped_at')!r} twice, and a repeated device makes CUDA hide "
+    if cvd.hides_all:
+        why = {"duplicate": f"it names {cvd.stopped_at!r} twice, and a repeated device makes CUDA hide "
                             "every device",
                "negative": "a negative index (-1) ends the list before any device",
-               "invalid": f"its first entry {parsed.get('stopped_at')!r} is not a device index or UUID"}.get(
-            parsed.get("stop_reason") or "", "it is empty")
+               "invalid": f"its first entry {cvd.stopped_at!r} is not a device index or UUID"}.get(
+            cvd.stop_reason or "", "it is empty")
         status = fail if gpus else warn
         return status(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU", detail=f"{why}; torch.cuda.is_available() "
                       "will be False (CUDA_ERROR_NO_DEVICE).", evidence=ev,
                       remedy=Remediation("Unset it, or list the GPUs to use (indices or GPU-/MIG- UUIDs from "
                                          "`nvidia-smi -L`).", ("unset CUDA_VISIBLE_DEVICES", "nvidia-smi -L")))
     problems = []
-    if parsed.get("stopped_at") is not None:
-        problems.append(f"CUDA stops reading at {parsed['stopped_at']!r} ({parsed.get('stop_reason')}), so "
-                        f"{', '.join(repr(t) for t in parsed.get('ignored') or [])} are ignored")
-    if parsed.get("loose_tokens"):
-        problems.append(f"{', '.join(repr(t) for t in parsed['loose_tokens'])} read as "
+    if cvd.stopped_at is not None:
+        problems.append(f"CUDA stops reading at {cvd.stopped_at!r} ({cvd.stop_reason}), so "
+                        f"{', '.join(repr(t) for t in cvd.ignored)} are ignored")
+    if cvd.loose_tokens:
+        problems.append(f"{', '.join(repr(t) for t in cvd.loose_tokens)} read as "
                         "the leading number only")
-    if mapping.get("unmatched") is not None:
-        problems.append(f"{mapping['unmatched']!r} matches no GPU on this machine (NVML sees {len(gpus)}), so the list "
+    if cvd.unmatched is not None:
+        problems.append(f"{cvd.unmatched!r} matches no GPU on this machine (NVML sees {len(gpus)}), so the list "
                         f"ends there and only {len(devices)} device(s) are visible")
-    if gpus and not mapping.get("order_certain", True) and parsed.get("kind") == "index":
+    if gpus and not cvd.order_certain and cvd.kind == "index":
         problems.append("the GPUs are different models and CUDA_DEVICE_ORDER is unset, so these indices count "
                         "fastest-first, not in nvidia-smi's order")
     if problems:
@@ -725,23 +718,23 @@ def cuda_visible_devices(facts: Facts):
                                        "typos; set CUDA_DEVICE_ORDER=PCI_BUS_ID so indices match nvidia-smi; set both "
                                        "before the process starts (changing them after CUDA initialised has no effect).",
                                        ("nvidia-smi -L", "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
-                                        f"export CUDA_VISIBLE_DEVICES={_intended(parsed, gpus)}"
+                                        f"export CUDA_VISIBLE_DEVICES={_intended(cvd, gpus)}"
                                         "   # the GPUs the value names that exist here")),
-                    gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
-    if not mapping:
+                    gpus=cvd.nvml_indices)
+    if not cvd.mapped:
         return ok(f"CUDA_VISIBLE_DEVICES={raw!r} is well-formed", detail="NVML did not list the GPUs, so the entries "
                   "could not be matched to devices.", evidence=ev)
     return ok(f"CUDA_VISIBLE_DEVICES={raw!r} selects {len(devices)} GPU(s)", detail=shown, evidence=ev,
-              gpus=[d["nvml_index"] for d in devices if d.get("nvml_index") is not None])
+              gpus=cvd.nvml_indices)
 
 
-def _intended(parsed: Mapping[str, Any], gpus: list[dict[str, Any]]) -> str:
+def _intended(cvd: VisibleDevices, gpus: Sequence[views.Gpu]) -> str:
     """A well-formed CUDA_VISIBLE_DEVICES for what a malformed one names: the indices or UUIDs in it
     (typos and spaces dropped) that exist on this machine, in order; every GPU when none does."""
-    raw = str(parsed.get("raw") or "")
-    indices = [g["index"] for g in gpus if isinstance(g.get("index"), int)]
-    if parsed.get("kind") in ("uuid", "mig"):
-        known = {str(g.get("uuid")) for g in gpus if g.get("uuid")}
+    raw = cvd.raw or ""
+    indices = [g.index for g in gpus if g.index is not None]
+    if cvd.kind in ("uuid", "mig"):
+        known = {g.uuid for g in gpus if g.uuid}
         known |= {str(m) for g in gpus for m in (g.get("mig_devices") or ())}
         picked = [t for t in dict.fromkeys(t.strip() for t in raw.split(",")) if t in known]
     else:
@@ -751,7 +744,7 @@ def _intended(parsed: Mapping[str, Any], gpus: list[dict[str, Any]]) -> str:
 
 # -- cuda-forward-compat -------------------------------------------------------------------------------------------
 @check("cuda-forward-compat", "No unusable CUDA forward-compatibility libcuda is loaded", healthcheck=True,
-       needs=("cuda.library_path",))
+       needs=("cuda.library_path",), owns=("cuda.init:804",))
 def cuda_forward_compat(facts: Facts):
     path = facts.value("cuda.library_path")
     ev = evidence(facts, "cuda.library_path", "cuda.init", "cuda.driver_version", "nvml.cuda_driver_version",

@@ -10,6 +10,7 @@ from .. import remedies
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
+from ..views import VisibleDevices
 
 XID_DOC = remedies.XID_DOC
 DCGM_DIAG = remedies.DCGM_DIAG
@@ -354,8 +355,7 @@ def gpu_mig(facts: Facts):
                                (*_resets(pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
     many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
     py = facts.value("python.executable") or "python"
-    cvd = facts.value("visibility.cuda_visible_devices") or {}
-    if many and cvd.get("kind") != "mig":
+    if many and VisibleDevices.from_facts(facts).kind != "mig":
         return warn("Several MIG instances, but a CUDA process uses only one", detail=", ".join(
             f"{_label(g)}: {len(g['mig_devices'])} MIG instances" for g in many) + ". CUDA enumerates a single MIG "
             "instance per process; select one explicitly per process.", evidence=ev,
@@ -434,7 +434,7 @@ _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "co
 
 
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
-       needs=("nvml.gpus",))
+       needs=("nvml.gpus",), owns=("cuda.init:802",))
 def fabric_manager(facts: Facts):
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     none = _no_gpus(facts)

@@ -16,7 +16,7 @@ from typing import Any
 from .. import remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason, Status
-from ..registry import check
+from ..registry import check, owner_of
 from ._common import library_errors, outside_wheel, torch_variant
 
 #: Families whose copies the libraries probe inventories (libs.<family>_copies).
@@ -171,8 +171,6 @@ def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
 _WHEEL_OF = {"nvJitLink": "nvidia-nvjitlink", "cublas": "nvidia-cublas", "cusparse": "nvidia-cusparse",
              "cudart": "nvidia-cuda-runtime", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
              "curand": "nvidia-curand", "nvrtc": "nvidia-cuda-nvrtc", "cupti": "nvidia-cuda-cupti"}
-#: Families whose loader errors another check owns (it knows their pins).
-_OWNED_ELSEWHERE = {"nccl": "nccl-mismatch", "cudnn": "cudnn-mismatch"}
 
 
 def _symbol_minimum(symbol: str) -> str | None:
@@ -184,9 +182,10 @@ def _symbol_minimum(symbol: str) -> str | None:
 def _loader_conflict(facts: Facts, ev: dict[str, Any]):
     """A fail when torch (or a CUDA library it loads) hit an undefined symbol that another CUDA
     library should define: the copy of that library the loader found is older or foreign."""
+    # Loader errors of a family another check owns (it knows their pins) are left to it.
     errs = [e for e in library_errors(facts) if e["kind"] == "undefined-symbol" and e["provider"]
-            and e["provider"] not in _OWNED_ELSEWHERE and e["provider"] != "torch"
-            and e["family"] not in _OWNED_ELSEWHERE]
+            and e["provider"] != "torch" and not owner_of(f"library_errors:{e['provider']}")
+            and not owner_of(f"library_errors:{e['family']}")]
     if not errs:
         return None
     ev["library_errors"] = [f"{e['path']}: undefined symbol {e['symbol']}" + (f" ({e['version_node']})"

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import compat, remedies
+from .. import compat, remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
 from ..registry import check
@@ -146,7 +146,8 @@ def _touch_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -
 
 
 @check("micro-device", "Each device allocates, copies and runs a kernel correctly",
-       needs=("micro.device",), judges_failures=True)
+       needs=("micro.device",), judges_failures=True,
+       micro=True, healthcheck=True)
 def micro_device(facts: Facts):
     if missing := _not_run(facts, "micro.device", "device touch"):
         return missing
@@ -246,7 +247,8 @@ MATMUL_WRONG_REMEDY = Remediation(
 
 
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
-       needs=("micro.matmul",), judges_failures=True)
+       needs=("micro.matmul",), judges_failures=True,
+       micro=True)
 def micro_matmul(facts: Facts):
     if missing := _not_run(facts, "micro.matmul", "matmul"):
         return missing
@@ -323,7 +325,8 @@ def _transformer_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[i
 
 
 @check("micro-transformer", "A Transformer block trains: finite loss and gradients, autocast close to fp32",
-       needs=("micro.transformer",), judges_failures=True)
+       needs=("micro.transformer",), judges_failures=True,
+       micro=True)
 def micro_transformer(facts: Facts):
     if missing := _not_run(facts, "micro.transformer", "Transformer"):
         return missing
@@ -343,21 +346,8 @@ def _pcie_link(facts: Facts, uuid: str | None, index: int | None) -> tuple[int |
     """(gen, width) of a GPU's PCIe link from ``nvml.gpus[*].pcie``: the maximum the GPU and
     system support (NVML's Max* calls), since the current generation drops at idle to save power.
     The GPU is found by UUID (torch's has no ``GPU-`` prefix), else it is the only one."""
-    gpus = [g for g in thaw(facts.value("nvml.gpus") or []) if isinstance(g, dict)]
-    chosen = None
-    if uuid:
-        want = str(uuid).removeprefix("GPU-")
-        chosen = next((g for g in gpus if str(g.get("uuid") or "").removeprefix("GPU-") == want), None)
-    if chosen is None and len(gpus) == 1:
-        chosen = gpus[0]
-    if chosen is None and not uuid and index is not None:
-        chosen = next((g for g in gpus if g.get("index") == index), None)
-    pcie = (chosen or {}).get("pcie") or {}
-
-    def first(*names: str) -> int | None:
-        return next((pcie[n] for n in names if isinstance(pcie.get(n), int) and pcie[n] > 0), None)
-
-    return first("max_gen", "gen"), first("max_width", "width")
+    chosen = views.find_gpu(views.gpus(facts), uuid, index)
+    return chosen.pcie_max() if chosen else (None, None)
 
 
 COPY_REMEDY = Remediation(
@@ -403,7 +393,8 @@ def _copy_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) ->
 
 
 @check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",
-       needs=("micro.copy",), judges_failures=True)
+       needs=("micro.copy",), judges_failures=True,
+       micro=True)
 def micro_copy(facts: Facts):
     if missing := _not_run(facts, "micro.copy", "copy"):
         return missing
@@ -436,7 +427,8 @@ def _shm_remedy(facts: Facts) -> Remediation:
 
 
 @check("micro-dataloader", "DataLoader workers pass large batches through /dev/shm",
-       needs=("micro.dataloader",), judges_failures=True)
+       needs=("micro.dataloader",), judges_failures=True,
+       micro=True)
 def micro_dataloader(facts: Facts):
     missing = _not_run(facts, "micro.dataloader", "DataLoader")
     if missing:
@@ -480,7 +472,8 @@ def micro_dataloader(facts: Facts):
 # -- multi-GPU ----------------------------------------------------------------------------------
 
 @check("micro-multi-gpu", "GPUs reach each other: peer access and an NCCL all-reduce",
-       needs=("micro.multi_gpu",), judges_failures=True)
+       needs=("micro.multi_gpu",), judges_failures=True,
+       micro=True)
 def micro_multi_gpu(facts: Facts):
     missing = _not_run(facts, "micro.multi_gpu", "multi-GPU")
     if missing:
@@ -539,7 +532,8 @@ def _compile_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int])
 
 
 @check("micro-compile", "torch.compile (Inductor) compiles and matches eager",
-       needs=("micro.compile",), judges_failures=True)
+       needs=("micro.compile",), judges_failures=True,
+       micro=True)
 def micro_compile(facts: Facts):
     if missing := _not_run(facts, "micro.compile", "torch.compile"):
         return missing

@@ -1,24 +1,33 @@
 """envdoctor: probe a GPU/PyTorch environment, judge it, and say exactly what to do.
 
 Plugin authors need only ``from envdoctor import check, kit`` (and ``Facts`` for typing); the
-heavy parts (rich, pynvml, torch) are imported lazily by the commands that need them.
+heavy parts (rich, pynvml, torch) are imported lazily by the commands that need them. The
+``TYPE_CHECKING`` imports give a type checker the real types of the lazily served names.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import kit
+    from .model import Facts, Finding, Reading, Reason, Remediation, Status
+    from .registry import CheckSpec, check
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "check", "Facts", "Finding", "Remediation", "Status", "kit"]
+__all__ = ["__version__", "check", "CheckSpec", "Facts", "Finding", "Reading", "Reason", "Remediation", "Status",
+           "kit"]
+
+_FROM_MODEL = ("Facts", "Finding", "Reading", "Reason", "Remediation", "Status")
 
 
 def __getattr__(name: str) -> Any:
-    if name == "check":
-        from .registry import check
+    if name in ("check", "CheckSpec"):
+        from . import registry
 
-        return check
-    if name in ("Facts", "Finding", "Remediation", "Status"):
+        return getattr(registry, name)
+    if name in _FROM_MODEL:
         from . import model
 
         return getattr(model, name)

@@ -129,7 +129,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     if micro_only:
-        only = tuple(only) + tuple(s.id for s in registry if s.id.startswith("micro-"))
+        only = tuple(only) + tuple(s.id for s in registry if s.micro)
     checks, unknown = select(registry, only, skip)
     warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
     if progress and sys.stderr.isatty():
@@ -281,6 +281,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     threading.Thread(target=watchdog, daemon=True).start()
     from .diagnose import diagnose, select
     from .host import Host
+    from .model import ProbeStatus
     from .probes import Options, builtin_probes, run_probes
     from .registry import RegistryError, load_registry
     from .render import healthcheck_line
@@ -298,11 +299,12 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     except RegistryError as exc:
         click.echo(f"unhealthy: {exc}")
         sys.exit(1)
-    checks, _ = select(registry, healthcheck=True)
+    # A microcheck in the healthcheck subset runs only with --micro (after the others).
+    checks = [s for s in select(registry, healthcheck=True)[0] if not s.micro]
     if micro:
-        checks += [s for s in registry if s.id == "micro-device"]
+        checks += [s for s in registry if s.micro and s.healthcheck]
     findings = diagnose(facts, checks)
-    hung = [r.name for r in runs if r.status == "timeout"]
+    hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
     healthy, line = healthcheck_line(findings, time.monotonic() - began, hung)
     click.echo(line)
     sys.stdout.flush()
@@ -321,8 +323,9 @@ def list_checks(as_json: bool) -> None:
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)
-    rows = [{"id": s.id, "title": s.title, "description": s.description, "provider": s.provider,
-             "healthcheck": s.healthcheck} for s in registry]
+    rows: list[dict[str, Any]] = [{"id": s.id, "title": s.title, "description": s.description,
+                                   "provider": s.provider, "healthcheck": s.healthcheck, "micro": s.micro}
+                                  for s in registry]
     if as_json:
         import json
 
@@ -338,8 +341,14 @@ def list_checks(as_json: bool) -> None:
     for col in ("id", "title", "provider", "healthcheck"):
         table.add_column(col, style="cyan" if col == "id" else None, no_wrap=col in ("id", "provider"))
     for r in rows:
-        table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), "yes" if r["healthcheck"] else "")
+        table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), _healthcheck_cell(r))
     make_console().print(table)
+
+
+def _healthcheck_cell(row: dict[str, Any]) -> str:
+    if not row["healthcheck"]:
+        return ""
+    return "with --micro" if row["micro"] else "yes"
 
 
 if __name__ == "__main__":

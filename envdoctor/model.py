@@ -37,6 +37,26 @@ class Status(str, enum.Enum):
     ERROR = "error"  # the check or the probe it needed crashed or hung
 
 
+class ProbeStatus(str, enum.Enum):
+    """How one probe run went. Its failures use the words of :class:`Reason` (``timeout``,
+    ``crashed``); ``error`` is a probe that raised (a bug), as :attr:`Status.ERROR` is a check's."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"  # the probe, or a fact it reads, hit its deadline
+    CRASHED = "crashed"  # a child it ran died while reading a fact
+    ERROR = "error"  # the probe itself raised
+    SKIPPED = "skipped"  # not run
+
+    def __str__(self) -> str:  # f"{status}" is the word saved reports and the terminal show
+        return self.value
+
+    @classmethod
+    def of(cls, reasons: Iterable[Reason | None]) -> ProbeStatus:
+        """The run status of a probe whose readings have these reasons: a hang outranks a crash."""
+        found = set(reasons)
+        return cls.TIMEOUT if Reason.TIMEOUT in found else cls.CRASHED if Reason.CRASHED in found else cls.OK
+
+
 #: Order used for sorting and for ``--fail-on``; ``error`` is kept apart from ``fail``.
 SEVERITY = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
 
@@ -247,19 +267,24 @@ class Finding:
 
 @dataclass(frozen=True)
 class ProbeRun:
-    """How one probe went: ``ok``, ``timeout``, ``crashed``, ``error`` or ``skipped``."""
+    """How one probe went (a :class:`ProbeStatus`; the plain word is accepted and converted)."""
 
     name: str
-    status: str
+    status: ProbeStatus
     seconds: float = 0.0
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ProbeStatus(self.status))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "seconds": round(self.seconds, 3), "detail": self.detail}
+        return {"name": self.name, "status": self.status.value, "seconds": round(self.seconds, 3),
+                "detail": self.detail}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeRun:
-        return cls(str(data["name"]), str(data["status"]), float(data.get("seconds", 0.0)), str(data.get("detail", "")))
+        return cls(str(data["name"]), ProbeStatus(data["status"]), float(data.get("seconds", 0.0)),
+                   str(data.get("detail", "")))
 
 
 def summarize(findings: Iterable[Finding]) -> dict[str, int]:

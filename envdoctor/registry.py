@@ -8,25 +8,43 @@ the run goes on. ``ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1`` turns discovery off.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Union
 
+from . import factkeys
 from .model import Facts, Finding
 
 ENTRY_POINT_GROUP = "envdoctor.checks"
 AUTOLOAD_ENV = "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD"
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+#: A symptom a check owns: a fact key or family, then what about it (``cuda.init:802``).
+_SYMPTOM_RE = re.compile(r"^[a-z0-9_.]+(?::[a-z0-9_.-]+)+$")
 
 CheckResult = Union[Finding, Iterable[Finding], None]
 CheckFunc = Callable[[Facts], CheckResult]
 
 
 class RegistryError(Exception):
-    """A registration mistake that must not pass silently (duplicate or malformed id)."""
+    """A registration mistake that must not pass silently (duplicate or malformed id, unknown fact key)."""
+
+
+def validate_fact_keys(keys: Iterable[str], what: str, producer: str | None = None) -> None:
+    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.factkeys`
+    (and, with ``producer``, lists that producer: a probe or parser writing a key the registry
+    does not say it writes is a contract nobody else can see)."""
+    keys = tuple(keys)
+    if bad := factkeys.unknown(keys):
+        raise RegistryError(f"{what}: unknown fact key {bad[0]!r}" + (f" (and {len(bad) - 1} more)" if bad[1:] else "")
+                            + ": no probe or parser writes it (the keys are listed in envdoctor/factkeys.py)")
+    if producer and (bad := factkeys.not_produced_by(keys, producer)):
+        raise RegistryError(f"{what}: fact key {bad[0]!r} is not listed as written by {producer} in "
+                            "envdoctor/factkeys.py")
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,12 @@ class CheckSpec:
     judges_failures: bool = False
     healthcheck: bool = False
     provider: str = "envdoctor"
+    #: A microcheck: judges what the ``micro`` probe measured; run by ``--micro-only`` (and, with
+    #: ``healthcheck``, by ``healthcheck --micro`` only).
+    micro: bool = False
+    #: Symptoms this check names the cause of and fails on (``"cuda.init:802"``); a check that
+    #: meets one defers to it through :func:`owner_of` instead of failing a second time.
+    owns: tuple[str, ...] = ()
 
     def __call__(self, facts: Facts) -> CheckResult:
         return self.func(facts)
@@ -53,14 +77,19 @@ def check(
     needs: Iterable[str] = (),
     healthcheck: bool = False,
     judges_failures: bool = False,
+    micro: bool = False,
+    owns: Iterable[str] = (),
 ) -> Callable[[CheckFunc], CheckSpec]:
     """Decorator turning ``func(facts) -> Finding | [Finding] | None`` into a CheckSpec."""
     if not _ID_RE.match(id):
         raise RegistryError(f"check id {id!r} is not kebab-case")
+    needs, owns = tuple(needs), tuple(owns)
+    validate_fact_keys(needs, f"check {id!r} needs=")
+    _validate_symptoms(id, owns)
 
     def wrap(func: CheckFunc) -> CheckSpec:
-        return CheckSpec(id, title, func, description or (func.__doc__ or "").strip(), tuple(needs),
-                         judges_failures, healthcheck)
+        return CheckSpec(id, title, func, description or (func.__doc__ or "").strip(), needs,
+                         judges_failures, healthcheck, micro=micro, owns=owns)
 
     return wrap
 
@@ -75,13 +104,18 @@ class Registry:
             raise RegistryError(f"{spec!r} is not a CheckSpec (use @envdoctor.check)")
         if not _ID_RE.match(spec.id):
             raise RegistryError(f"check id {spec.id!r} is not kebab-case")
+        validate_fact_keys(spec.needs, f"check {spec.id!r} needs=")
+        _validate_symptoms(spec.id, spec.owns)
         if provider and provider != spec.provider:
-            spec = CheckSpec(spec.id, spec.title, spec.func, spec.description, spec.needs,
-                             spec.judges_failures, spec.healthcheck, provider)
+            spec = dataclasses.replace(spec, provider=provider)
         if spec.id in self.checks:
             other = self.checks[spec.id]
             raise RegistryError(
                 f"duplicate check id {spec.id!r}: provided by {other.provider} and by {spec.provider}")
+        for symptom in spec.owns:
+            if owner := next((c for c in self.checks.values() if symptom in c.owns), None):
+                raise RegistryError(f"check {spec.id!r} ({spec.provider}) owns symptom {symptom!r}, which "
+                                    f"{owner.id!r} ({owner.provider}) already owns")
         self.checks[spec.id] = spec
 
     def add_from(self, obj: Any, provider: str) -> int:
@@ -90,11 +124,38 @@ class Registry:
             self.add(spec, provider)
         return len(specs)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[CheckSpec]:
         return iter(self.checks.values())
 
     def __len__(self) -> int:
         return len(self.checks)
+
+
+def _validate_symptoms(check_id: str, owns: tuple[str, ...]) -> None:
+    for symptom in owns:
+        if not isinstance(symptom, str) or not _SYMPTOM_RE.match(symptom):
+            raise RegistryError(f"check {check_id!r} owns={symptom!r}: a symptom is 'fact.key:what' "
+                                "(e.g. 'cuda.init:802')")
+
+
+def _add_builtins(reg: Registry) -> None:
+    from . import checks as _builtin_checks
+
+    for module_name in _builtin_checks.BUILTIN:
+        reg.add_from(importlib.import_module(f"envdoctor.checks.{module_name}"), "envdoctor")
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_owners() -> Mapping[str, str]:
+    reg = Registry()
+    _add_builtins(reg)
+    return {symptom: spec.id for spec in reg for symptom in spec.owns}
+
+
+def owner_of(symptom: str) -> str | None:
+    """The id of the built-in check that owns ``symptom`` (see :attr:`CheckSpec.owns`), or None.
+    Checks call this at judging time, so they never name each other."""
+    return _builtin_owners().get(symptom)
 
 
 def _specs_in(obj: Any) -> Iterable[CheckSpec]:
@@ -127,13 +188,9 @@ def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True
     """Built-ins first, then plugins. Raises RegistryError on duplicate ids."""
     import os
 
-    from . import checks as _builtin_checks
-
     env = os.environ if environ is None else environ
     reg = Registry()
-    for module_name in _builtin_checks.BUILTIN:
-        module = importlib.import_module(f"envdoctor.checks.{module_name}")
-        reg.add_from(module, "envdoctor")
+    _add_builtins(reg)
     if not plugins or env.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
         return reg
     for ep in _entry_points():

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Status, summarize, worst
+from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Status, summarize, worst
 from .redact import redact_value
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -47,8 +47,8 @@ class Report:
 
     def not_run(self) -> list[dict[str, str]]:
         """Probes that did not complete and checks that were skipped, with why."""
-        out = [{"what": f"probe {p.name}", "why": p.status + (f": {p.detail}" if p.detail else "")}
-               for p in self.probes if p.status != "ok"]
+        out = [{"what": f"probe {p.name}", "why": p.status.value + (f": {p.detail}" if p.detail else "")}
+               for p in self.probes if p.status is not ProbeStatus.OK]
         out += [{"what": f"check {f.id}", "why": f.detail or f.title} for f in self.findings if f.status is Status.SKIP]
         return out
 

@@ -56,3 +56,20 @@ def test_bad_reading_shapes_are_rejected_with_value_error():
         Facts.from_dict({"a.b": "not an object"})
     with pytest.raises(ValueError):
         Reading.from_dict({"value": 1, "reason": "exploded"})
+
+
+def test_probe_run_status_is_a_closed_vocabulary_saved_as_the_same_words():
+    from pathlib import Path
+
+    from envdoctor.model import ProbeRun, ProbeStatus
+
+    run = ProbeRun("nvml", "timeout", 2.5, "stuck in nvmlInit")
+    assert run.status is ProbeStatus.TIMEOUT and f"{run.status}" == "timeout"
+    assert run.to_dict() == {"name": "nvml", "status": "timeout", "seconds": 2.5, "detail": "stuck in nvmlInit"}
+    assert ProbeRun.from_dict(json.loads(json.dumps(run.to_dict()))) == run
+    with pytest.raises(ValueError):
+        ProbeRun("nvml", "hung")
+    assert ProbeStatus.of([None, Reason.CRASHED, Reason.TIMEOUT]) is ProbeStatus.TIMEOUT
+    assert ProbeStatus.of([None, Reason.CRASHED]) is ProbeStatus.CRASHED and ProbeStatus.of([]) is ProbeStatus.OK
+    schema = json.loads((Path(__file__).resolve().parent.parent / "envdoctor" / "data" / "report.schema.json").read_text())
+    assert schema["properties"]["probes"]["items"]["properties"]["status"]["enum"] == [s.value for s in ProbeStatus]

@@ -14,7 +14,7 @@ import pytest
 
 from envdoctor.diagnose import diagnose, run_check, select
 from envdoctor.model import Facts, Status, ok
-from envdoctor.registry import AUTOLOAD_ENV, CheckSpec, RegistryError, check, load_registry
+from envdoctor.registry import AUTOLOAD_ENV, CheckSpec, Registry, RegistryError, check, load_registry
 
 
 def _install_plugin(site, dist: str, module: str, code: str, group_value: str | None = None) -> None:
@@ -120,3 +120,91 @@ def test_select_reports_unknown_ids():
     chosen, unknown = select(reg, only=["torch-import", "no-such-check"])
     assert [c.id for c in chosen] == ["torch-import"] and unknown == ["no-such-check"]
     assert isinstance(chosen[0], CheckSpec)
+
+
+# -- declarations instead of ids: microchecks and owned symptoms ----------------------------------------------------
+def _owner_queries() -> set[str]:
+    """Every literal symptom the built-in checks ask owner_of about (f-strings give their fixed part)."""
+    import ast
+    from pathlib import Path
+
+    asked: set[str] = set()
+    for path in (Path(__file__).resolve().parent.parent / "checks").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "owner_of" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant):
+                    asked.add(arg.value)
+                elif isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.Constant):
+                    asked.add(str(arg.values[0].value) + "*")
+    return asked
+
+
+def test_every_owned_symptom_has_one_owner_and_someone_who_defers_to_it():
+    from fnmatch import fnmatch
+
+    from envdoctor.registry import owner_of
+
+    reg = load_registry(environ={AUTOLOAD_ENV: "1"})
+    owned = {symptom: spec.id for spec in reg for symptom in spec.owns}
+    assert owned == {"cuda.init:802": "fabric-manager", "cuda.init:804": "cuda-forward-compat",
+                     "cuda.init:35": "driver-too-old", "cuda.init:35:no-gpus-requested": "container-gpu",
+                     "library_errors:cudnn": "cudnn-mismatch", "library_errors:nccl": "nccl-mismatch",
+                     "nvml.gpus:no-torch-wheel": "gpu-eol"}
+    assert all(owner_of(s) == owner for s, owner in owned.items()) and owner_of("cuda.init:999") is None
+    asked = _owner_queries()
+    assert all(any(fnmatch(s, q) for q in asked) for s in owned), (asked, owned)
+
+
+def test_a_second_owner_of_a_symptom_fails_registration():
+    reg = Registry()
+    reg.add(check("first-owner", "First", owns=("cuda.init:802",))(lambda facts: None))
+    with pytest.raises(RegistryError, match=r"'second-owner'.*'cuda.init:802'.*'first-owner'"):
+        reg.add(check("second-owner", "Second", owns=("cuda.init:802",))(lambda facts: None))
+    with pytest.raises(RegistryError, match="a symptom is"):
+        check("bad-symptom", "Bad", owns=("fabric manager",))
+
+
+def test_microchecks_are_declared_not_recognised_by_their_ids():
+    reg = load_registry(environ={AUTOLOAD_ENV: "1"})
+    micro = [s.id for s in reg if s.micro]
+    assert micro == [s.id for s in reg if s.id.startswith("micro-")] and len(micro) == 7
+    assert [s.id for s in reg if s.micro and s.healthcheck] == ["micro-device"]
+    assert all(s.needs and all(k.startswith("micro.") for k in s.needs) for s in reg if s.micro)
+
+
+def test_the_public_api_is_served_lazily_and_typed_for_plugin_authors():
+    """Every public name resolves at run time, and each is also imported under TYPE_CHECKING so a
+    type checker sees the real class or function, not Any."""
+    import ast
+    from pathlib import Path
+
+    import envdoctor
+
+    for name in envdoctor.__all__:
+        assert getattr(envdoctor, name) is not None
+    assert envdoctor.check is check and envdoctor.CheckSpec is CheckSpec
+    tree = ast.parse((Path(envdoctor.__file__)).read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.asname or a.name for imp in guarded.body if isinstance(imp, ast.ImportFrom) for a in imp.names}
+    assert typed == set(envdoctor.__all__) - {"__version__"}
+    assert {"check", "kit", "Reason", "Reading", "Facts", "CheckSpec"} <= typed
+
+
+def test_a_check_that_defers_names_the_owner_it_looked_up():
+    from envdoctor.checks import compat as compat_checks
+    from envdoctor.checks import driver as driver_checks
+
+    from .fakes.nvidia_facts import healthy_gpu, nv_facts
+
+    kepler = nv_facts(gpus=[healthy_gpu(0, name="GeForce GTX 680", compute_capability="3.0")],
+                      torch__version="2.6.0+cu126", torch__cuda_version="12.6",
+                      torch__arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])
+    [f] = run_check(compat_checks.torch_arch_support, kepler)
+    assert f.status is Status.SKIP and f.title.endswith("judged by gpu-eol")
+    for code, owner in ((802, "fabric-manager"), (804, "cuda-forward-compat"), (35, "driver-too-old")):
+        [f] = run_check(driver_checks.cuda_init, nv_facts(cuda__init={"code": code, "name": "X", "message": "m"}))
+        assert f.status is Status.SKIP and f.title.endswith(f"judged by {owner}"), f.title
+    no_gpus = nv_facts(cuda__init={"code": 35, "name": "X", "message": "m"}, container__gpus_requested=False)
+    [f] = run_check(driver_checks.cuda_init, no_gpus)
+    assert f.title.endswith("judged by container-gpu")

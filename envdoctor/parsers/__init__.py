@@ -14,9 +14,20 @@ from __future__ import annotations
 import re
 
 from ..model import Facts, Reading, Reason, missing, ok
+from ..registry import validate_fact_keys
 from . import collect_env, nvidia_smi, packages, ultralytics
 
-__all__ = ["MAX_CHARS", "ParseError", "detect_formats", "parse_text"]
+__all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
+
+#: Keys :func:`parse_text` writes itself, whatever the format (Python's banner, container evidence).
+PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evidence", "container.gpus_requested")
+#: Each parser's producer name in envdoctor/factkeys.py -> the keys it declares.
+PARSERS: dict[str, tuple[str, ...]] = {
+    "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
+    "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
+}
+for _name, _keys in PARSERS.items():
+    validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
 
 #: A collect_env report is 5-20 KB; nvidia-smi of an 8-GPU box with processes a few KB more.
 #: Beyond this the input is a log or the wrong file, and parsing it would only be slow.

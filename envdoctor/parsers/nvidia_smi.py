@@ -13,6 +13,9 @@ from ._util import cuda_api_int
 SOURCE = "nvidia-smi"
 
 KEYS = ("nvml.driver_version", "nvml.cuda_driver_version", "nvml.device_count", "nvml.gpus")
+#: Written only when the text shows it (NVML's init result); a paste without it leaves it unset,
+#: not ``not_in_report`` like KEYS.
+WRITES_WHEN_SHOWN = ("nvml.init",)
 
 _HEADER_RE = re.compile(r"NVIDIA-SMI\s+\d+(?:\.\d+)+")
 _DRIVER_RE = re.compile(r"Driver Version\s*:\s*(\d+(?:\.\d+)+)")

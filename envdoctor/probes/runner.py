@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from ..host import Host
-from ..model import Facts, ProbeRun, Reading, Reason, missing
+from ..model import Facts, ProbeRun, ProbeStatus, Reading, Reason, missing
 from .spec import Options, ProbeSpec
 
 
@@ -40,7 +40,7 @@ def run_probes(
     def record(spec: ProbeSpec, result: Mapping[str, Reading] | None, exc: BaseException | None) -> None:
         seconds = time.monotonic() - starts[spec.name]
         if exc is not None:
-            run = ProbeRun(spec.name, "error", seconds, f"{type(exc).__name__}: {exc}")
+            run = ProbeRun(spec.name, ProbeStatus.ERROR, seconds, f"{type(exc).__name__}: {exc}")
             fill = {k: missing(Reason.CRASHED, f"probe:{spec.name}", f"probe raised {type(exc).__name__}: {exc}")
                     for k in spec.keys}
         else:
@@ -48,9 +48,7 @@ def run_probes(
             fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}",
                                                 f"probe {spec.name} declares {k} but did not set it (a bug)")) for k in spec.keys}
             fill.update(got)
-            statuses = {r.reason for r in fill.values()}
-            status = "timeout" if Reason.TIMEOUT in statuses else "crashed" if Reason.CRASHED in statuses else "ok"
-            run = ProbeRun(spec.name, status, seconds)
+            run = ProbeRun(spec.name, ProbeStatus.of(r.reason for r in fill.values()), seconds)
         with lock:
             if closed.is_set():
                 return
@@ -89,7 +87,7 @@ def run_probes(
             if name in runs:
                 continue
             seconds = time.monotonic() - starts[name]
-            runs[name] = ProbeRun(name, "timeout", seconds, f"probe {name} did not finish within {seconds:.1f} s")
+            runs[name] = ProbeRun(name, ProbeStatus.TIMEOUT, seconds, f"probe {name} did not finish within {seconds:.1f} s")
             for key in spec.keys:
                 readings.setdefault(key, missing(Reason.TIMEOUT, f"probe:{name}",
                                                  f"probe {name} did not finish within {seconds:.1f} s"))

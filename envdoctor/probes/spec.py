@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..host import Host
 from ..model import Reading
+from ..registry import validate_fact_keys
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class ProbeSpec:
     #: On the critical path (imports torch, or measures speed): runs at normal priority; every
     #: other probe's commands run niced so they never slow those down on a small machine.
     critical: bool = False
+
+    def __post_init__(self) -> None:
+        validate_fact_keys(self.keys, f"probe {self.name!r} keys", producer=f"probe:{self.name}")
 
     def deadline(self, options: Options) -> float:
         return options.timeout * self.scale
