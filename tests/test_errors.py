@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from envdoctor import errors
+from envdoctor.probes import nvidia
 
 DATA = Path(errors.__file__).resolve().parent / "data" / "errors.json"
 
@@ -84,3 +85,20 @@ def test_nvml_codes_cover_the_old_tables() -> None:
     for code in OLD_NVML_TITLED:
         assert errors.nvml()[code].title, code
 
+
+def test_the_nvml_child_gets_the_table_in_its_arguments(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    seen: dict = {}
+
+    class Recording:
+        environ: dict = {}
+
+        def run_child(self, script, args=None, **kw):  # type: ignore[no-untyped-def]
+            seen.update(script=script, args=args)
+            from envdoctor.host import ChildResult
+            return ChildResult("absent", detail="not run")
+
+    nvidia.probe_nvml(Recording(), nvidia.Options())  # type: ignore[arg-type]
+    assert seen["script"] == "nvml_probe"
+    table = seen["args"]["codes"]
+    assert json.loads(json.dumps(table)) == table
+    assert {int(k): tuple(v) for k, v in table.items()} == OLD_NVML
