@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import errors
+from . import compat, errors
 from .versions import cudnn_to_int, cudnn_tuple
 
 __all__ = ["cuda_error", "cudnn_incompatibility", "cudnn_int"]
@@ -116,29 +116,10 @@ def _path_before(text: str, end: int) -> str | None:
     return token if token and _SO_RE.fullmatch(token) else None
 
 
-#: CUDA library families by the start of a library's file name and a symbol's prefix.
-_FAMILY_BY_NAME = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvJitLink", "nvJitLink"),
-                   ("libcusparse", "cusparse"), ("libcublas", "cublas"), ("libcudart", "cudart"),
-                   ("libcufft", "cufft"), ("libcusolver", "cusolver"), ("libcurand", "curand"),
-                   ("libnvrtc", "nvrtc"), ("libcupti", "cupti"), ("libnvToolsExt", "nvtx"), ("libcuda.", "cuda"),
-                   ("libtorch", "torch"), ("libc10", "torch"))
-_FAMILY_BY_SYMBOL = (("__nvJitLink", "nvJitLink"), ("nvJitLink", "nvJitLink"), ("nccl", "nccl"),
-                     ("cudnn", "cudnn"), ("_ZN5cudnn", "cudnn"), ("cublas", "cublas"), ("cusparse", "cusparse"),
-                     ("cufft", "cufft"), ("cusolver", "cusolver"), ("nvrtc", "nvrtc"))
-
-
 def family_of(name: str | None) -> str | None:
-    """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it."""
-    if not name:
-        return None
-    base = name.rsplit("/", 1)[-1]
-    for prefix, family in _FAMILY_BY_NAME:
-        if base.startswith(prefix):
-            return family
-    for prefix, family in _FAMILY_BY_SYMBOL:
-        if base.startswith(prefix):
-            return family
-    return None
+    """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it
+    (the ``cuda_libraries`` table of compat.json)."""
+    return compat.library_family(name)
 
 
 def loader_errors(text: str) -> list[dict[str, Any]]:
