@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import remedies, views
+from .. import errors, remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
 from ..registry import check, owner_of
@@ -485,23 +485,25 @@ def _init_unfinished(facts: Facts, reading: Reading, ev: Mapping[str, Any], call
     return None
 
 
-_NVML_INIT_TEXT: dict[int, tuple[str, str, tuple[str, ...]]] = {
-    # code: (title, explanation, commands)
-    4: ("NVML: insufficient permissions", "This user may not open the NVIDIA device nodes.",
-        ("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # then log in again")),
-    9: ("NVML: driver not loaded", "libnvidia-ml is installed but the nvidia kernel module is not running "
-        "(see driver-installed).", ("sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail")),
-    15: ("NVML: GPU is lost", "A GPU stopped responding (it 'fell off the bus', usually Xid 79): power, "
-         "thermals, PCIe/riser, or failing hardware.",
-         ("sudo dmesg | grep -i xid", "sudo reboot   # if it recurs: check power/cooling, reseat, then RMA")),
-    17: ("NVML: blocked by the operating system", "The OS refused the request (security policy, a hypervisor "
-         "or a sandbox).", ("sudo dmesg | tail",)),
-    18: ("NVML: Driver/library version mismatch", "The userspace driver was updated but the old kernel module "
-         "is still loaded (see driver-version-mismatch).", _reload_commands()),
-    999: ("NVML: Unknown Error", "Inside a container this usually means lost cgroup device access (see "
-          "container-gpu); on a host, a driver in a bad state.", ("sudo dmesg | grep -iE 'xid|nvrm' | tail",
-                                                                  "sudo reboot")),
+# What to run for the nvmlInit results a user can act on; the title and explanation of each
+# code come from envdoctor/data/errors.json (envdoctor.errors.nvml).
+_NVML_INIT_FIX: dict[int, tuple[str, ...]] = {
+    4: ("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # then log in again"),
+    9: ("sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail"),
+    15: ("sudo dmesg | grep -i xid", "sudo reboot   # if it recurs: check power/cooling, reseat, then RMA"),
+    17: ("sudo dmesg | tail",),
+    18: _reload_commands(),
+    999: ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "sudo reboot"),
 }
+
+
+def _nvml_init_text(code: Any, name: Any) -> tuple[str, str, tuple[str, ...]]:
+    """(title, explanation, commands) for an nvmlInit result."""
+    info = errors.nvml().get(code)
+    commands = _NVML_INIT_FIX.get(code)
+    if info is None or not info.title or info.meaning is None or commands is None:
+        return f"NVML failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20")
+    return info.title, info.meaning, commands
 
 
 @check("nvml-init", "NVML initialises", healthcheck=True, judges_failures=True, needs=("nvml.init",))
@@ -552,8 +554,7 @@ def nvml_init(facts: Facts):
                                        ("ldconfig -p | grep libnvidia-ml",
                                         remedies.apt_install(remedies.compute_library_package(driver_branch(facts))),
                                         "sudo ldconfig"), (DRIVER_GUIDE,)))
-    title, text, commands = _NVML_INIT_TEXT.get(code, (f"NVML failed: {init.get('name')}", "", ("nvidia-smi",
-                                                                                                  "sudo dmesg | grep -iE 'xid|nvrm' | tail -20")))
+    title, text, commands = _nvml_init_text(code, init.get("name"))
     detail = f"\"Failed to initialize NVML: {message}\" ({init.get('name')}, {code}). {text}".strip()
     fix = text or (f"nvmlInit returned {init.get('name')}: GPU tools (nvidia-smi, DCGM, NVML-based monitoring) cannot "
                    "read the GPUs. Run nvidia-smi to see the same error, look up the code in NVML's nvmlReturn_t list, "
@@ -562,54 +563,39 @@ def nvml_init(facts: Facts):
 
 
 # -- cuda-init -----------------------------------------------------------------------------------------------
-# CUresult codes cuInit returns in practice (cuda.h), with what they mean and the fix.
-_CUDA_INIT_TEXT: dict[int, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
-    3: ("CUDA is not initialised", "cuInit did not complete initialisation.", ("nvidia-smi",), ()),
-    34: ("libcuda.so.1 is the toolkit's stub library",
-         "The loader picked the link-time stub (…/lib64/stubs/libcuda.so) instead of the driver's libcuda. A "
-         "stubs directory is on LD_LIBRARY_PATH or in the loader cache.",
-         ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep stubs   # remove these entries",
+# What to run (and read) for the cuInit results seen in practice; what each code means, and the
+# finding's title, come from envdoctor/data/errors.json (envdoctor.errors.cuda_init_text).
+_CUDA_INIT_FIX: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    3: (("nvidia-smi",), ()),
+    34: (("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep stubs   # remove these entries",
           "ldconfig -p | grep libcuda.so.1"), ()),
     # 35 is the *runtime* API's cudaErrorInsufficientDriver (torch/cudart print it); cuInit never
     # returns it, but a parsed report may carry it.
-    35: ("The driver is too old for this CUDA runtime (error 35)",
-         "\"CUDA driver version is insufficient for CUDA runtime version\": the application's CUDA runtime is newer "
-         "than the driver supports.",
-         ("nvidia-smi   # 'CUDA Version' = the newest runtime this driver supports",), (DRIVER_DOWNLOAD,)),
-    46: ("GPUs are busy or unavailable (CUDA_ERROR_DEVICE_UNAVAILABLE)",
-         "The GPUs are in exclusive-process or prohibited compute mode and taken (see gpu-compute-mode).",
-         ("nvidia-smi --query-gpu=index,compute_mode --format=csv", "nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv"), ()),
-    100: ("No CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)",
-          "The driver loads but exposes no device to this process: CUDA_VISIBLE_DEVICES hides them, a container got "
-          "no GPU, or MIG is enabled without instances.",
-          ("echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"", "nvidia-smi -L"), ()),
-    101: ("Invalid device (CUDA_ERROR_INVALID_DEVICE)", "CUDA_VISIBLE_DEVICES names a device that does not exist.",
-          ("nvidia-smi -L",), ()),
-    304: ("The OS blocked CUDA (CUDA_ERROR_OPERATING_SYSTEM)", "An OS call failed: often a sandbox, seccomp "
-          "profile or missing /dev/nvidia-uvm.", ("ls -l /dev/nvidia*",), ()),
-    800: ("CUDA: operation not permitted", "The process is not allowed to use the GPU.", ("ls -l /dev/nvidia*",), ()),
-    802: ("CUDA: system not yet initialized (802) — fabric manager",
-          "On NVSwitch systems (HGX/DGX A100/H100/H200/B200) CUDA refuses to start until nvidia-fabricmanager has "
-          "set up the NVLink fabric; nvidia-smi itself looks healthy. See fabric-manager.",
-          ("systemctl status nvidia-fabricmanager",
-           "sudo apt install nvidia-fabricmanager-<branch>   # exactly the driver's version",
+    35: (("nvidia-smi   # 'CUDA Version' = the newest runtime this driver supports",), (DRIVER_DOWNLOAD,)),
+    46: (("nvidia-smi --query-gpu=index,compute_mode --format=csv", "nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv"), ()),
+    100: (("echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"", "nvidia-smi -L"), ()),
+    101: (("nvidia-smi -L",), ()),
+    304: (("ls -l /dev/nvidia*",), ()),
+    800: (("ls -l /dev/nvidia*",), ()),
+    802: (("systemctl status nvidia-fabricmanager",
+           remedies.apt_install(remedies.fabric_manager_package("<branch>"), note="exactly the driver's version"),
            "sudo systemctl enable --now nvidia-fabricmanager"), (FABRIC_GUIDE,)),
-    803: ("CUDA: driver mismatch (803)", "\"system has unsupported display driver / cuda driver combination\": "
-          "libcuda and the kernel module come from different releases (see driver-version-mismatch).",
-          _reload_commands(), ()),
-    804: ("CUDA forward compatibility is not supported on this GPU (804)",
-          "\"forward compatibility was attempted on non supported HW\": a cuda-compat libcuda (…/compat/) newer than "
-          "the driver is loaded, and this GPU (GeForce and most non-datacenter parts) cannot use it. See "
-          "cuda-forward-compat.",
-          ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
+    803: (_reload_commands(), ()),
+    804: (("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
            "ldconfig -p | grep libcuda.so.1"), (FORWARD_COMPAT,)),
-    999: ("CUDA: unknown error (999)",
-          "cuInit failed with CUDA_ERROR_UNKNOWN. Usual causes: the nvidia_uvm module or /dev/nvidia-uvm is missing, "
-          "or the driver is in a bad state after suspend/resume.",
-          ("sudo modprobe -r nvidia_uvm && sudo modprobe nvidia_uvm   # or: sudo nvidia-modprobe -u -c 0",
+    999: (("sudo modprobe -r nvidia_uvm && sudo modprobe nvidia_uvm   # or: sudo nvidia-modprobe -u -c 0",
            "ls -l /dev/nvidia-uvm", "sudo reboot   # if that does not help"),
           ("https://github.com/pytorch/pytorch/issues/88639",)),
 }
+
+
+def _cuda_init_text(code: Any, name: str) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """(title, explanation, commands, links) for a cuInit result."""
+    known = errors.cuda_init_text(code)
+    fix = _CUDA_INIT_FIX.get(code)
+    if known is None or fix is None:
+        return f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20"), ()
+    return known[0], known[1], fix[0], fix[1]
 
 
 @check("cuda-init", "The CUDA driver API initialises (cuInit)", healthcheck=True, judges_failures=True,
@@ -650,14 +636,13 @@ def cuda_init(facts: Facts):
     if owner:
         # The check that names the cause judges it (and fails); one failure per cause.
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
-                    detail=f"\"{init.get('message') or ''}\". {_CUDA_INIT_TEXT[code][1]}", evidence=ev)
+                    detail=f"\"{init.get('message') or ''}\". {_cuda_init_text(code, '')[1]}", evidence=ev)
     if code == 0:
         return ok(f"cuInit succeeded: {facts.value('cuda.device_count', 0)} device(s), driver API "
                   f"{facts.value('cuda.driver_version', '?')}", evidence=ev)
     name = init.get("name") or f"CUresult {code}"
     message = init.get("message") or ""
-    title, text, commands, links = _CUDA_INIT_TEXT.get(
-        code, (f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20"), ()))
+    title, text, commands, links = _cuda_init_text(code, name)
     if code == 802:
         commands = tuple(c.replace("<branch>", driver_branch(facts)) for c in commands)
     fix = text or (f"cuInit returned {name}, so no CUDA program (torch included) can use the GPU. Look the code up in "

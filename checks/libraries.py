@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import remedies
+from .. import compat, remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason, Status
 from ..registry import check, owner_of
@@ -28,17 +28,8 @@ MAPPED_FAMILIES = ("cudart", "cublas", "cublasLt", "cudnn", "nccl", "nvJitLink",
 #: Which inventoried family tells whether a wheel copy of a mapped family exists.
 WHEEL_EVIDENCE = {"cudart": "cudart", "cudnn": "cudnn", "nccl": "nccl", "cublas": "cublas", "cublasLt": "cublas"}
 
-#: soname stem -> pip distribution stem (NVIDIA's wheels on PyPI). CUDA 12 wheels carry a
-#: ``-cu12`` suffix; CUDA 13 toolkit wheels dropped it, except the ones below that still use one.
-_PACKAGES = (
-    ("libcudart", "nvidia-cuda-runtime"), ("libcublasLt", "nvidia-cublas"), ("libcublas", "nvidia-cublas"),
-    ("libcudnn", "nvidia-cudnn"), ("libnccl", "nvidia-nccl"), ("libnvJitLink", "nvidia-nvjitlink"),
-    ("libcusparseLt", "nvidia-cusparselt"), ("libcusparse", "nvidia-cusparse"), ("libcufft", "nvidia-cufft"),
-    ("libcurand", "nvidia-curand"), ("libcusolver", "nvidia-cusolver"), ("libnvrtc", "nvidia-cuda-nvrtc"),
-    ("libcupti", "nvidia-cuda-cupti"), ("libcufile", "nvidia-cufile"), ("libnvshmem_host", "nvidia-nvshmem"),
-    ("libnvToolsExt", "nvidia-nvtx"),
-)
-_ALWAYS_SUFFIXED = {"nvidia-cudnn", "nvidia-nccl", "nvidia-cusparselt", "nvidia-nvshmem"}
+# Which pip wheel ships which CUDA library, its -cuNN naming and its site-packages folder: the
+# cuda_libraries table of compat.json (envdoctor.compat.cuda_library, wheel_name).
 #: Libraries that come with the NVIDIA driver, never from pip.
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so")
 
@@ -142,22 +133,14 @@ def _ldd_summary(facts: Facts) -> Any:
 _CUDA_SONAME = r"^lib(cudart|cublas|cudnn|nccl|nvJitLink|nvrtc|cusparse|cufft|curand|cusolver|cupti|cuda|nvshmem|cufile)"
 
 
-#: soname stem -> the ``site-packages/nvidia/<dir>/lib`` folder of its CUDA 12 wheel; CUDA 13
-#: wheels put the toolkit libraries together in ``nvidia/cu13/lib``.
-_WHEEL_DIR = (
-    ("libcudart", "cuda_runtime"), ("libcublasLt", "cublas"), ("libcublas", "cublas"), ("libcudnn", "cudnn"),
-    ("libnccl", "nccl"), ("libnvJitLink", "nvjitlink"), ("libcusparseLt", "cusparselt"), ("libcusparse", "cusparse"),
-    ("libcufft", "cufft"), ("libcurand", "curand"), ("libcusolver", "cusolver"), ("libnvrtc", "cuda_nvrtc"),
-    ("libcupti", "cuda_cupti"), ("libcufile", "cufile"), ("libnvshmem", "nvshmem"),
-)
-
-
 def _wheel_ships(soname: str, wheel_dirs: Sequence[str]) -> bool:
-    stem = soname.split(".so", 1)[0]
-    sub = next((d for prefix, d in _WHEEL_DIR if stem == prefix or stem.startswith(prefix + "_")), None)
-    if sub is None:
+    """True when one of the wheel folders is where the pip wheel of ``soname`` puts it: its own
+    ``nvidia/<dir>/lib`` (CUDA 12), or the folder CUDA 13 toolkit wheels share (``nvidia/cu13/lib``)."""
+    lib = compat.wheel_library(soname)
+    if lib is None or lib.wheel_dir is None:
         return False
-    return any(w.endswith((f"/nvidia/{sub}/lib", "/nvidia/cu13/lib")) for w in wheel_dirs)
+    folders = tuple(f"/nvidia/{d}/lib" for d in (lib.wheel_dir, *compat.shared_wheel_dirs()))
+    return any(w.endswith(folders) for w in wheel_dirs)
 
 
 def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
@@ -167,10 +150,6 @@ def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
     return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(kept))
 
 
-#: pip distribution (without the -cuNN suffix) that ships each CUDA library family.
-_WHEEL_OF = {"nvJitLink": "nvidia-nvjitlink", "cublas": "nvidia-cublas", "cusparse": "nvidia-cusparse",
-             "cudart": "nvidia-cuda-runtime", "cufft": "nvidia-cufft", "cusolver": "nvidia-cusolver",
-             "curand": "nvidia-curand", "nvrtc": "nvidia-cuda-nvrtc", "cupti": "nvidia-cuda-cupti"}
 
 
 def _symbol_minimum(symbol: str) -> str | None:
@@ -206,9 +185,9 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]):
                      + f", and the {lib} the loader found lacks it")
         commands.append(f"ldd {e['path']} | grep -i {provider}   # which copy it resolves to")
         major = re.search(r"\.so\.(\d+)", node or "") or re.search(r"\.so\.(\d+)", e["library"])
-        wheel = _WHEEL_OF.get(provider)
+        wheel = compat.family_wheel(provider)
         if wheel and major:
-            name = f"{wheel}-cu{major.group(1)}" if int(major.group(1)) <= 12 else wheel
+            name = compat.wheel_name(wheel, major.group(1))
             spec = f"'{name}>={minimum}'" if minimum else name
             commands.append(remedies.pip_install(py, spec, upgrade=True))
     foreign = [e["path"] for e in errs if outside_wheel(e["path"])]
@@ -367,9 +346,9 @@ def library_conflicts(facts: Facts):
 
 def package_for(soname: str, facts: Facts) -> str | None:
     """The pip requirement that ships ``soname`` for this torch (``nvidia-cuda-runtime-cu12==12.6.77``)."""
-    stem = soname.split(".so", 1)[0]
-    base = next((pkg for prefix, pkg in _PACKAGES if stem == prefix or stem.startswith(prefix + "_")), None)
-    if base is None:
+    lib = compat.wheel_library(soname)
+    base = lib.wheel if lib else None
+    if lib is None or base is None:
         return None
     pins: Mapping[str, str] = facts.value("libs.torch_requires") or {}
     for name, version in pins.items():
@@ -377,13 +356,11 @@ def package_for(soname: str, facts: Facts) -> str | None:
             return f"{name}=={version}"
     cuda = facts.value("torch.cuda_version")
     major = str(cuda).split(".")[0] if cuda else None
-    if major is None and stem in ("libcudart", "libcublas", "libcublasLt", "libnvrtc", "libnvJitLink"):
+    if major is None and lib.soname_major_is_cuda:
         major = soname.rsplit(".so.", 1)[-1].split(".")[0] if ".so." in soname else None
     if not major or not major.isdigit():
         return None
-    if int(major) >= 13 and base not in _ALWAYS_SUFFIXED:
-        return base
-    return f"{base}-cu{major}"
+    return compat.wheel_name(base, major)
 
 
 @check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",

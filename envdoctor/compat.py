@@ -566,3 +566,102 @@ def toolkit_range(cuda: str) -> tuple[CC, CC] | None:
     lo, hi = parse_cc(row["min_cc"]), parse_cc(row["max_cc"])
     assert lo is not None and hi is not None
     return lo, hi
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA libraries: file name -> family -> the NVIDIA pip wheel that ships it
+
+@dataclass(frozen=True)
+class CudaLibrary:
+    """One ``cuda_libraries`` row: the libraries whose file name starts with ``prefix``."""
+
+    prefix: str  # "libcudart", "libcudnn" (libcudnn_ops too), "libcuda." (the driver's)
+    family: str  # what a loader or symbol error calls it: "cudart", "cublas" (libcublasLt too)
+    wheel: str | None  # the pip distribution without its -cuNN suffix; None: not from a CUDA wheel
+    wheel_dir: str | None  # site-packages/nvidia/<wheel_dir>/lib of its suffixed (CUDA <= 12) wheel
+    always_suffixed: bool = False  # -cuNN even for CUDA 13 (nvidia-cudnn-cu13)
+    soname_major_is_cuda: bool = False  # libcudart.so.12 is CUDA 12's
+    symbols: tuple[str, ...] = ()  # prefixes of the symbols the family defines
+
+
+@functools.cache
+def cuda_libraries() -> tuple[CudaLibrary, ...]:
+    """Every row of the ``cuda_libraries`` table, in its order."""
+    return tuple(CudaLibrary(str(r["prefix"]), str(r["family"]), r.get("wheel"), r.get("wheel_dir"),
+                             bool(r.get("always_suffixed", False)), bool(r.get("soname_major_is_cuda", False)),
+                             tuple(r.get("symbols", ())))
+                 for r in data()["cuda_libraries"]["rows"])
+
+
+def _longest(candidates: Iterable[tuple[str, CudaLibrary]], text: str) -> CudaLibrary | None:
+    best: tuple[str, CudaLibrary] | None = None
+    for prefix, lib in candidates:
+        if text.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, lib)
+    return best[1] if best else None
+
+
+def cuda_library(file_name: str) -> CudaLibrary | None:
+    """The row of a library file (``"libcublasLt.so.12"``, a path, ``"libnvrtc-builtins.so.12.8"``): the
+    longest prefix of its base name; None for anything else."""
+    return _longest(((lib.prefix, lib) for lib in cuda_libraries()), file_name.rsplit("/", 1)[-1])
+
+
+#: auditwheel's renamed copies (``libcudart-a7b20f20.so.11.0``) belong to the wheel that bundled them
+#: (older torch wheels, in torch/lib), not to NVIDIA's.
+_BUNDLED_COPY_RE = re.compile(r"-[0-9a-f]{8}\.so(\.|$)")
+
+
+def wheel_library(file_name: str) -> CudaLibrary | None:
+    """The row of a library file that NVIDIA's pip wheel ships (None for the driver's libraries,
+    torch's own and auditwheel's bundled copies)."""
+    lib = cuda_library(file_name)
+    if lib is None or lib.wheel is None or _BUNDLED_COPY_RE.search(file_name.rsplit("/", 1)[-1]):
+        return None
+    return lib
+
+
+def cuda_library_by_symbol(symbol: str) -> CudaLibrary | None:
+    """The row whose family defines ``symbol`` (``"__nvJitLinkComplete_12_4"`` -> nvJitLink)."""
+    return _longest(((prefix, lib) for lib in cuda_libraries() for prefix in lib.symbols), symbol)
+
+
+def library_family(name: str | None) -> str | None:
+    """``"libcusparse.so.12"`` (or a path) -> ``"cusparse"``; a symbol name -> the family that defines it."""
+    if not name:
+        return None
+    lib = cuda_library(name) or cuda_library_by_symbol(name.rsplit("/", 1)[-1])
+    return lib.family if lib else None
+
+
+def family_library(family: str) -> CudaLibrary | None:
+    """A family's main library, its first row: ``"cublas"`` -> libcublas (not libcublasLt)."""
+    return next((lib for lib in cuda_libraries() if lib.family == family), None)
+
+
+def family_wheel(family: str) -> str | None:
+    """The pip distribution (without -cuNN) that ships a family: ``"cudart"`` -> ``"nvidia-cuda-runtime"``."""
+    lib = family_library(family)
+    return lib.wheel if lib else None
+
+
+def wheel_name(wheel: str, cuda_major: int | str) -> str:
+    """The distribution for a CUDA major: ``("nvidia-cuda-runtime", 12)`` -> ``"nvidia-cuda-runtime-cu12"``,
+    ``("nvidia-cuda-runtime", 13)`` -> ``"nvidia-cuda-runtime"``,
+    ``("nvidia-cudnn", 13)`` -> ``"nvidia-cudnn-cu13"`` (always suffixed)."""
+    table = data()["cuda_libraries"]
+    suffixed = {lib.wheel for lib in cuda_libraries() if lib.always_suffixed}
+    if int(cuda_major) <= int(table["suffix_until_cuda_major"]) or wheel in suffixed:
+        return f"{wheel}-cu{int(cuda_major)}"
+    return wheel
+
+
+def wheel_dist_stem(wheel: str) -> str:
+    """The start of a wheel's ``.dist-info`` folder name: ``"nvidia-cuda-runtime"`` -> ``"nvidia_cuda_runtime"``
+    (``nvidia_cuda_runtime_cu12-12.4.127.dist-info``)."""
+    return wheel.replace("-", "_")
+
+
+def shared_wheel_dirs() -> tuple[str, ...]:
+    """The ``site-packages/nvidia/<dir>`` folders that CUDA 13+ toolkit wheels share (``"cu13"``)."""
+    return tuple(str(d) for d in data()["cuda_libraries"]["shared_wheel_dirs"].values())

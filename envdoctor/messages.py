@@ -16,26 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .versions import cudnn_tuple
+from . import compat, errors
+from .versions import cudnn_to_int, cudnn_tuple
 
-__all__ = ["CUDA_RUNTIME_ERRORS", "cuda_error", "cudnn_incompatibility", "cudnn_int"]
-
-#: cudaError_t codes whose value and meaning equal the driver API's CUresult for cuInit, so a
-#: runtime error from cudaGetDeviceCount() stands for what cuInit returned. (35, the runtime's
-#: "driver too old", has no cuInit equivalent but is judged by cuda-init's table too.)
-#: https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html
-#: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html
-CUDA_RUNTIME_ERRORS: dict[int, str] = {
-    35: "cudaErrorInsufficientDriver",
-    46: "CUDA_ERROR_DEVICE_UNAVAILABLE",
-    100: "CUDA_ERROR_NO_DEVICE",
-    101: "CUDA_ERROR_INVALID_DEVICE",
-    304: "CUDA_ERROR_OPERATING_SYSTEM",
-    802: "CUDA_ERROR_SYSTEM_NOT_READY",
-    803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
-    999: "CUDA_ERROR_UNKNOWN",
-}
+__all__ = ["cuda_error", "cudnn_incompatibility", "cudnn_int"]
 
 # torch >= 1.8: "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before
 # calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
@@ -55,21 +39,9 @@ _CUDNN_TUPLE_RE = re.compile(r"cuDNN version incompatibility: PyTorch was compil
                              r"but (?:found runtime version|linked against) \((\d+), (\d+), (\d+)\)")
 _CUDNN_INT_RE = re.compile(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
 
-
-#: cudaGetErrorString / cuGetErrorString wording that names one code unambiguously, as CUDA samples,
-#: vLLM logs and other frameworks print it without torch's "Error NNN:" prefix.
-_ERROR_STRINGS = (
-    ("system not yet initialized", 802),
-    ("forward compatibility was attempted on non supported HW", 804),
-    ("system has unsupported display driver / cuda driver combination", 803),
-    ("no CUDA-capable device is detected", 100),
-    ("all CUDA-capable devices are busy or unavailable", 46),
-    ("CUDA driver version is insufficient for CUDA runtime version", 35),
-)
+# Which codes stand for cuInit's result, their names and the runtime's own words for them:
+# envdoctor/data/errors.json (envdoctor.errors).
 #: cudaError_t names as CUDA samples print them: "code=35(cudaErrorInsufficientDriver)".
-_RUNTIME_NAMES = {"cudaErrorInsufficientDriver": 35, "cudaErrorNoDevice": 100, "cudaErrorSystemNotReady": 802,
-                  "cudaErrorSystemDriverMismatch": 803, "cudaErrorCompatNotSupportedOnDevice": 804,
-                  "cudaErrorDevicesUnavailable": 46, "cudaErrorUnknown": 999}
 _RUNTIME_NAME_RE = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 #: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).
 _CUINIT_NAME_RE = re.compile(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
@@ -87,30 +59,30 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     if code is None and _UNKNOWN_RE.search(text):
         code, message = 999, "unknown error"
     if code is None and (m := _CUINIT_NAME_RE.search(text)):
-        names = {name: c for c, name in CUDA_RUNTIME_ERRORS.items()}
+        names = {name: c for c, name in errors.cuda_init_codes().items()}
         if m.group(1) in names:
             code, message = names[m.group(1)], text[m.end():].strip(" :")[:120] or m.group(1)
             return {"code": code, "name": m.group(1), "message": message}
     if code is None and "cudaError" in text and (m := _RUNTIME_NAME_RE.search(text)):
-        code = _RUNTIME_NAMES.get(m.group(1))
+        code = errors.runtime_names().get(m.group(1))
         message = m.group(1)
     if code is None:
-        for words, known in _ERROR_STRINGS:
+        for words, known in errors.runtime_messages():
             if words.lower() in text.lower():
                 code, message = known, words
                 break
-    if code is None or code not in CUDA_RUNTIME_ERRORS:
+    init_codes = errors.cuda_init_codes()
+    if code is None or code not in init_codes:
         return None
     # CUDA < 10.1 numbered cudaErrorUnknown 30: only trust a code whose words agree.
     if code == 999 and "unknown" not in message.lower():
         return None
-    return {"code": code, "name": CUDA_RUNTIME_ERRORS[code], "message": message}
+    return {"code": code, "name": init_codes[code], "message": message}
 
 
 def cudnn_int(version: tuple[int, int, int]) -> int:
     """``(8, 0, 3)`` -> ``8003``, ``(9, 1, 0)`` -> ``90100``: how torch.backends.cudnn.version() encodes it."""
-    major, minor, patch = version
-    return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
+    return cudnn_to_int(version) or 0
 
 
 def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
@@ -144,29 +116,10 @@ def _path_before(text: str, end: int) -> str | None:
     return token if token and _SO_RE.fullmatch(token) else None
 
 
-#: CUDA library families by the start of a library's file name and a symbol's prefix.
-_FAMILY_BY_NAME = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvJitLink", "nvJitLink"),
-                   ("libcusparse", "cusparse"), ("libcublas", "cublas"), ("libcudart", "cudart"),
-                   ("libcufft", "cufft"), ("libcusolver", "cusolver"), ("libcurand", "curand"),
-                   ("libnvrtc", "nvrtc"), ("libcupti", "cupti"), ("libnvToolsExt", "nvtx"), ("libcuda.", "cuda"),
-                   ("libtorch", "torch"), ("libc10", "torch"))
-_FAMILY_BY_SYMBOL = (("__nvJitLink", "nvJitLink"), ("nvJitLink", "nvJitLink"), ("nccl", "nccl"),
-                     ("cudnn", "cudnn"), ("_ZN5cudnn", "cudnn"), ("cublas", "cublas"), ("cusparse", "cusparse"),
-                     ("cufft", "cufft"), ("cusolver", "cusolver"), ("nvrtc", "nvrtc"))
-
-
 def family_of(name: str | None) -> str | None:
-    """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it."""
-    if not name:
-        return None
-    base = name.rsplit("/", 1)[-1]
-    for prefix, family in _FAMILY_BY_NAME:
-        if base.startswith(prefix):
-            return family
-    for prefix, family in _FAMILY_BY_SYMBOL:
-        if base.startswith(prefix):
-            return family
-    return None
+    """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it
+    (the ``cuda_libraries`` table of compat.json)."""
+    return compat.library_family(name)
 
 
 def loader_errors(text: str) -> list[dict[str, Any]]:

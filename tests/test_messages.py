@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .builders import facts, missing
-from envdoctor import messages
+from envdoctor import errors, messages
 from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Reason, Status
 from envdoctor.parsers import parse_text
@@ -46,7 +46,7 @@ def report(*before: str, torch: str = "1.13.1+cu117", cuda: str = "11.7", gpus: 
 ])
 def test_cuda_error_codes_are_read(text: str, code: int) -> None:
     found = messages.cuda_error(text)
-    assert found is not None and found["code"] == code and found["name"] == messages.CUDA_RUNTIME_ERRORS[code]
+    assert found is not None and found["code"] == code and found["name"] == errors.cuda_init_codes()[code]
 
 
 @pytest.mark.parametrize("text", [

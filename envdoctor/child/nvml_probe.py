@@ -11,42 +11,12 @@ import sys
 
 from _edchild import args, done, emit, error_text, mapped, stage
 
-# NVML return codes (nvml.h) -> (symbolic name, envdoctor reason). The reason is what a user
-# can act on: "absent" (nothing to talk to), "denied", "unsupported" (this GPU/driver does not
-# offer it: degrade), "failed" (it should work and does not).
-CODES = {
-    1: ("NVML_ERROR_UNINITIALIZED", "failed"),
-    2: ("NVML_ERROR_INVALID_ARGUMENT", "failed"),
-    3: ("NVML_ERROR_NOT_SUPPORTED", "unsupported"),
-    4: ("NVML_ERROR_NO_PERMISSION", "denied"),
-    5: ("NVML_ERROR_ALREADY_INITIALIZED", "failed"),
-    6: ("NVML_ERROR_NOT_FOUND", "absent"),
-    7: ("NVML_ERROR_INSUFFICIENT_SIZE", "failed"),
-    8: ("NVML_ERROR_INSUFFICIENT_POWER", "failed"),
-    9: ("NVML_ERROR_DRIVER_NOT_LOADED", "absent"),
-    10: ("NVML_ERROR_TIMEOUT", "timeout"),
-    11: ("NVML_ERROR_IRQ_ISSUE", "failed"),
-    12: ("NVML_ERROR_LIBRARY_NOT_FOUND", "absent"),
-    # The bindings know a function the installed driver does not export (bindings newer than
-    # the driver): degrade, never fail.
-    13: ("NVML_ERROR_FUNCTION_NOT_FOUND", "unsupported"),
-    14: ("NVML_ERROR_CORRUPTED_INFOROM", "failed"),
-    15: ("NVML_ERROR_GPU_IS_LOST", "failed"),
-    16: ("NVML_ERROR_RESET_REQUIRED", "failed"),
-    17: ("NVML_ERROR_OPERATING_SYSTEM", "denied"),
-    18: ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "failed"),
-    19: ("NVML_ERROR_IN_USE", "failed"),
-    20: ("NVML_ERROR_MEMORY", "failed"),
-    21: ("NVML_ERROR_NO_DATA", "unsupported"),
-    22: ("NVML_ERROR_VGPU_ECC_NOT_SUPPORTED", "unsupported"),
-    23: ("NVML_ERROR_INSUFFICIENT_RESOURCES", "failed"),
-    25: ("NVML_ERROR_ARGUMENT_VERSION_MISMATCH", "unsupported"),
-    26: ("NVML_ERROR_DEPRECATED", "unsupported"),
-    27: ("NVML_ERROR_NOT_READY", "failed"),
-    28: ("NVML_ERROR_GPU_NOT_FOUND", "absent"),
-    29: ("NVML_ERROR_INVALID_STATE", "failed"),
-    999: ("NVML_ERROR_UNKNOWN", "failed"),
-}
+# NVML return codes (nvml.h) -> (symbolic name, envdoctor reason), from envdoctor/data/errors.json:
+# the parent passes the table in this script's JSON arguments ({"codes": {"9": [name, reason]}}),
+# since a child script cannot import envdoctor. The reason is what a user can act on: "absent"
+# (nothing to talk to), "denied", "unsupported" (this GPU/driver does not offer it: degrade),
+# "failed" (it should work and does not). Run without the table, a code is named by its number.
+CODES = {}
 
 GPU_IS_LOST = 15
 NOT_FOUND = 6
@@ -263,9 +233,21 @@ def read_fabric(g):
     return None
 
 
+def load_codes(given):
+    """The code table from the parent's arguments; malformed entries are skipped."""
+    table = given.get("codes") if isinstance(given, dict) else None
+    if not isinstance(table, dict):
+        return
+    for key, entry in table.items():
+        try:
+            CODES[int(key)] = (str(entry[0]), str(entry[1]))
+        except (TypeError, ValueError, IndexError):
+            continue
+
+
 def main():
     global pynvml
-    args()
+    load_codes(args())
     stage("import pynvml")
     try:
         import pynvml as module

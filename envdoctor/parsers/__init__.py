@@ -15,7 +15,7 @@ import re
 
 from ..model import Facts, Reading, Reason, missing, ok
 from ..registry import validate_fact_keys
-from . import collect_env, nvidia_smi, packages, ultralytics
+from . import collect_env, nvidia_smi, packages, signatures, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -81,8 +81,8 @@ def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
     command (kubectl logs, docker run …) before the first report line."""
     if prompt := next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None):
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
-    if any(collect_env.NGC_NO_DRIVER in line for line in lines):
-        return "docker", f"the start-up banner of an NVIDIA container image (\"{collect_env.NGC_NO_DRIVER}\")"
+    if any(signatures.NGC_NO_DRIVER in line for line in lines):
+        return "docker", f"the start-up banner of an NVIDIA container image (\"{signatures.NGC_NO_DRIVER}\")"
     for line in lines:
         if _REPORT_LINE_RE.search(line):
             if _COMPOSE_LOG_RE.match(line):
@@ -131,7 +131,7 @@ def detect_formats(text: str) -> list[str]:
         found.append("ultralytics")
     if "collect_env" not in found and packages.looks_like(lines):
         found.append("package-list")
-    if not found and collect_env.has_messages(lines):
+    if not found and signatures.has_messages(lines):
         found.append("torch-messages")
     return found
 
@@ -161,7 +161,7 @@ def _parse(text: str) -> Facts:
     is_smi = nvidia_smi.looks_like(lines)
     is_banner = not is_collect_env and ultralytics.looks_like(lines)
     is_list = not is_collect_env and packages.looks_like(lines)
-    is_messages = not (is_collect_env or is_smi or is_banner or is_list) and collect_env.has_messages(lines)
+    is_messages = not (is_collect_env or is_smi or is_banner or is_list) and signatures.has_messages(lines)
     if not (is_collect_env or is_smi or is_banner or is_list or is_messages):
         printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
         what = "binary or garbled data" if printable < 0.9 else "text"
@@ -187,7 +187,7 @@ def _parse(text: str) -> Facts:
     if not is_collect_env:
         # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
         # often pasted next to nvidia-smi without a collect_env block: they still are facts.
-        collect_env.scan_messages(lines, readings)
+        signatures.scan_messages(lines, readings)
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
         # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
         banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .. import errors
 from ..model import Reading, Reason, missing, ok
 from ._util import cuda_api_int
 
@@ -35,20 +36,9 @@ _FAILURES = (
     "couldn't communicate with the NVIDIA driver",
     "Unable to determine the device handle",
 )
-# What nvidia-smi prints after "Failed to initialize NVML: " (or instead of it) -> the NVML
-# return code behind it (nvml.h), so a pasted failure feeds the same nvml-init /
-# driver-version-mismatch checks as a live probe.
-_NVML_WORDS = (
-    ("Driver/library version mismatch", 18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
-    ("couldn't communicate with the NVIDIA driver", 9, "NVML_ERROR_DRIVER_NOT_LOADED"),
-    ("Driver Not Loaded", 9, "NVML_ERROR_DRIVER_NOT_LOADED"),
-    ("Insufficient Permissions", 4, "NVML_ERROR_NO_PERMISSION"),
-    ("GPU access blocked by the operating system", 17, "NVML_ERROR_OPERATING_SYSTEM"),
-    ("GPU is lost", 15, "NVML_ERROR_GPU_IS_LOST"),
-    ("NVML Shared Library Not Found", 12, "NVML_ERROR_LIBRARY_NOT_FOUND"),
-    ("Function Not Found", 13, "NVML_ERROR_FUNCTION_NOT_FOUND"),
-    ("Unknown Error", 999, "NVML_ERROR_UNKNOWN"),
-)
+# What nvidia-smi prints after "Failed to initialize NVML: " (or instead of it) and the NVML
+# return code behind it come from envdoctor/data/errors.json (errors.nvml_printed), so a pasted
+# failure feeds the same nvml-init / driver-version-mismatch checks as a live probe.
 _NOT_FOUND = ("nvidia-smi: command not found", "'nvidia-smi' is not recognized", "nvidia-smi: not found")
 _MIB = 1 << 20
 
@@ -88,7 +78,7 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     if driver:
         out["nvml.init"] = ok({"code": 0, "name": "NVML_SUCCESS", "reason": None, "message": "Success"}, SOURCE)
     elif failure:
-        for words, code, name in _NVML_WORDS:
+        for words, code, name in errors.nvml_printed():
             if words.lower() in failure.lower():
                 reason = {9: "absent", 12: "absent", 4: "denied"}.get(code, "failed")
                 out["nvml.init"] = ok({"code": code, "name": name, "reason": reason, "message": words}, SOURCE,

@@ -14,30 +14,65 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from .. import versions
+from .. import compat, versions
 from ..host import ChildResult, CommandResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 
 SOURCE_CHILD = "child:lib_probe"
 
-#: Library families this probe inventories. The pattern matches the main library only (not
-#: libcublasLt or cuDNN's sub-libraries); ``-[0-9a-f]{8}`` covers auditwheel's hashed copies
-#: that older torch wheels bundled in torch/lib (``libcudart-a7b20f20.so.11.0``).
-FAMILIES: dict[str, re.Pattern[str]] = {
-    family: re.compile(rf"^lib{stem}(-[0-9a-f]{{8}})?\.so(\.\d+)*$")
-    for family, stem in (("cudart", "cudart"), ("cudnn", "cudnn"), ("nccl", "nccl"), ("cublas", "cublas"))
-}
-COPY_KEYS = {family: f"libs.{family}_copies" for family in FAMILIES}
+#: Library families this probe inventories (its ``libs.<family>_copies`` facts).
+INVENTORIED = ("cudart", "cudnn", "nccl", "cublas")
+COPY_KEYS = {family: f"libs.{family}_copies" for family in INVENTORIED}
+
+_V = TypeVar("_V")
+
+
+class _FromCompat(Mapping[str, _V]):
+    """A table built from compat.json on first use, so importing the probe never loads it."""
+
+    def __init__(self, build: Callable[[], dict[str, _V]]) -> None:
+        self._build = build
+        self._table: dict[str, _V] | None = None
+
+    def _get(self) -> dict[str, _V]:
+        if self._table is None:
+            self._table = self._build()
+        return self._table
+
+    def __getitem__(self, key: str) -> _V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def _main_library(family: str) -> compat.CudaLibrary:
+    lib = compat.family_library(family)
+    assert lib is not None and lib.wheel, f"compat.json's cuda_libraries has no wheel row for {family}"
+    return lib
+
+
+#: The main library of each family by file name (compat.json's cuda_libraries), not libcublasLt or
+#: cuDNN's sub-libraries; ``-[0-9a-f]{8}`` covers auditwheel's hashed copies that older torch wheels
+#: bundled in torch/lib (``libcudart-a7b20f20.so.11.0``).
+FAMILIES: Mapping[str, re.Pattern[str]] = _FromCompat(lambda: {
+    family: re.compile(rf"^{re.escape(_main_library(family).prefix)}(-[0-9a-f]{{8}})?\.so(\.\d+)*$")
+    for family in INVENTORIED})
 
 #: pip distribution stem per family (``nvidia_cuda_runtime_cu12-12.4.127.dist-info``; CUDA 13
 #: wheels dropped the suffix for toolkit parts: ``nvidia_cuda_runtime-13.0.96.dist-info``).
-WHEEL_DIST = {"cudart": "cuda_runtime", "cudnn": "cudnn", "nccl": "nccl", "cublas": "cublas"}
+WHEEL_DIST: Mapping[str, str] = _FromCompat(lambda: {
+    family: compat.wheel_dist_stem(str(_main_library(family).wheel)).removeprefix("nvidia_")
+    for family in INVENTORIED})
 
 #: Version macros in the headers that ship next to a library (toolkit ``include/``, wheel ``include/``).
 HEADERS = {

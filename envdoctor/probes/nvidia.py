@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import errors
 from ..host import ChildResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
@@ -364,7 +365,9 @@ def nvml_readings(result: ChildResult, environ: Mapping[str, str]) -> dict[str, 
 
 def probe_nvml(host: Host, options: Options) -> dict[str, Reading]:
     # envdoctor's own interpreter: it has nvidia-ml-py; the target interpreter may not.
-    result = host.run_child("nvml_probe", {}, timeout=options.timeout * NVML_PROBE.scale, python=sys.executable)
+    # The child cannot import envdoctor: it gets NVML's code table in its arguments.
+    result = host.run_child("nvml_probe", {"codes": errors.nvml_child_table()},
+                            timeout=options.timeout * NVML_PROBE.scale, python=sys.executable)
     if result.status == "absent":
         why = missing(Reason.ABSENT, NVML_SOURCE, result.detail)
         return {k: why for k in NVML_KEYS}

@@ -1,0 +1,395 @@
+"""Evidence in text: the sentences torch, the CUDA runtime, the dynamic loader, the kernel and the
+NVIDIA container runtime print, each a signature (a matcher and what it writes), in one table.
+
+Users paste these lines next to a collect_env report, an nvidia-smi table, or alone. Every text
+``diagnose`` reads goes through :func:`scan_messages`, which runs :data:`LINE_SIGNATURES` over
+each line and :data:`PASTE_SIGNATURES` over the paste joined into one line (chat windows and issue
+forms re-wrap sentences anywhere), then writes the facts; :func:`has_messages` asks the same table
+whether a paste holds any fact-carrying sentence at all. A signature's flags say what a match
+means beyond its own fact: ``message`` (the line is one of torch's CUDA messages, kept in
+``torch.cuda_available_messages``), ``evidence`` (alone it makes the paste a report) and ``final``
+(the line is nothing else).
+
+The wording of each sentence and its source is documented where it is matched: here for torch's
+initialisation warnings, :mod:`envdoctor.messages` for CUDA error codes, cuDNN, loader errors,
+torchvision/torchaudio and the container runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import messages
+from ..model import Reading, Reason, missing, ok
+from ..versions import cc_text, cuda_to_int, cudnn_to_int, dotted
+
+__all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
+           "has_messages", "scan_messages"]
+
+# Pasted facts have always named their source "collect_env", whichever report the sentence sat in.
+SOURCE = "collect_env"
+
+CC = tuple[int, int]
+Triple = tuple[int, int, int]
+
+# Messages torch itself prints while initialising CUDA. They carry facts (the GPU's capability,
+# the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
+_CAP_TAIL_RE = re.compile(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
+_ARCH_LIST_RE = re.compile(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
+_OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of cuda capability (\d+)\.(\d+)")
+# torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
+# capability (CC) 7.0." then one line per code CC it was built for: "- 7.5 which supports hardware CC >=7.5,<8.0"
+_CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of compute capability \(CC\) (\d+)\.(\d+)")
+_CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
+# The kernel's refusal when libnvidia/libcuda and the loaded module differ (dmesg, journal):
+# "NVRM: API mismatch: the client has the version 367.44, but NVRM: this kernel module has the version 367.35."
+_NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?:\.\d+)+),? but\s+(?:\S*\s*NVRM:\s*)?"
+                               r"this kernel module has the version (\d+(?:\.\d+)+)")
+_NVRM_WORDS = "API mismatch: the client has the version"
+_NO_DRIVER = "Found no NVIDIA driver on your system"
+#: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
+NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
+_NGC_DRIVER_WORDS = "NVIDIA Driver Release"
+_TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
+# torch's wording of a CUDA or cuDNN error whose code or versions messages.py may not read.
+_CUDA_ERROR_WORDS_RE = re.compile(r"cuda runtime error \(\d+\)|THCudaCheck FAIL"
+                                  r"|cuDNN version (?:incompatibility|mismatch)")
+# The sentence splitting a quoted warning's GPU name from what precedes it.
+_NAME_CUT_RE = re.compile(r"\.\s|:\s|[`\"']")
+#: A paste joined into one line is read this far for the re-wrapped sentences that need no other word.
+_JOINED_LIMIT = 200_000
+
+
+@dataclass
+class Scan:
+    """What the signatures found in one paste, before it becomes facts."""
+
+    messages: list[str] = field(default_factory=list)
+    capabilities: dict[str, CC] = field(default_factory=dict)
+    arch_list: list[str] | None = None
+    code_ccs: list[str] = field(default_factory=list)
+    driver_api: int | None = None
+    cuda_init: dict[str, Any] | None = None
+    cudnn: tuple[Triple, Triple] | None = None
+    library_errors: list[str] = field(default_factory=list)
+    companion: dict[str, str] = field(default_factory=dict)
+    torch_cuda_said: str | None = None
+    requirement: tuple[str, str | None] | None = None
+    driver_req: tuple[str, str] | None = None
+    ngc_no_driver: bool = False
+
+
+@dataclass(frozen=True)
+class LineSignature:
+    """A sentence on one line: ``find`` returns what it says (falsy when the line is not it), ``write``
+    records that in the :class:`Scan`."""
+
+    name: str
+    find: Callable[[str], Any]
+    write: Callable[[Scan, str, Any], None] | None = None
+    message: bool = False  # the line is one of torch's CUDA messages
+    evidence: bool = False  # alone, it makes the paste a report
+    final: bool = False  # the line says nothing else: later signatures do not look at it
+
+
+@dataclass(frozen=True)
+class PasteSignature:
+    """A sentence read once more from the paste joined into one line, after every line was read."""
+
+    name: str
+    read: Callable[[Sequence[str], Scan, dict[str, Reading]], None]
+    evidence: Callable[[str], bool] | None = None  # on the whole paste joined: it makes the paste a report
+
+
+def _gpu_name(text: str) -> str:
+    """The GPU name out of a warning quoted in prose ("`UserWarning: NVIDIA RTX A6000")."""
+    return re.sub(r"^.*?UserWarning:\s*", "", text.strip()).strip("`'\" ")
+
+
+def _name_before(text: str, start: int) -> str:
+    """The GPU name preceding a capability phrase at ``start``, back to the previous sentence or quote."""
+    return _gpu_name(_NAME_CUT_RE.split(text[max(0, start - 80):start])[-1])
+
+
+def _sm_cc(digits: str) -> CC:
+    """``"120"`` (from ``sm_120``) -> ``(12, 0)``."""
+    return int(digits[:-1]), int(digits[-1])
+
+
+def capability_warning(text: str) -> tuple[str, CC] | None:
+    """(GPU name, capability) from "<name> with CUDA capability sm_120 is not compatible with the
+    current PyTorch installation", anchored on the phrase (linear time on any line)."""
+    if " with CUDA capability sm_" not in text:
+        return None
+    m = _CAP_TAIL_RE.search(text)
+    if m is None:
+        return None
+    name = _name_before(text, m.start())
+    return (name, _sm_cc(m.group(1))) if name else None
+
+
+# -- writers ------------------------------------------------------------------------------------------
+def _library_error(scan: Scan, text: str, _: list[dict[str, Any]]) -> None:
+    if text not in scan.library_errors:
+        scan.library_errors.append(text)
+
+
+def _ngc_banner(scan: Scan, _text: str, _found: bool) -> None:
+    scan.ngc_no_driver = True
+
+
+def _code_cc(scan: Scan, _: str, m: re.Match[str]) -> None:
+    if (sm := f"sm_{m.group(1)}{m.group(2)}") not in scan.code_ccs:
+        scan.code_ccs.append(sm)
+
+
+def _cuda_init(scan: Scan, _: str, found: dict[str, Any]) -> None:
+    scan.cuda_init = scan.cuda_init or found
+
+
+def _cudnn(scan: Scan, _: str, found: tuple[Triple, Triple]) -> None:
+    scan.cudnn = scan.cudnn or found
+
+
+def _requirement(scan: Scan, _: str, found: tuple[str, str | None]) -> None:
+    scan.requirement = scan.requirement or found
+
+
+def _driver_requirement(scan: Scan, _: str, found: tuple[str, str]) -> None:
+    scan.driver_req = scan.driver_req or found
+
+
+def _companion(scan: Scan, _: str, found: tuple[str, str, str]) -> None:
+    scan.companion[found[0]] = found[2]
+    scan.torch_cuda_said = scan.torch_cuda_said or found[1]
+
+
+def _capability(scan: Scan, _: str, found: tuple[str, CC]) -> None:
+    scan.capabilities[found[0]] = found[1]
+
+
+def _found_gpu(scan: Scan, _: str, m: re.Match[str]) -> None:
+    scan.capabilities[_gpu_name(m.group(2))] = (int(m.group(3)), int(m.group(4)))
+
+
+def _too_old(scan: Scan, _: str, m: re.Match[str]) -> None:
+    scan.driver_api = int(m.group(1))
+
+
+def _arch_list(scan: Scan, _: str, m: re.Match[str]) -> None:
+    scan.arch_list = m.group(1).split()
+
+
+def _words(words: str) -> Callable[[str], bool]:
+    return lambda text: words in text
+
+
+#: Every sentence read from a single line, in the order they are tried.
+LINE_SIGNATURES: tuple[LineSignature, ...] = (
+    LineSignature("loader-error", messages.loader_errors, _library_error, evidence=True),
+    LineSignature("ngc-no-driver", _words(NGC_NO_DRIVER), _ngc_banner, evidence=True),
+    LineSignature("nvrm-api-mismatch", _words(_NVRM_WORDS), evidence=True),  # its facts: PASTE_SIGNATURES
+    # torch >= 2.11's "- 7.5 which supports hardware CC >=7.5,<8.0": one code CC, nothing else.
+    LineSignature("code-cc", _CODE_CC_RE.match, _code_cc, final=True),
+    LineSignature("cuda-error", messages.cuda_error, _cuda_init, message=True, evidence=True),
+    LineSignature("cudnn-incompatibility", messages.cudnn_incompatibility, _cudnn, message=True, evidence=True),
+    LineSignature("container-cuda-requirement", messages.container_cuda_requirement, _requirement, message=True,
+                  evidence=True),
+    LineSignature("container-driver-requirement", messages.container_driver_requirement, _driver_requirement,
+                  message=True, evidence=True),
+    LineSignature("companion-cuda", messages.companion_cuda, _companion, message=True, evidence=True),
+    LineSignature("capability-phrase", _CAP_TAIL_RE.search, message=True),
+    LineSignature("capability-warning", capability_warning, _capability, message=True, evidence=True),
+    LineSignature("found-gpu", lambda text: _OLD_GPU_RE.search(text) or _CC_GPU_RE.search(text), _found_gpu,
+                  message=True, evidence=True),
+    LineSignature("driver-too-old", _TOO_OLD_RE.search, _too_old, message=True, evidence=True),
+    LineSignature("arch-list", _ARCH_LIST_RE.search, _arch_list),
+    LineSignature("no-driver", _words(_NO_DRIVER), message=True, evidence=True),
+    LineSignature("cuda-initialization", re.compile(r"CUDA initialization: .+").search, message=True),
+    LineSignature("not-compiled-with-cuda", _words("Torch not compiled with CUDA enabled"), message=True),
+    LineSignature("no-kernel-image", _words("no kernel image is available for execution on the device"), message=True),
+    LineSignature("gpu-too-old", _words("PyTorch no longer supports this GPU because it is too old"), message=True),
+    LineSignature("cuda-error-words", _CUDA_ERROR_WORDS_RE.search, message=True),
+)
+
+
+# -- sentences re-wrapped across lines ---------------------------------------------------------------------
+def _joined(lines: Sequence[str], *words: str) -> str:
+    """The paste (only the lines holding one of ``words``, when given) joined into one line."""
+    return " ".join(line.strip() for line in lines if line.strip() and (not words or any(w in line for w in words)))
+
+
+def _rewrapped_capability(lines: Sequence[str], scan: Scan, _: dict[str, Reading]) -> None:
+    if scan.capabilities and scan.arch_list:
+        return
+    joined = _joined(lines)
+    for m in _CAP_TAIL_RE.finditer(joined):
+        if name := _name_before(joined, m.start()):
+            scan.capabilities.setdefault(name, _sm_cc(m.group(1)))
+            scan.messages.append(f"{name}{m.group(0)}")
+    if not scan.arch_list and (arch := _ARCH_LIST_RE.search(joined)):
+        scan.arch_list = arch.group(1).split()
+
+
+def _nvrm_mismatch(lines: Sequence[str], _: Scan, out: dict[str, Reading]) -> None:
+    nvrm = _NVRM_MISMATCH_RE.search(_joined(lines, "NVRM", "kernel module"))
+    if nvrm and "driver.kernel_module_version" not in out:
+        why = "from the kernel's 'NVRM: API mismatch' message"
+        out["driver.userspace_version"] = ok(nvrm.group(1), SOURCE, why)
+        out["driver.kernel_module_version"] = ok(nvrm.group(2), SOURCE, why)
+
+
+def _rewrapped_driver_requirement(lines: Sequence[str], scan: Scan, _: dict[str, Reading]) -> None:
+    if scan.driver_req is None and any(_NGC_DRIVER_WORDS in line for line in lines):
+        scan.driver_req = messages.container_driver_requirement(_joined(lines, _NGC_DRIVER_WORDS, "was detected"))
+
+
+def _rewrapped_companion(lines: Sequence[str], scan: Scan, _: dict[str, Reading]) -> None:
+    # torchvision's sentence re-wrapped by a notebook.
+    if scan.companion:
+        return
+    if found := messages.companion_cuda(_joined(lines, "CUDA", "torchvision", "TorchAudio")):
+        scan.companion[found[0]] = found[2]
+        scan.torch_cuda_said = found[1]
+        scan.messages.append(f"PyTorch has CUDA {found[1]}; {found[0]} has CUDA {found[2]}")
+
+
+#: Sentences read again from the joined paste, in this order, after every line was read.
+PASTE_SIGNATURES: tuple[PasteSignature, ...] = (
+    PasteSignature("capability-warning", _rewrapped_capability,
+                   lambda joined: bool(_CAP_TAIL_RE.search(joined) and _ARCH_LIST_RE.search(joined))),
+    PasteSignature("nvrm-api-mismatch", _nvrm_mismatch),
+    PasteSignature("container-driver-requirement", _rewrapped_driver_requirement,
+                   lambda joined: messages.container_driver_requirement(joined[:_JOINED_LIMIT]) is not None),
+    PasteSignature("companion-cuda", _rewrapped_companion,
+                   lambda joined: messages.companion_cuda(joined[:_JOINED_LIMIT]) is not None),
+)
+
+
+def _scan_line(text: str, scan: Scan) -> None:
+    is_message = False
+    for sig in LINE_SIGNATURES:
+        found = sig.find(text)
+        if not found:
+            continue
+        if sig.write is not None:
+            sig.write(scan, text, found)
+        is_message = is_message or sig.message
+        if sig.final:
+            break
+    if is_message and text not in scan.messages:
+        scan.messages.append(text)
+
+
+def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
+    """Facts from the sentences anywhere in the paste (torch's arch list and capabilities, the
+    driver's CUDA version from 'driver too old', CUDA error codes, cuDNN versions, loader errors,
+    container-runtime requirements), written into ``out``."""
+    scan = Scan()
+    for line in lines:
+        _scan_line(line.strip(), scan)
+    for sig in PASTE_SIGNATURES:
+        sig.read(lines, scan, out)
+    _write_container(scan, out)
+    _write_companion(scan, out)
+    if scan.library_errors:
+        out["torch.library_errors"] = ok(scan.library_errors, SOURCE, "loader errors pasted with the report")
+    _write_init(scan, out)
+    _write_versions(scan, out)
+    if "torch.cuda_available" in out or scan.messages:
+        out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
+    _write_devices(scan, out)
+
+
+# -- the facts ------------------------------------------------------------------------------------------------
+def _write_container(scan: Scan, out: dict[str, Reading]) -> None:
+    if scan.driver_req is not None:
+        why = "from the container image's start-up driver check"
+        out["container.driver_requirement"] = ok(scan.driver_req[0], SOURCE, why)
+        if "nvml.driver_version" not in out or not out["nvml.driver_version"].ok:
+            out["nvml.driver_version"] = ok(scan.driver_req[1], SOURCE, why)
+    if scan.requirement is not None:
+        why = "from the NVIDIA container runtime's requirement error"
+        out["container.cuda_requirement"] = ok(scan.requirement[0], SOURCE, why)
+        if scan.requirement[1] and scan.driver_api is None:
+            scan.driver_api = cuda_to_int(scan.requirement[1])
+
+
+def _write_companion(scan: Scan, out: dict[str, Reading]) -> None:
+    if not scan.companion:
+        return
+    why = "from torchvision's / torchaudio's own CUDA-version check"
+    out["torch.companion_cuda"] = ok(scan.companion, SOURCE, why)
+    cuda = out.get("torch.cuda_version")
+    if scan.torch_cuda_said and (cuda is None or not cuda.ok):
+        out["torch.cuda_version"] = ok(scan.torch_cuda_said, SOURCE, why)
+
+
+def _write_init(scan: Scan, out: dict[str, Reading]) -> None:
+    if "cuda.init" in out:
+        return
+    if scan.cuda_init is not None:
+        # What cudaGetDeviceCount() returned, as torch worded it: the same code cuInit gave.
+        out["cuda.init"] = ok(scan.cuda_init, SOURCE, "error code from torch's CUDA initialisation message")
+    elif scan.ngc_no_driver:
+        out["cuda.init"] = missing(Reason.ABSENT, SOURCE, f"the container image says \"{NGC_NO_DRIVER}\"")
+    elif any(_NO_DRIVER in t for t in scan.messages):
+        # torch's "Found no NVIDIA driver on your system": cudaGetDeviceCount found no libcuda at all.
+        out["cuda.init"] = missing(Reason.ABSENT, SOURCE, f"torch: \"{_NO_DRIVER}\" (no libcuda.so.1)")
+
+
+def _write_versions(scan: Scan, out: dict[str, Reading]) -> None:
+    if scan.cudnn is not None:
+        compiled, runtime = scan.cudnn
+        why = "from torch's cuDNN incompatibility error"
+        out["torch.cudnn_version"] = ok(cudnn_to_int(runtime), SOURCE, why)
+        out["torch.cudnn_build_version"] = ok(dotted(compiled), SOURCE, why)
+    # The code CCs torch >= 2.11 lists are its get_arch_list() sm_ entries.
+    arch_list = scan.arch_list or scan.code_ccs
+    if arch_list:
+        out["torch.arch_list"] = ok(arch_list, SOURCE, "from torch's capability warning")
+    if scan.driver_api is not None:
+        out["cuda.driver_version"] = ok(scan.driver_api, SOURCE, "from torch's 'driver too old' message")
+
+
+def _write_devices(scan: Scan, out: dict[str, Reading]) -> None:
+    if not scan.capabilities:
+        return
+    if not any(out.get(k) is not None and out[k].ok for k in ("torch.devices", "nvml.gpus")):
+        # Only torch's warning names the GPUs: it is torch describing its own devices.
+        out["torch.devices"] = ok([{"index": i, "name": name, "capability": list(cc)}
+                                   for i, (name, cc) in enumerate(scan.capabilities.items())], SOURCE,
+                                  "from torch's capability warning")
+        return
+    for key, field_name in (("torch.devices", "capability"), ("nvml.gpus", "compute_capability")):
+        reading = out.get(key)
+        if reading is None or not reading.ok:
+            continue
+        updated = []
+        for dev in reading.value:
+            dev = dict(dev)
+            cap = _match_capability(str(dev.get("name", "")), scan.capabilities)
+            if cap is not None:
+                dev[field_name] = list(cap) if key == "torch.devices" else cc_text(cap)
+            updated.append(dev)
+        out[key] = ok(updated, reading.source, reading.detail)
+
+
+def _match_capability(name: str, capabilities: dict[str, CC]) -> CC | None:
+    for warned, cap in capabilities.items():
+        if warned.endswith(name) or name.endswith(warned):
+            return cap
+    return None
+
+
+def has_messages(lines: Sequence[str]) -> bool:
+    """True when a line (or the paste re-joined) is a sentence that carries a fact on its own: such
+    a paste is a small report even without collect_env or nvidia-smi around it."""
+    evidence = [sig for sig in LINE_SIGNATURES if sig.evidence]
+    if any(sig.find(line.strip()) for line in lines for sig in evidence):
+        return True
+    joined = _joined(lines)
+    return any(sig.evidence(joined) for sig in PASTE_SIGNATURES if sig.evidence is not None)

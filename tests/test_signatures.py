@@ -1,0 +1,74 @@
+"""The signature table (envdoctor/parsers/signatures.py) reads the same facts as the scanner it
+replaced: tests/fixtures/signatures_corpus.json holds what the old ``collect_env.scan_messages`` and
+``has_messages`` returned for every corpus paste (recorded before the move), and the table's flags
+keep the two uses (facts, "is this a report") in step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envdoctor.model import Reading
+from envdoctor.parsers import _clean, parse_text, signatures
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+RECORDED = json.loads((ROOT / "tests" / "fixtures" / "signatures_corpus.json").read_text(encoding="utf-8"))["cases"]
+CASES = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+def _scan(lines: list[str], out: dict[str, Reading] | None = None) -> dict[str, dict]:
+    readings: dict[str, Reading] = dict(out or {})
+    signatures.scan_messages(lines, readings)
+    return {key: reading.to_dict() for key, reading in readings.items()}
+
+
+def test_every_corpus_case_was_recorded() -> None:
+    assert set(RECORDED) == {c["file"] for c in CASES}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_the_table_reads_what_the_old_scanner_read(name: str) -> None:
+    lines = _clean((CORPUS / name).read_text(encoding="utf-8", errors="replace"))
+    assert _scan(lines) == RECORDED[name]["facts"]
+    assert signatures.has_messages(lines) is RECORDED[name]["has_messages"]
+
+
+def test_signatures_are_named_once_and_flagged_consistently() -> None:
+    names = [sig.name for sig in signatures.LINE_SIGNATURES]
+    assert len(names) == len(set(names))
+    for sig in signatures.LINE_SIGNATURES:
+        # A line that is nothing else must not be a message or evidence on its own either.
+        assert not (sig.final and (sig.message or sig.evidence)), sig.name
+    assert {sig.name for sig in signatures.PASTE_SIGNATURES} <= set(names)
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "cuda.init"),
+    ("UserWarning: The NVIDIA driver on your system is too old (found version 11040).", "cuda.driver_version"),
+    ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+     "torch.devices"),
+    ("ImportError: libcudart.so.12: cannot open shared object file: No such file or directory", "torch.library_errors"),
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver",
+     "container.cuda_requirement"),
+])
+def test_an_evidence_line_alone_is_a_report_and_writes_its_fact(line: str, key: str) -> None:
+    assert signatures.has_messages([line])
+    assert parse_text(line).get(key).ok
+
+
+def test_a_message_without_a_fact_is_kept_but_is_no_report() -> None:
+    line = "AssertionError: Torch not compiled with CUDA enabled"
+    assert not signatures.has_messages([line])
+    assert _scan([line])["torch.cuda_available_messages"]["value"] == [line]
+
+
+def test_a_code_cc_line_is_read_as_nothing_else() -> None:
+    found = _scan(["Found GPU0 Tesla V100-PCIE-32GB which is of compute capability (CC) 7.0.",
+                   "- 7.5 which supports hardware CC >=7.5,<8.0", "- 8.0 which supports hardware CC >=8.0"])
+    assert found["torch.arch_list"]["value"] == ["sm_75", "sm_80"]
+    assert found["torch.devices"]["value"] == [{"index": 0, "name": "Tesla V100-PCIE-32GB", "capability": [7, 0]}]
+    assert len(found["torch.cuda_available_messages"]["value"]) == 1
