@@ -9,7 +9,22 @@ from ..compat import CC, ArchList
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check, owner_of
-from ._torch import (Gpu, gpus, TorchBuild, torch_build, installed_arch, _python, _exe, _companion_extras, _as_of, _driver_text, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS)
+from ._torch import (
+    PREVIOUS,
+    Gpu,
+    TorchBuild,
+    _as_of,
+    _companion_extras,
+    _cuda_unavailable,
+    _driver_text,
+    _exe,
+    _gpus_without_any_wheel,
+    _python,
+    _torch_dist,
+    gpus,
+    installed_arch,
+    torch_build,
+)
 
 # ---------------------------------------------------------------------------------------------
 # torch-arch-support

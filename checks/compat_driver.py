@@ -12,7 +12,21 @@ from .. import compat, recommend, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import check
-from ._torch import (gpus, TorchBuild, torch_build, _python, _exe, _companion_extras, _as_of, _torch_dist, _gpus_without_any_wheel, _cuda_unavailable, PREVIOUS, DRIVERS, MVC)
+from ._torch import (
+    DRIVERS,
+    MVC,
+    PREVIOUS,
+    TorchBuild,
+    _as_of,
+    _companion_extras,
+    _cuda_unavailable,
+    _exe,
+    _gpus_without_any_wheel,
+    _python,
+    _torch_dist,
+    gpus,
+    torch_build,
+)
 
 # ---------------------------------------------------------------------------------------------
 # driver-too-old

@@ -7,13 +7,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
 from .. import compat, messages, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, outside_wheel
-from ._torch import (torch_build, _exe, _packages, _as_of, _torch_dist)
+from ._torch import _as_of, _exe, _packages, _torch_dist, torch_build
 
 # ---------------------------------------------------------------------------------------------
 # cudnn-mismatch

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import date
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from packaging.version import Version
@@ -15,7 +15,7 @@ from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, torch_variant
-from ._torch import (TorchBuild, torch_build, _exe, _packages, _as_of, _torch_dist, GET_STARTED, PREVIOUS)
+from ._torch import GET_STARTED, PREVIOUS, TorchBuild, _as_of, _exe, _packages, _torch_dist, torch_build
 
 # ---------------------------------------------------------------------------------------------
 # torch-companions
@@ -287,7 +287,7 @@ def cuda_major_mix(facts: Facts) -> Finding:
     listing = "; ".join(f"CUDA {m}: {', '.join(v)}" for m, v in sorted(others.items()))
     commands: list[str] = []
     leftovers: list[str] = []
-    for m, names in sorted(others.items()):
+    for _major, names in sorted(others.items()):
         for n in names:
             if n.startswith("cupy-cuda"):
                 commands.append(remedies.pip_uninstall(_exe(facts), n) + " && "

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
-
 from .. import remedies, versions
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._torch import (torch_build, _exe, _packages)
+from ._torch import _exe, _packages, torch_build
 
 # ---------------------------------------------------------------------------------------------
 # toolkit-mismatch

@@ -9,7 +9,7 @@ from typing import Any
 from .. import errors, remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
-from ..registry import check, owner_of
+from ..registry import CheckResult, check, owner_of
 from ..views import VisibleDevices
 
 DRIVER_DOWNLOAD = remedies.DRIVER_DOWNLOAD
@@ -123,7 +123,7 @@ _HOLD = ("sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E
 # -- driver-installed -------------------------------------------------------------------------------
 @check("driver-installed", "An NVIDIA driver is installed and loaded", healthcheck=True, judges_failures=True,
        needs=("driver.kernel_module_version", "driver.pci_gpus", "nvml.init"))
-def driver_installed(facts: Facts):
+def driver_installed(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "driver.pci_scanned",
                   "nvml.init", "cuda.library_path", "host.container")
     loaded, why = driver_loaded(facts)
@@ -206,7 +206,7 @@ def driver_installed(facts: Facts):
 # -- driver-nouveau -------------------------------------------------------------------------------------
 @check("driver-nouveau", "nouveau does not own the NVIDIA GPU", healthcheck=True,
        needs=("driver.modules", "driver.pci_gpus"))
-def driver_nouveau(facts: Facts):
+def driver_nouveau(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.modules", "driver.pci_gpus")
     modules = facts.value("driver.modules") or {}
     pci = list(facts.value("driver.pci_gpus") or [])
@@ -237,7 +237,7 @@ def driver_nouveau(facts: Facts):
 # -- driver-version-mismatch -------------------------------------------------------------------------------
 @check("driver-version-mismatch", "Kernel module and userspace driver are the same version", healthcheck=True,
        needs=("driver.kernel_module_version", "nvml.init"))
-def driver_version_mismatch(facts: Facts):
+def driver_version_mismatch(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "nvml.library_path", "nvml.init",
                   "cuda.library_path", "cuda.init", "driver.userspace_version")
     kmod = kernel_version(facts)
@@ -296,7 +296,7 @@ def driver_version_mismatch(facts: Facts):
 # -- device-nodes ------------------------------------------------------------------------------------------
 @check("device-nodes", "/dev/nvidia* device nodes exist and are accessible", healthcheck=True,
        needs=("driver.device_nodes",))
-def device_nodes(facts: Facts):
+def device_nodes(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.device_nodes", "driver.kernel_module_version", "driver.modules", "host.container")
     nodes = dict(facts.value("driver.device_nodes") or {})
     loaded, why = driver_loaded(facts)
@@ -334,7 +334,7 @@ def device_nodes(facts: Facts):
 # -- container-gpu ------------------------------------------------------------------------------------------
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
        needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
-def container_gpu(facts: Facts):
+def container_gpu(facts: Facts) -> CheckResult:
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
                   "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities")
@@ -438,7 +438,7 @@ def container_gpu(facts: Facts):
 # -- nvml-bindings -------------------------------------------------------------------------------------------
 @check("nvml-bindings", "The NVML Python bindings are nvidia-ml-py, not the deprecated pynvml",
        needs=("python.packages",))
-def nvml_bindings(facts: Facts):
+def nvml_bindings(facts: Facts) -> CheckResult:
     packages = facts.value("python.packages")
     ev = {"python.packages": {k: v for k, v in (packages or {}).items() if k in ("pynvml", "nvidia-ml-py", "nvidia-ml-py3")}}
     if packages is None:
@@ -507,7 +507,7 @@ def _nvml_init_text(code: Any, name: Any) -> tuple[str, str, tuple[str, ...]]:
 
 
 @check("nvml-init", "NVML initialises", healthcheck=True, judges_failures=True, needs=("nvml.init",))
-def nvml_init(facts: Facts):
+def nvml_init(facts: Facts) -> CheckResult:
     reading = facts.get("nvml.init")
     ev = evidence(facts, "nvml.init", "nvml.library_path", "nvml.driver_version", "nvml.device_count",
                   "driver.kernel_module_version")
@@ -600,7 +600,7 @@ def _cuda_init_text(code: Any, name: str) -> tuple[str, str, tuple[str, ...], tu
 
 @check("cuda-init", "The CUDA driver API initialises (cuInit)", healthcheck=True, judges_failures=True,
        needs=("cuda.init",))
-def cuda_init(facts: Facts):
+def cuda_init(facts: Facts) -> CheckResult:
     reading = facts.get("cuda.init")
     ev = evidence(facts, "cuda.init", "cuda.driver_version", "cuda.device_count", "cuda.library_path",
                   "driver.kernel_module_version")
@@ -730,7 +730,7 @@ def _intended(cvd: VisibleDevices, gpus: Sequence[views.Gpu]) -> str:
 # -- cuda-forward-compat -------------------------------------------------------------------------------------------
 @check("cuda-forward-compat", "No unusable CUDA forward-compatibility libcuda is loaded", healthcheck=True,
        needs=("cuda.library_path",), owns=("cuda.init:804",))
-def cuda_forward_compat(facts: Facts):
+def cuda_forward_compat(facts: Facts) -> CheckResult:
     path = facts.value("cuda.library_path")
     ev = evidence(facts, "cuda.library_path", "cuda.init", "cuda.driver_version", "nvml.cuda_driver_version",
                   "driver.kernel_module_version")

@@ -9,7 +9,7 @@ from typing import Any
 from .. import remedies
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
-from ..registry import check
+from ..registry import CheckResult, check
 from ..views import VisibleDevices
 
 XID_DOC = remedies.XID_DOC
@@ -112,7 +112,7 @@ def _per_gpu(facts: Facts, judge: Callable[[dict[str, Any]], str | None], fields
 
 # -- gpu-ecc ----------------------------------------------------------------------------------------------
 @check("gpu-ecc", "No uncorrectable ECC memory errors", healthcheck=True, needs=("nvml.gpus",))
-def gpu_ecc(facts: Facts):
+def gpu_ecc(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -158,7 +158,7 @@ def gpu_ecc(facts: Facts):
 # -- gpu-row-remap -------------------------------------------------------------------------------------------
 @check("gpu-row-remap", "No pending or failed memory row remapping / page retirement", healthcheck=True,
        needs=("nvml.gpus",))
-def gpu_row_remap(facts: Facts):
+def gpu_row_remap(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -193,7 +193,7 @@ def gpu_row_remap(facts: Facts):
 
 # -- gpu-pcie-link -------------------------------------------------------------------------------------------
 @check("gpu-pcie-link", "PCIe links run at their full width", needs=("nvml.gpus",))
-def gpu_pcie_link(facts: Facts):
+def gpu_pcie_link(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -233,7 +233,7 @@ def gpu_pcie_link(facts: Facts):
 
 # -- gpu-throttle ----------------------------------------------------------------------------------------------
 @check("gpu-throttle", "GPUs are not slowed by heat or power protection", needs=("nvml.gpus",))
-def gpu_throttle(facts: Facts):
+def gpu_throttle(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -266,7 +266,7 @@ def gpu_throttle(facts: Facts):
 
 # -- gpu-persistence ----------------------------------------------------------------------------------------------
 @check("gpu-persistence", "Persistence mode is on for datacenter GPUs", needs=("nvml.gpus",))
-def gpu_persistence(facts: Facts):
+def gpu_persistence(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -297,7 +297,7 @@ _MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Pr
 
 
 @check("gpu-compute-mode", "Compute mode lets this process use the GPUs", healthcheck=True, needs=("nvml.gpus",))
-def gpu_compute_mode(facts: Facts):
+def gpu_compute_mode(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -325,7 +325,7 @@ def gpu_compute_mode(facts: Facts):
 
 # -- gpu-mig ---------------------------------------------------------------------------------------------------------
 @check("gpu-mig", "MIG configuration exposes CUDA devices", healthcheck=True, needs=("nvml.gpus",))
-def gpu_mig(facts: Facts):
+def gpu_mig(facts: Facts) -> CheckResult:
     none = _no_gpus(facts)
     if none:
         return none
@@ -376,7 +376,7 @@ def gpu_mig(facts: Facts):
 # -- gpu-xid ------------------------------------------------------------------------------------------------------------
 @check("gpu-xid", "No GPU hardware/driver errors (Xid) in the kernel log", needs=("driver.xid_events",),
        judges_failures=True)
-def gpu_xid(facts: Facts):
+def gpu_xid(facts: Facts) -> CheckResult:
     reading = facts.get("driver.xid_events")
     ev = evidence(facts, "driver.xid_events")
     if not reading.ok:
@@ -435,7 +435,7 @@ _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "co
 
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
        needs=("nvml.gpus",), owns=("cuda.init:802",))
-def fabric_manager(facts: Facts):
+def fabric_manager(facts: Facts) -> CheckResult:
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     none = _no_gpus(facts)
     if none and not cuda_802:

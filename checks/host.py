@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..model import Facts, Reason
-from ..registry import check
+from ..registry import CheckResult, check
 from ._common import gib, mib
 
 # A fact that was never looked at (a pasted report lacks it) cannot be judged either way.
@@ -23,7 +23,7 @@ SHM_DOCKER_DEFAULT = 64 << 20
 
 @check("host-shm-size", "Shared memory (/dev/shm) is large enough for DataLoader workers",
        needs=("host.shm_size",), healthcheck=True)
-def shm_size(facts: Facts):
+def shm_size(facts: Facts) -> CheckResult:
     size = facts.value("host.shm_size")
     ev = evidence(facts, "host.shm_size", "host.container")
     if _unseen(facts, "host.shm_size"):
@@ -63,7 +63,7 @@ def shm_size(facts: Facts):
 
 
 @check("host-container", "Container context", needs=("host.container",))
-def container(facts: Facts):
+def container(facts: Facts) -> CheckResult:
     kind = facts.value("host.container")
     ev = evidence(facts, "host.container", "host.container_evidence", "host.wsl")
     if facts.value("host.wsl"):
@@ -79,7 +79,7 @@ def container(facts: Facts):
 
 @check("host-resources", "CPU and memory limits leave room for data loading",
        needs=("host.cpu_count", "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total"))
-def resources(facts: Facts):
+def resources(facts: Facts) -> CheckResult:
     ev = evidence(facts, "host.cpu_count", "host.cgroup_cpu_limit", "host.memory_total", "host.cgroup_memory_limit")
     if _unseen(facts, "host.cgroup_cpu_limit", "host.cgroup_memory_limit"):
         return skip("CPU and memory limits not known", detail=facts.get("host.cgroup_cpu_limit").describe(),
@@ -105,7 +105,7 @@ def resources(facts: Facts):
 
 
 @check("env-vars", "Environment variables that change CUDA/torch behaviour", needs=("env.vars",))
-def env_vars(facts: Facts):
+def env_vars(facts: Facts) -> CheckResult:
     if _unseen(facts, "env.vars"):
         return skip("Environment not known", detail=facts.get("env.vars").describe())
     env = facts.value("env.vars", {}) or {}

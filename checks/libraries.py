@@ -16,7 +16,7 @@ from typing import Any
 from .. import compat, remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason, Status
-from ..registry import check, owner_of
+from ..registry import CheckResult, check, owner_of
 from ._common import library_errors, outside_wheel, torch_variant
 
 #: Families whose copies the libraries probe inventories (libs.<family>_copies).
@@ -203,7 +203,7 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]):
 
 @check("library-conflicts", "One copy of each CUDA library, the one torch was built with",
        needs=("libs.cudart_copies", "libs.cudnn_copies", "libs.nccl_copies"))
-def library_conflicts(facts: Facts):
+def library_conflicts(facts: Facts) -> CheckResult:
     ev = evidence(facts, "libs.ld_library_path", "libs.wheel_dirs")
     # What the loader said (an "undefined symbol" naming another CUDA library) is judged when the
     # copies themselves say nothing more precise (a pasted report, or no ldd/maps evidence).
@@ -365,7 +365,7 @@ def package_for(soname: str, facts: Facts) -> str | None:
 
 @check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
        needs=("libs.ldd", "libs.loader_choice"))
-def cudart_resolution(facts: Facts):
+def cudart_resolution(facts: Facts) -> CheckResult:
     ev = evidence(facts, "torch.version", "torch.cuda_version")
     ev["libs.ldd"] = _ldd_summary(facts)
     ev["libs.loader_choice"] = _choice_summary(facts)

@@ -20,7 +20,7 @@ from typing import Any
 from .. import compat, remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
-from ..registry import check
+from ..registry import CheckResult, check
 
 #: Achieved/peak below this is "far below": a healthy GPU reaches 0.6-0.9 of the dense peak
 #: on a large square GEMM; a throttled, down-clocked or MIG-sliced one sits far lower.
@@ -148,7 +148,7 @@ def _touch_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -
 @check("micro-device", "Each device allocates, copies and runs a kernel correctly",
        needs=("micro.device",), judges_failures=True,
        micro=True, healthcheck=True)
-def micro_device(facts: Facts):
+def micro_device(facts: Facts) -> CheckResult:
     if missing := _not_run(facts, "micro.device", "device touch"):
         return missing
     verdicts = _judge_devices(facts, "micro.device", _touch_verdict)
@@ -249,7 +249,7 @@ MATMUL_WRONG_REMEDY = Remediation(
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
        needs=("micro.matmul",), judges_failures=True,
        micro=True)
-def micro_matmul(facts: Facts):
+def micro_matmul(facts: Facts) -> CheckResult:
     if missing := _not_run(facts, "micro.matmul", "matmul"):
         return missing
     # Not _judge_devices: one device yields a verdict per dtype, and the title and hint need the
@@ -327,7 +327,7 @@ def _transformer_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[i
 @check("micro-transformer", "A Transformer block trains: finite loss and gradients, autocast close to fp32",
        needs=("micro.transformer",), judges_failures=True,
        micro=True)
-def micro_transformer(facts: Facts):
+def micro_transformer(facts: Facts) -> CheckResult:
     if missing := _not_run(facts, "micro.transformer", "Transformer"):
         return missing
     verdicts = _judge_devices(facts, "micro.transformer", _transformer_verdict)
@@ -395,7 +395,7 @@ def _copy_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) ->
 @check("micro-copy", "Copies are correct and reach the PCIe link's and memory's bandwidth",
        needs=("micro.copy",), judges_failures=True,
        micro=True)
-def micro_copy(facts: Facts):
+def micro_copy(facts: Facts) -> CheckResult:
     if missing := _not_run(facts, "micro.copy", "copy"):
         return missing
     verdicts = _judge_devices(facts, "micro.copy", _copy_verdict)
@@ -429,7 +429,7 @@ def _shm_remedy(facts: Facts) -> Remediation:
 @check("micro-dataloader", "DataLoader workers pass large batches through /dev/shm",
        needs=("micro.dataloader",), judges_failures=True,
        micro=True)
-def micro_dataloader(facts: Facts):
+def micro_dataloader(facts: Facts) -> CheckResult:
     missing = _not_run(facts, "micro.dataloader", "DataLoader")
     if missing:
         return missing
@@ -474,7 +474,7 @@ def micro_dataloader(facts: Facts):
 @check("micro-multi-gpu", "GPUs reach each other: peer access and an NCCL all-reduce",
        needs=("micro.multi_gpu",), judges_failures=True,
        micro=True)
-def micro_multi_gpu(facts: Facts):
+def micro_multi_gpu(facts: Facts) -> CheckResult:
     missing = _not_run(facts, "micro.multi_gpu", "multi-GPU")
     if missing:
         return missing
@@ -534,7 +534,7 @@ def _compile_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int])
 @check("micro-compile", "torch.compile (Inductor) compiles and matches eager",
        needs=("micro.compile",), judges_failures=True,
        micro=True)
-def micro_compile(facts: Facts):
+def micro_compile(facts: Facts) -> CheckResult:
     if missing := _not_run(facts, "micro.compile", "torch.compile"):
         return missing
     remedy = Remediation(COMPILE_REMEDY.text, tuple(c.replace("python -c", f"{_py(facts)} -c", 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
-from ..registry import check
+from ..registry import CheckResult, check
 from ._common import gpu_presence, torch_variant
 
 GET_STARTED = remedies.PYTORCH_GET_STARTED
@@ -62,7 +62,7 @@ def suggested_variant(facts: Facts) -> tuple[str, str]:
 
 
 @check("torch-import", "torch imports in the target interpreter", needs=("torch.version",), judges_failures=True)
-def torch_import(facts: Facts):
+def torch_import(facts: Facts) -> CheckResult:
     reading = facts.get("torch.version")
     py = _python(facts)
     ev = evidence(facts, "torch.version", "python.executable", "python.version")
@@ -105,7 +105,7 @@ def torch_import(facts: Facts):
 
 @check("torch-cpu-build", "torch is a CUDA build when an NVIDIA GPU is present",
        needs=("torch.version", "torch.cuda_version"))
-def torch_cpu_build(facts: Facts):
+def torch_cpu_build(facts: Facts) -> CheckResult:
     if not facts.get("torch.version").ok:
         return skip("torch not available", detail=facts.get("torch.version").describe())
     ev = evidence(facts, "torch.version", "torch.cuda_version", "torch.hip_version", "nvml.device_count",
@@ -149,7 +149,7 @@ def torch_cpu_build(facts: Facts):
 
 @check("torch-cuda-available", "torch.cuda.is_available() is True",
        needs=("torch.cuda_available", "torch.cuda_available_messages", "torch.cuda_init_error"))
-def torch_cuda_available(facts: Facts):
+def torch_cuda_available(facts: Facts) -> CheckResult:
     variant = torch_variant(facts)
     if not facts.value("torch.cuda_version") and not (variant and variant.startswith("cu")):
         return skip("Not a CUDA build of torch", detail="Judged by torch-cpu-build.",

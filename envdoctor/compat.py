@@ -19,8 +19,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from .versions import (CC, cc_text, cuda_to_int, minor_of, parse_cc, sm,
-                       variant_cuda)
+from .versions import CC, cc_text, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
 from .versions import parse as version
 
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import shutil
+import signal
 import stat
 import subprocess
 import sys

@@ -13,9 +13,22 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from . import remedies
-from .compat import (ArchList, Platform, arch_list, as_of, driver_runs, latest_patch, min_driver,
-                     newest_release, reach_of, release_default_variant, release_variants, releases, releases_newest_first,
-                     runs_on)
+from .compat import (
+    ArchList,
+    Platform,
+    arch_list,
+    as_of,
+    driver_runs,
+    latest_patch,
+    min_driver,
+    newest_release,
+    reach_of,
+    release_default_variant,
+    release_variants,
+    releases,
+    releases_newest_first,
+    runs_on,
+)
 from .versions import CC, cuda_from_int, cuda_to_int, minor_of, variant_cuda
 from .versions import parse as version
 

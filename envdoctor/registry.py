@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Union
+from typing import Any
 
 from . import factkeys
 from .model import Facts, Finding
@@ -26,7 +26,7 @@ _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 #: A symptom a check owns: a fact key or family, then what about it (``cuda.init:802``).
 _SYMPTOM_RE = re.compile(r"^[a-z0-9_.]+(?::[a-z0-9_.-]+)+$")
 
-CheckResult = Union[Finding, Iterable[Finding], None]
+CheckResult = Finding | Iterable[Finding] | None
 CheckFunc = Callable[[Facts], CheckResult]
 
 

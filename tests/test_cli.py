@@ -56,7 +56,10 @@ def test_diagnose_round_trips_to_the_same_findings(saved_report):
     assert proc.returncode in (0, 1), proc.stderr.decode()
     again = json.loads(proc.stdout)
     original = json.loads(saved_report.read_text())
-    strip = lambda fs: [(f["id"], f["status"], f["title"], f["detail"], f["evidence"], f["remediation"]) for f in fs]
+
+    def strip(fs: list[dict]) -> list[tuple]:
+        return [(f["id"], f["status"], f["title"], f["detail"], f["evidence"], f["remediation"]) for f in fs]
+
     assert strip(again["findings"]) == strip(original["findings"])
     assert again["facts"] == original["facts"]
     assert again["origin"] == "report:report.json"

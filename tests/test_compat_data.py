@@ -102,7 +102,7 @@ def test_cc_ranges_do_not_overlap() -> None:
             assert cc not in seen, (cc, seen.get(cc), row["name"])
             seen[cc] = row["name"]
     spans = sorted((versions.parse_cc(r["cc_min"]), versions.parse_cc(r["cc_max"])) for r in _rows("gpu_driver_requirements"))
-    for (_, hi), (lo, _) in zip(spans, spans[1:]):
+    for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False):
         assert hi < lo
     for row in _rows("toolkit_targets"):
         assert versions.parse_cc(row["min_cc"]) <= versions.parse_cc(row["max_cc"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from envdoctor import compat, recommend, views
 from envdoctor.checks import compat as rules
 from envdoctor.checks.torch_build import suggested_variant
+
+from envdoctor import compat, recommend, views
 from envdoctor.model import Facts, Reason, Status, missing
 from envdoctor.registry import CheckSpec
 

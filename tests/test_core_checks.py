@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envdoctor.checks import host as host_checks
 from envdoctor.checks import torch_build
+
 from envdoctor.model import Reason, Status, missing, ok
 
 from .builders import facts

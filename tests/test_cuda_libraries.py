@@ -9,11 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from envdoctor.checks import libraries as lib_checks
+
+from envdoctor import compat, messages
+from envdoctor.probes import libraries as lib_probe
 
 from .builders import facts
-from envdoctor import compat, messages
-from envdoctor.checks import libraries as lib_checks
-from envdoctor.probes import libraries as lib_probe
 
 OLD_PACKAGES = (
     ("libcudart", "nvidia-cuda-runtime"), ("libcublasLt", "nvidia-cublas"), ("libcublas", "nvidia-cublas"),

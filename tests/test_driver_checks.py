@@ -4,6 +4,7 @@ NVIDIA facts, change one thing, judge."""
 from __future__ import annotations
 
 from envdoctor.checks import driver as d
+
 from envdoctor.model import Reason, Status, missing
 from envdoctor.probes.nvidia import map_cuda_devices, parse_cuda_visible_devices
 

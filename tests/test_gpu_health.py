@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from envdoctor.checks import gpu_health as h
+
 from envdoctor.model import Reason, Status, missing
 
 from .fakes.nvidia_facts import healthy_gpu, nv_facts

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
 import time
+
+import pytest
 
 from envdoctor.host import Host
 from envdoctor.model import Reason
 
 from .conftest import make_exe, test_env
-
 
 
 @pytest.fixture

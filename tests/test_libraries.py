@@ -13,8 +13,19 @@ import pytest
 from envdoctor.host import Host
 from envdoctor.model import Reason, thaw
 from envdoctor.probes import Options
-from envdoctor.probes.libraries import (KEYS, PROBE, dotted, file_version, parse_header, parse_ldconfig,
-                                        parse_ldd, parse_nvcc, probe_libraries, soname_guess, torch_pins)
+from envdoctor.probes.libraries import (
+    KEYS,
+    PROBE,
+    dotted,
+    file_version,
+    parse_header,
+    parse_ldconfig,
+    parse_ldd,
+    parse_nvcc,
+    probe_libraries,
+    soname_guess,
+    torch_pins,
+)
 
 from .conftest import BUILD_ROOT, FAKES, compile_shared, make_exe, test_env
 from .judging import judge_one
@@ -226,6 +237,7 @@ def test_pip_wheels_are_found_with_package_versions_and_ldd_resolves_through_run
 
 def test_stale_ld_library_path_shadows_the_wheel_and_the_check_names_it(tmp_path):
     from envdoctor.checks.libraries import library_conflicts
+
     from envdoctor.model import Status
 
     site = fake_site(tmp_path)
@@ -247,6 +259,7 @@ def test_stale_ld_library_path_shadows_the_wheel_and_the_check_names_it(tmp_path
 
 def test_missing_wheel_library_is_not_found_and_the_check_names_the_package(tmp_path):
     from envdoctor.checks.libraries import cudart_resolution
+
     from envdoctor.model import Status
 
     site = fake_site(tmp_path, cudart=False)

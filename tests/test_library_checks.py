@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from envdoctor.checks.libraries import cudart_resolution, library_conflicts, package_for
+
 from envdoctor.model import Reason, Status, missing
 
 from .builders import facts as base_facts

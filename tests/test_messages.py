@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import facts, missing
 from envdoctor import errors, messages
 from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Reason, Status
 from envdoctor.parsers import parse_text
 from envdoctor.registry import load_registry
+
+from .builders import facts, missing
 
 GET_COUNT = ("/usr/lib/python3/dist-packages/torch/cuda/__init__.py:107: UserWarning: CUDA initialization: Unexpected "
              "error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that "

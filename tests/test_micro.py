@@ -10,14 +10,15 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .conftest import make_exe, test_env
-
 from envdoctor.checks import micro as micro_checks
+
 from envdoctor.diagnose import diagnose
 from envdoctor.host import Host
 from envdoctor.model import Facts, Finding, Reason, Status
 from envdoctor.probes import Options
 from envdoctor.probes.micro import PROBE, probe_micro
+
+from .conftest import make_exe, test_env
 
 
 def run(options: Options, host: Host | None = None) -> tuple[Facts, dict[str, Finding], float]:

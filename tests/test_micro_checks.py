@@ -11,10 +11,10 @@ import copy
 from typing import Any
 
 import pytest
-
 from envdoctor.checks import micro as checks
-from envdoctor.host import ChildResult
+
 from envdoctor import compat
+from envdoctor.host import ChildResult
 from envdoctor.model import Facts, Reading, Reason, Status, missing, ok
 from envdoctor.probes.micro import KEYS, readings_from_child
 

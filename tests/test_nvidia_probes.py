@@ -8,13 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from envdoctor.checks import driver as driver_checks
 from envdoctor.checks import gpu_health
+
 from envdoctor.host import Host
 from envdoctor.model import Reason, Status, thaw
-from envdoctor.probes import Options, run_probes
-from envdoctor.probes import nvidia
+from envdoctor.probes import Options, nvidia, run_probes
 
 from .conftest import make_exe, test_env
 from .fakes.nvidia_fakes import fake_cuda, fake_nvml, host_with

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.model import Facts, Reason
 from envdoctor.inputs import decode
+from envdoctor.model import Facts, Reason
 from envdoctor.parsers import MAX_CHARS, ParseError, detect_formats, parse_text
 from envdoctor.parsers._util import cuda_api_int, cudnn_int
 

@@ -62,6 +62,7 @@ def test_torch_whose_import_raises(bare_python, tmp_path):
     # The text is a fact of its own, so checks read a value, not a reading's detail.
     assert "libcudart.so.12: cannot open shared object file" in facts["torch.import_error"].value
     from envdoctor.checks._common import library_errors
+
     from envdoctor.model import Facts
 
     assert [e["library"] for e in library_errors(Facts(facts))] == ["libcudart.so.12"]

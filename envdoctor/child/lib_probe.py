@@ -131,7 +131,7 @@ def _dlinfo():
     # dlinfo lives in libc since glibc 2.34 and in libdl before; musl has none.
     for name in (None, "libdl.so.2"):
         try:
-            fn = getattr(ctypes.CDLL(name), "dlinfo")
+            fn = ctypes.CDLL(name).dlinfo
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
             return fn

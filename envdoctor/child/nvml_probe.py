@@ -58,12 +58,13 @@ def call(name, *fargs):
             fallback = str(exc)
         except Exception:
             fallback = ""
-        raise Failure(describe(code, fallback))
+        raise Failure(describe(code, fallback)) from None
     except Exception as exc:  # NVMLLibraryMismatchError, ctypes errors
         if exc.__class__.__name__ == "NVMLLibraryMismatchError":
             raise Failure({"code": FUNCTION_NOT_FOUND, "name": "NVML_ERROR_FUNCTION_NOT_FOUND",
-                           "reason": "unsupported", "message": str(exc)})
-        raise Failure({"code": None, "name": type(exc).__name__, "reason": "failed", "message": error_text(exc)})
+                           "reason": "unsupported", "message": str(exc)}) from None
+        raise Failure({"code": None, "name": type(exc).__name__, "reason": "failed",
+                       "message": error_text(exc)}) from None
 
 
 def first(names, *fargs):

@@ -150,7 +150,7 @@ def parse_text(text: str) -> Facts:
         return _parse(text)
     except ParseError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a parser bug must reach the user as a ParseError
+    except Exception as exc:
         raise ParseError(f"could not read the report ({type(exc).__name__}: {exc}); please report this "
                          "paste to envdoctor") from exc
 

@@ -686,7 +686,7 @@ def _loader_choice(host: Host, sonames: Mapping[str, str], ld_dirs: list[str], c
 def _ldd_results(futures: list[Future[dict[str, Any]]], targets: list[tuple[str, str]], deadline: float
                  ) -> list[dict[str, Any]]:
     ldd: list[dict[str, Any]] = []
-    for f, (p, role) in zip(futures, targets):
+    for f, (p, role) in zip(futures, targets, strict=True):
         got = _wait(f, deadline)
         ldd.append(got if got is not None else {"file": p, "role": role, "reason": "timeout",
                                                   "detail": "ldd did not finish within the probe's deadline"})

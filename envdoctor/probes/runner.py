@@ -12,7 +12,6 @@ from ..host import Host
 from ..model import Facts, ProbeRun, ProbeStatus, Reading, Reason, missing
 from .spec import Options, ProbeSpec
 
-
 # Extra seconds a probe thread gets beyond its own deadline before the runner gives up on it:
 # the deadline inside the probe (host.run) should always fire first.
 _GRACE = 1.5
