@@ -11,11 +11,12 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat, remedies
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
-from ..model import Facts, Reason, Status
+from ..model import Facts, Finding, Reason, Status
 from ..registry import CheckResult, check, owner_of
 from ._common import library_errors, outside_wheel, torch_variant
 
@@ -158,7 +159,7 @@ def _symbol_minimum(symbol: str) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-def _loader_conflict(facts: Facts, ev: dict[str, Any]):
+def _loader_conflict(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """A fail when torch (or a CUDA library it loads) hit an undefined symbol that another CUDA
     library should define: the copy of that library the loader found is older or foreign."""
     # Loader errors of a family another check owns (it knows their pins) are left to it.
@@ -201,6 +202,131 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]):
                                                 ("https://github.com/pytorch/pytorch/issues/140797",)))
 
 
+@dataclass
+class _Conflicts:
+    """What library-conflicts found so far: the problems, how bad, and what to take off the search path."""
+
+    facts: Facts
+    wheel_dirs: list[str]
+    entries: list[str]  # LD_LIBRARY_PATH entries
+    problems: list[str] = field(default_factory=list)
+    status: Status = Status.OK
+    remove: list[str] = field(default_factory=list)  # LD_LIBRARY_PATH entries to drop
+    system_dirs: list[str] = field(default_factory=list)  # loader-cache folders to drop
+
+    def worsen(self, new: Status) -> None:
+        order = (Status.OK, Status.WARN, Status.FAIL)
+        if order.index(new) > order.index(self.status):
+            self.status = new
+
+    def blame(self, directory: str) -> None:
+        """Name what put ``directory`` on the search path: an LD_LIBRARY_PATH entry, else the loader cache."""
+        for e in self.entries:
+            if e and os.path.normpath(e) == directory:
+                if e not in self.remove:
+                    self.remove.append(e)
+                return
+        for family in COPY_FAMILIES:
+            for c in _copies(self.facts, family):
+                if os.path.dirname(str(c.get("path"))) == directory and c.get("ld_library_path_entry"):
+                    if c["ld_library_path_entry"] not in self.remove:
+                        self.remove.append(str(c["ld_library_path_entry"]))
+                    return
+        if directory not in self.system_dirs:
+            self.system_dirs.append(directory)
+
+
+def _judge_mapped(c: _Conflicts, loaded: Mapping[str, Any]) -> None:
+    """What the torch process mapped: a family from several folders, or from outside the wheel."""
+    for family in MAPPED_FAMILIES:
+        paths = [str(p) for p in loaded.get(family) or ()]
+        if not paths:
+            continue
+        dirs = list(dict.fromkeys(os.path.dirname(p) for p in paths))
+        outside = [d for d in dirs if not _under(os.path.join(d, "x"), c.wheel_dirs)]
+        if len(dirs) > 1:
+            c.worsen(Status.FAIL)
+            c.problems.append(f"{family} is mapped from {len(dirs)} folders in the same torch process "
+                              f"({', '.join(dirs)}): two copies of one CUDA library in a process break in "
+                              "ways that look random (undefined symbols, wrong results, crashes)")
+            for d in outside:
+                c.blame(d)
+            continue
+        wheel_family = WHEEL_EVIDENCE.get(family)
+        wheel_copies = ([w for w in _copies(c.facts, wheel_family) if _is_wheel_copy(w, c.wheel_dirs)]
+                        if wheel_family else [])
+        if outside and wheel_copies:
+            found = _find_copy(c.facts, paths[0]) or {"path": paths[0]}
+            differs = _differ(found, wheel_copies[0])
+            c.worsen(Status.FAIL if differs else Status.WARN)
+            c.problems.append(f"torch loaded {family} from {_describe(found)} although the wheel ships "
+                              f"{_describe(wheel_copies[0])}" + (" — a different version" if differs else ""))
+            c.blame(dirs[0])
+
+
+def _judge_shadowing(c: _Conflicts, choice: Mapping[str, Any]) -> None:
+    """LD_LIBRARY_PATH copies with the same soname as the wheel's: they win over torch's RUNPATH."""
+    for family in COPY_FAMILIES:
+        copies = _copies(c.facts, family)
+        wheel = {x.get("soname"): x for x in copies if _is_wheel_copy(x, c.wheel_dirs) and x.get("soname")}
+        for x in copies:
+            entry = x.get("ld_library_path_entry")
+            if not entry or _is_wheel_copy(x, c.wheel_dirs) or x.get("soname") not in wheel:
+                continue
+            w = wheel[x.get("soname")]
+            picked = (choice.get(str(x.get("soname"))) or {}).get("file") == x.get("path")
+            differs = _differ(x, w)
+            if entry in c.remove:
+                continue  # already reported from the memory map
+            c.worsen(Status.FAIL if differs and picked else Status.WARN)
+            c.problems.append(f"LD_LIBRARY_PATH entry {entry} holds {_describe(x)}, which shadows the wheel's "
+                              f"{_describe(w)} for {x.get('soname')}"
+                              + (" and the loader picks it" if picked else "")
+                              + (" — a different version" if differs else ""))
+            c.remove.append(str(entry))
+
+
+def _judge_ldd(c: _Conflicts) -> None:
+    """What ldd resolves for torch's CUDA libraries, transitive ones included: a library taken from an
+    LD_LIBRARY_PATH folder while torch's wheels ship it (failure mode: libcusparse from the wheel bound
+    to an old libnvJitLink in /usr/local/cuda-12.x, "undefined symbol __nvJitLinkAddData_12_1",
+    pytorch/pytorch#111469)."""
+    import_failed = c.facts.get("torch.version").reason is Reason.FAILED
+    for e in (c.facts.value("libs.ldd") or ()):
+        if not isinstance(e, Mapping) or e.get("role") not in ("libtorch_cuda", "torch._C"):
+            continue
+        for name, path in (e.get("resolved") or {}).items():
+            if not re.match(_CUDA_SONAME, name) or name.startswith("libcuda.so") or _under(str(path), c.wheel_dirs):
+                continue
+            entry = next((x for x in c.entries if x and os.path.normpath(x) == os.path.dirname(str(path))), None)
+            if entry is None or entry in c.remove or not _wheel_ships(name, c.wheel_dirs):
+                continue
+            c.worsen(Status.FAIL if import_failed else Status.WARN)
+            c.problems.append(f"ldd resolves {name} for {os.path.basename(str(e.get('file')))} to {path} from "
+                              f"LD_LIBRARY_PATH entry {entry} instead of torch's nvidia wheel")
+            c.remove.append(entry)
+
+
+def _conflicts_finding(c: _Conflicts, ev: dict[str, Any]) -> Finding:
+    commands: list[str] = []
+    text = []
+    if c.remove:
+        commands.append(_ld_remedy(c.entries, c.remove))
+        text.append(f"Remove {', '.join(c.remove)} from LD_LIBRARY_PATH (and from the shell profile, module file or "
+                    "Dockerfile ENV that sets it); pip's CUDA wheels need no LD_LIBRARY_PATH.")
+    for d in c.system_dirs:
+        commands.append(f"grep -rl {shlex.quote(d)} /etc/ld.so.conf /etc/ld.so.conf.d/")
+        text.append(f"{d} comes from the loader cache: delete the line naming it from the file grep prints, then "
+                    "run `sudo ldconfig`.")
+    if c.system_dirs:
+        commands.append("sudo ldconfig")
+    commands.append("envdoctor check --only library-conflicts")
+    failing = c.status is Status.FAIL
+    title = "Conflicting copies of CUDA libraries" if failing else "A stray CUDA library copy can shadow torch's"
+    return (fail if failing else warn)(title, detail="; ".join(c.problems) + ".", evidence=ev,
+                                       remedy=Remediation(" ".join(text), tuple(commands), (CUDA_WHEELS_DOC,)))
+
+
 @check("library-conflicts", "One copy of each CUDA library, the one torch was built with",
        needs=("libs.cudart_copies", "libs.cudnn_copies", "libs.nccl_copies"))
 def library_conflicts(facts: Facts) -> CheckResult:
@@ -220,128 +346,19 @@ def library_conflicts(facts: Facts) -> CheckResult:
             return conflict
         return skip("CUDA library copies were not examined",
                     detail=facts.get("libs.cudart_copies").describe(), evidence=ev)
-    wheel_dirs = _wheel_dirs(facts)
-    entries = _ld_entries(facts)
-    choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
-    problems: list[str] = []
-    status = Status.OK
-    remove: list[str] = []  # LD_LIBRARY_PATH entries to drop
-    system_dirs: list[str] = []  # loader-cache folders to drop
-
-    def blame(directory: str) -> None:
-        for e in entries:
-            if e and os.path.normpath(e) == directory:
-                if e not in remove:
-                    remove.append(e)
-                return
-        for family in COPY_FAMILIES:
-            for c in _copies(facts, family):
-                if os.path.dirname(str(c.get("path"))) == directory and c.get("ld_library_path_entry"):
-                    if c["ld_library_path_entry"] not in remove:
-                        remove.append(str(c["ld_library_path_entry"]))
-                    return
-        if directory not in system_dirs:
-            system_dirs.append(directory)
-
-    def worsen(new: Status) -> None:
-        nonlocal status
-        order = (Status.OK, Status.WARN, Status.FAIL)
-        if order.index(new) > order.index(status):
-            status = new
-
-    # 1. What the torch process mapped: a family from several folders, or from outside the wheel.
+    c = _Conflicts(facts, _wheel_dirs(facts), _ld_entries(facts))
     if isinstance(loaded, Mapping):
-        for family in MAPPED_FAMILIES:
-            paths = [str(p) for p in loaded.get(family) or ()]
-            if not paths:
-                continue
-            dirs = list(dict.fromkeys(os.path.dirname(p) for p in paths))
-            outside = [d for d in dirs if not _under(os.path.join(d, "x"), wheel_dirs)]
-            if len(dirs) > 1:
-                worsen(Status.FAIL)
-                problems.append(f"{family} is mapped from {len(dirs)} folders in the same torch process "
-                                f"({', '.join(dirs)}): two copies of one CUDA library in a process break in "
-                                "ways that look random (undefined symbols, wrong results, crashes)")
-                for d in outside:
-                    blame(d)
-                continue
-            wheel_family = WHEEL_EVIDENCE.get(family)
-            wheel_copies = [c for c in _copies(facts, wheel_family) if _is_wheel_copy(c, wheel_dirs)] if wheel_family else []
-            if outside and wheel_copies:
-                mapped = _find_copy(facts, paths[0]) or {"path": paths[0]}
-                differs = _differ(mapped, wheel_copies[0])
-                worsen(Status.FAIL if differs else Status.WARN)
-                problems.append(f"torch loaded {family} from {_describe(mapped)} although the wheel ships "
-                                f"{_describe(wheel_copies[0])}" + (" — a different version" if differs else ""))
-                blame(dirs[0])
-
-    # 2. LD_LIBRARY_PATH copies with the same soname as the wheel's: they win over torch's RUNPATH.
-    for family in COPY_FAMILIES:
-        copies = _copies(facts, family)
-        wheel = {c.get("soname"): c for c in copies if _is_wheel_copy(c, wheel_dirs) and c.get("soname")}
-        for c in copies:
-            entry = c.get("ld_library_path_entry")
-            if not entry or _is_wheel_copy(c, wheel_dirs) or c.get("soname") not in wheel:
-                continue
-            w = wheel[c.get("soname")]
-            picked = (choice.get(str(c.get("soname"))) or {}).get("file") == c.get("path")
-            differs = _differ(c, w)
-            if entry in remove:
-                continue  # already reported from the memory map
-            worsen(Status.FAIL if differs and picked else Status.WARN)
-            problems.append(f"LD_LIBRARY_PATH entry {entry} holds {_describe(c)}, which shadows the wheel's "
-                            f"{_describe(w)} for {c.get('soname')}"
-                            + (" and the loader picks it" if picked else "")
-                            + (" — a different version" if differs else ""))
-            remove.append(str(entry))
-
-    # 3. What ldd resolves for torch's CUDA libraries, transitive ones included: a library taken
-    #    from an LD_LIBRARY_PATH folder while torch's wheels ship it (failure mode: libcusparse from
-    #    the wheel bound to an old libnvJitLink in /usr/local/cuda-12.x, "undefined symbol
-    #    __nvJitLinkAddData_12_1", pytorch/pytorch#111469).
-    import_failed = facts.get("torch.version").reason is Reason.FAILED
-    for e in (facts.value("libs.ldd") or ()):
-        if not isinstance(e, Mapping) or e.get("role") not in ("libtorch_cuda", "torch._C"):
-            continue
-        for name, path in (e.get("resolved") or {}).items():
-            if not re.match(_CUDA_SONAME, name) or name.startswith("libcuda.so") or _under(str(path), wheel_dirs):
-                continue
-            entry = next((x for x in entries if x and os.path.normpath(x) == os.path.dirname(str(path))), None)
-            if entry is None or entry in remove or not _wheel_ships(name, wheel_dirs):
-                continue
-            worsen(Status.FAIL if import_failed else Status.WARN)
-            problems.append(f"ldd resolves {name} for {os.path.basename(str(e.get('file')))} to {path} from "
-                            f"LD_LIBRARY_PATH entry {entry} instead of torch's nvidia wheel")
-            remove.append(entry)
-
-    if status is Status.OK and conflict is not None:
+        _judge_mapped(c, loaded)
+    _judge_shadowing(c, facts.value("libs.loader_choice") or {})
+    _judge_ldd(c)
+    if c.status is Status.OK and conflict is not None:
         return conflict
-    if status is Status.OK:
-        summary = []
-        for family in COPY_FAMILIES:
-            found = _copies(facts, family)
-            if found:
-                summary.append(f"{family}: " + ", ".join(_describe(c) for c in found))
+    if c.status is Status.OK:
+        summary = [f"{family}: " + ", ".join(_describe(x) for x in found)
+                   for family in COPY_FAMILIES if (found := _copies(facts, family))]
         return ok("No conflicting CUDA library copies", detail="; ".join(summary) or "No CUDA library copies found.",
                   evidence=ev)
-
-    commands: list[str] = []
-    text = []
-    if remove:
-        commands.append(_ld_remedy(entries, remove))
-        text.append(f"Remove {', '.join(remove)} from LD_LIBRARY_PATH (and from the shell profile, module file or "
-                    "Dockerfile ENV that sets it); pip's CUDA wheels need no LD_LIBRARY_PATH.")
-    for d in system_dirs:
-        commands.append(f"grep -rl {shlex.quote(d)} /etc/ld.so.conf /etc/ld.so.conf.d/")
-        text.append(f"{d} comes from the loader cache: delete the line naming it from the file grep prints, then "
-                    "run `sudo ldconfig`.")
-    if system_dirs:
-        commands.append("sudo ldconfig")
-    commands.append("envdoctor check --only library-conflicts")
-    title = "Conflicting copies of CUDA libraries" if status is Status.FAIL else "A stray CUDA library copy can shadow torch's"
-    finder = fail if status is Status.FAIL else warn
-    return finder(title, detail="; ".join(problems) + ".", evidence=ev,
-                  remedy=Remediation(" ".join(text), tuple(commands), (CUDA_WHEELS_DOC,)))
+    return _conflicts_finding(c, ev)
 
 
 def package_for(soname: str, facts: Facts) -> str | None:
