@@ -380,74 +380,67 @@ def package_for(soname: str, facts: Facts) -> str | None:
     return compat.wheel_name(base, major)
 
 
-@check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
-       needs=("libs.ldd", "libs.loader_choice"))
-def cudart_resolution(facts: Facts) -> CheckResult:
-    ev = evidence(facts, "torch.version", "torch.cuda_version")
-    ev["libs.ldd"] = _ldd_summary(facts)
-    ev["libs.loader_choice"] = _choice_summary(facts)
-    ldd = [e for e in (facts.value("libs.ldd") or ()) if isinstance(e, Mapping)]
-    choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
-    py = facts.value("python.executable") or "python"
-    torch_libs = [e for e in ldd if e.get("role") in ("libtorch_cuda", "torch._C")]
-    stuck = [e for e in ldd if e.get("reason") in ("timeout", "crashed")]
-    if stuck:
-        return error("ldd did not finish", detail="; ".join(f"ldd {e.get('file')}: {e.get('reason')} "
-                                                         f"({e.get('detail', '')})" for e in stuck),
-                     evidence=ev, remedy=Remediation("Run the command by hand to see where it stops.",
-                                                     tuple(f"ldd {shlex.quote(str(e.get('file')))}" for e in stuck)))
-
+def _unresolved_torch_libs(facts: Facts, torch_libs: list[Mapping[str, Any]], py: str,
+                           ev: dict[str, Any]) -> Finding | None:
+    """torch's own CUDA libraries name sonames ldd cannot find."""
     missing_by_file = {str(e.get("file")): list(e.get("not_found") or ()) for e in torch_libs if e.get("not_found")}
-    if missing_by_file:
-        sonames = list(dict.fromkeys(s for names in missing_by_file.values() for s in names))
-        driver = [s for s in sonames if s.startswith(_DRIVER_LIBS)]
-        cuda = [s for s in sonames if s not in driver]
-        import_failed = facts.get("torch.version").reason is Reason.FAILED
-        packages = [p for p in (package_for(s, facts) for s in cuda) if p]
-        commands = []
-        if packages:
-            commands.append(remedies.pip_install(py, list(dict.fromkeys(packages)), quote=True))
-        version = facts.value("torch.version")
-        variant = torch_variant(facts)
-        if version and variant and variant != "cpu":
-            commands.append(remedies.torch_install(py, str(version).split("+")[0], variant))
-        detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
-        text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
-                "so pip brings the matching nvidia-* packages (second).")
-        if driver:
-            text += (f" {', '.join(driver)} comes with the NVIDIA driver, not from pip: install the driver "
-                     "(see the driver-installed finding).")
-        if import_failed or not facts.get("torch.version").ok:
-            return fail(f"torch cannot resolve {', '.join(sonames)}", detail=detail + ".", evidence=ev,
-                        remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
-        return warn(f"ldd cannot resolve {', '.join(sonames)} for torch",
-                    detail=detail + ". torch still imports because it preloads its nvidia-* wheels from "
-                    "site-packages, but anything that loads libtorch_cuda.so without torch's Python preload "
-                    "(C++/libtorch programs, extensions loaded first) fails with \"cannot open shared object file\".",
-                    evidence=ev, remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
+    if not missing_by_file:
+        return None
+    sonames = list(dict.fromkeys(s for names in missing_by_file.values() for s in names))
+    driver = [s for s in sonames if s.startswith(_DRIVER_LIBS)]
+    cuda = [s for s in sonames if s not in driver]
+    import_failed = facts.get("torch.version").reason is Reason.FAILED
+    packages = [p for p in (package_for(s, facts) for s in cuda) if p]
+    commands = []
+    if packages:
+        commands.append(remedies.pip_install(py, list(dict.fromkeys(packages)), quote=True))
+    version = facts.value("torch.version")
+    variant = torch_variant(facts)
+    if version and variant and variant != "cpu":
+        commands.append(remedies.torch_install(py, str(version).split("+")[0], variant))
+    detail = "; ".join(f"{os.path.basename(f)}: {', '.join(n)} => not found" for f, n in missing_by_file.items())
+    text = ("Install the CUDA wheels torch was built against (first command), or reinstall torch from its index "
+            "so pip brings the matching nvidia-* packages (second).")
+    if driver:
+        text += (f" {', '.join(driver)} comes with the NVIDIA driver, not from pip: install the driver "
+                 "(see the driver-installed finding).")
+    if import_failed or not facts.get("torch.version").ok:
+        return fail(f"torch cannot resolve {', '.join(sonames)}", detail=detail + ".", evidence=ev,
+                    remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
+    return warn(f"ldd cannot resolve {', '.join(sonames)} for torch",
+                detail=detail + ". torch still imports because it preloads its nvidia-* wheels from "
+                "site-packages, but anything that loads libtorch_cuda.so without torch's Python preload "
+                "(C++/libtorch programs, extensions loaded first) fails with \"cannot open shared object file\".",
+                evidence=ev, remedy=Remediation(text, tuple(commands), (GET_STARTED,)))
 
+
+def _unresolved_extensions(facts: Facts, ldd: list[Mapping[str, Any]], py: str, ev: dict[str, Any]) -> Finding | None:
+    """An extension wheel built for another CUDA major (libcudart.so.11.0 next to a cu12 torch) or
+    against another torch (libc10_cuda.so from a different release): it fails at import."""
     ext_missing = {str(e.get("role")).split(":", 1)[1]: (str(e.get("file")), list(e.get("not_found") or ()))
                    for e in ldd if str(e.get("role", "")).startswith("extension:") and e.get("not_found")}
-    if ext_missing:
-        # An extension wheel built for another CUDA major (libcudart.so.11.0 next to a cu12 torch)
-        # or against another torch (libc10_cuda.so from a different release): it fails at import.
-        version = facts.value("torch.version")
-        variant = torch_variant(facts)
-        commands = []
-        for pkg in ext_missing:
-            index = variant if pkg in ("torchvision", "torchaudio") and variant else None
-            commands.append(remedies.pip_install(py, pkg, force=True, no_deps=True, variant=index))
-        detail = "; ".join(f"{pkg} ({os.path.basename(f)}): {', '.join(n)} => not found"
-                           for pkg, (f, n) in ext_missing.items())
-        return warn(f"{', '.join(ext_missing)} cannot resolve {len({s for _, n in ext_missing.values() for s in n})} "
-                    "of its libraries", detail=detail + f". The extension was built for another CUDA or torch than "
-                    f"torch {version or '(not read)'}: importing it fails with \"cannot open shared object file\" "
-                    "or \"undefined symbol\".", evidence=ev,
-                    remedy=Remediation("Reinstall each extension built for this torch and CUDA (torchvision/"
-                                       "torchaudio from torch's own index; others from a wheel matching "
-                                       f"torch {version or ''} and its CUDA, or rebuilt from source).",
-                                       tuple(commands), (GET_STARTED,)))
+    if not ext_missing:
+        return None
+    version = facts.value("torch.version")
+    variant = torch_variant(facts)
+    commands = []
+    for pkg in ext_missing:
+        index = variant if pkg in ("torchvision", "torchaudio") and variant else None
+        commands.append(remedies.pip_install(py, pkg, force=True, no_deps=True, variant=index))
+    detail = "; ".join(f"{pkg} ({os.path.basename(f)}): {', '.join(n)} => not found"
+                       for pkg, (f, n) in ext_missing.items())
+    return warn(f"{', '.join(ext_missing)} cannot resolve {len({s for _, n in ext_missing.values() for s in n})} "
+                "of its libraries", detail=detail + f". The extension was built for another CUDA or torch than "
+                f"torch {version or '(not read)'}: importing it fails with \"cannot open shared object file\" "
+                "or \"undefined symbol\".", evidence=ev,
+                remedy=Remediation("Reinstall each extension built for this torch and CUDA (torchvision/"
+                                   "torchaudio from torch's own index; others from a wheel matching "
+                                   f"torch {version or ''} and its CUDA, or rebuilt from source).",
+                                   tuple(commands), (GET_STARTED,)))
 
+
+def _broken_runtimes(facts: Facts, ldd: list[Mapping[str, Any]], choice: Mapping[str, Any]) -> list[str]:
+    """CUDA runtime copies that exist but do not load (or hang or crash the loader)."""
     broken = []
     for soname, item in sorted(choice.items()):
         if not isinstance(item, Mapping) or item.get("family") != "cudart":
@@ -464,47 +457,75 @@ def cudart_resolution(facts: Facts) -> CheckResult:
     for e in ldd:
         if e.get("role") == "libcudart" and e.get("not_found"):
             broken.append(f"{e.get('file')} needs {', '.join(e['not_found'])} (not found)")
+    return broken
 
-    resolved = []
-    for e in torch_libs:
-        for name, path in (e.get("resolved") or {}).items():
-            if name.startswith("libcudart"):
-                resolved.append(f"{os.path.basename(str(e.get('file')))}: {name} => {path}")
-    runtime = [item for item in choice.values() if isinstance(item, Mapping) and item.get("family") == "cudart"
-               and item.get("file")]
+
+def _broken_runtime_finding(facts: Facts, broken: list[str], choice: Mapping[str, Any], py: str,
+                            ev: dict[str, Any]) -> Finding:
+    bad = [c for c in _copies(facts, "cudart") if c.get("load") in ("crashed", "timeout", "failed")]
+    entries = _ld_entries(facts)
+    drop = [str(c["ld_library_path_entry"]) for c in bad if c.get("ld_library_path_entry")]
+    commands = [_ld_remedy(entries, drop)] if drop else []
+    for c in bad:
+        if c.get("package") and not c.get("ld_library_path_entry"):
+            spec = f"{c['package']}=={c['package_version']}" if c.get("package_version") else str(c["package"])
+            commands.append(remedies.pip_install(py, spec, force=True, no_deps=True, quote=True))
+        elif not c.get("ld_library_path_entry"):
+            # Not ours to delete blindly: show which package owns the file, then reinstall that.
+            commands.append(f"dpkg -S {shlex.quote(str(c.get('path')))} || rpm -qf {shlex.quote(str(c.get('path')))}")
+    if not commands:
+        # Only the loader's choice failed: show what it resolves so the broken file can be named.
+        commands = [f"{py} -c \"import ctypes; ctypes.CDLL('{s}')\"" for s, item in sorted(choice.items())
+                    if isinstance(item, Mapping) and item.get("family") == "cudart"
+                    and (item.get("error") or item.get("reason"))]
+        commands.append("ldconfig -p | grep libcudart")
+    return warn("A CUDA runtime copy does not load", detail="; ".join(broken) + ".", evidence=ev,
+                remedy=Remediation("Take the broken copy off the loader's path (LD_LIBRARY_PATH), or reinstall "
+                                   "the package that owns it.", tuple(commands), (CUDA_WHEELS_DOC,)))
+
+
+def _runtime_found(choice: Mapping[str, Any], runtime: list[Mapping[str, Any]], ev: dict[str, Any]) -> Finding:
+    parts = []
+    for soname, item in sorted(choice.items()):
+        if isinstance(item, Mapping) and item.get("family") == "cudart" and item.get("file"):
+            parts.append(f"{soname} => {item['file']} (CUDA runtime {item.get('version') or 'version unknown'}, "
+                         f"via {item.get('via') or 'search'})")
+    first = runtime[0]
+    title = (f"CUDA runtime {first.get('version') or '(version unknown)'} found: {first.get('file')}"
+             + (f" (and {len(runtime) - 1} more)" if len(runtime) > 1 else ""))
+    return ok(title, detail="; ".join(parts), evidence=ev)
+
+
+@check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
+       needs=("libs.ldd", "libs.loader_choice"))
+def cudart_resolution(facts: Facts) -> CheckResult:
+    ev = evidence(facts, "torch.version", "torch.cuda_version")
+    ev["libs.ldd"] = _ldd_summary(facts)
+    ev["libs.loader_choice"] = _choice_summary(facts)
+    ldd = [e for e in (facts.value("libs.ldd") or ()) if isinstance(e, Mapping)]
+    choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
+    py = facts.value("python.executable") or "python"
+    torch_libs = [e for e in ldd if e.get("role") in ("libtorch_cuda", "torch._C")]
+    stuck = [e for e in ldd if e.get("reason") in ("timeout", "crashed")]
+    if stuck:
+        return error("ldd did not finish", detail="; ".join(f"ldd {e.get('file')}: {e.get('reason')} "
+                                                         f"({e.get('detail', '')})" for e in stuck),
+                     evidence=ev, remedy=Remediation("Run the command by hand to see where it stops.",
+                                                     tuple(f"ldd {shlex.quote(str(e.get('file')))}" for e in stuck)))
+    found = _unresolved_torch_libs(facts, torch_libs, py, ev) or _unresolved_extensions(facts, ldd, py, ev)
+    if found is not None:
+        return found
+    broken = _broken_runtimes(facts, ldd, choice)
     if broken:
-        bad = [c for c in _copies(facts, "cudart") if c.get("load") in ("crashed", "timeout", "failed")]
-        entries = _ld_entries(facts)
-        drop = [str(c["ld_library_path_entry"]) for c in bad if c.get("ld_library_path_entry")]
-        commands = [_ld_remedy(entries, drop)] if drop else []
-        for c in bad:
-            if c.get("package") and not c.get("ld_library_path_entry"):
-                spec = f"{c['package']}=={c['package_version']}" if c.get("package_version") else str(c["package"])
-                commands.append(remedies.pip_install(py, spec, force=True, no_deps=True, quote=True))
-            elif not c.get("ld_library_path_entry"):
-                # Not ours to delete blindly: show which package owns the file, then reinstall that.
-                commands.append(f"dpkg -S {shlex.quote(str(c.get('path')))} || rpm -qf {shlex.quote(str(c.get('path')))}")
-        if not commands:
-            # Only the loader's choice failed: show what it resolves so the broken file can be named.
-            commands = [f"{py} -c \"import ctypes; ctypes.CDLL('{s}')\"" for s, item in sorted(choice.items())
-                        if isinstance(item, Mapping) and item.get("family") == "cudart"
-                        and (item.get("error") or item.get("reason"))]
-            commands.append("ldconfig -p | grep libcudart")
-        return warn("A CUDA runtime copy does not load", detail="; ".join(broken) + ".", evidence=ev,
-                    remedy=Remediation("Take the broken copy off the loader's path (LD_LIBRARY_PATH), or reinstall "
-                                       "the package that owns it.", tuple(commands), (CUDA_WHEELS_DOC,)))
+        return _broken_runtime_finding(facts, broken, choice, py, ev)
+    resolved = [f"{os.path.basename(str(e.get('file')))}: {name} => {path}"
+                for e in torch_libs for name, path in (e.get("resolved") or {}).items() if name.startswith("libcudart")]
     if resolved:
         return ok("torch's CUDA libraries resolve", detail="; ".join(resolved), evidence=ev)
+    runtime = [item for item in choice.values() if isinstance(item, Mapping) and item.get("family") == "cudart"
+               and item.get("file")]
     if runtime:
-        parts = []
-        for soname, item in sorted(choice.items()):
-            if isinstance(item, Mapping) and item.get("family") == "cudart" and item.get("file"):
-                parts.append(f"{soname} => {item['file']} (CUDA runtime {item.get('version') or 'version unknown'}, "
-                             f"via {item.get('via') or 'search'})")
-        first = runtime[0]
-        title = (f"CUDA runtime {first.get('version') or '(version unknown)'} found: {first.get('file')}"
-                 + (f" (and {len(runtime) - 1} more)" if len(runtime) > 1 else ""))
-        return ok(title, detail="; ".join(parts), evidence=ev)
+        return _runtime_found(choice, runtime, ev)
     if torch_libs:
         return ok("torch's libraries resolve", detail="No CUDA library in torch's dependencies (a CPU build).",
                   evidence=ev)
