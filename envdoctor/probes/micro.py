@@ -133,17 +133,7 @@ def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: 
     data = result.data
     if result.status == "absent":
         return {k: missing(Reason.ABSENT, SOURCE, result.detail) for k in KEYS}
-    run: dict[str, Any] = {
-        "status": result.status, "seconds": round(result.seconds, 3), "deadline": deadline,
-        "stage": result.stage or None, "stage_devices": stage_devices(result.stage), "torch": data.get("torch_version"),
-        "cuda_init_seconds": data.get("cuda_init_seconds"), "checks_seconds": data.get("checks_seconds"),
-        "requested": list(args.get("devices") or []) or "all visible CUDA devices",
-    }
-    if args.get("inject"):
-        run["self_test_inject"] = args["inject"]
-    if not result.ok:
-        run["detail"] = result.explain()
-        run["stderr_tail"] = [ln for ln in result.stderr.strip().splitlines() if ln.strip()][-8:]
+    run = _run_record(result, args, deadline)
     fatal = data.get("fatal")
     plan_: Mapping[str, Any] | None = data.get("plan")
     out: dict[str, Reading] = {}
@@ -169,6 +159,32 @@ def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: 
                                      SOURCE)
         return out
 
+    out.update(_check_readings(result, args, plan_))
+    return out
+
+
+def _run_record(result: ChildResult, args: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+    """``micro.run``: how the child went, where it stopped, and what was asked of it."""
+    data = result.data
+    run: dict[str, Any] = {
+        "status": result.status, "seconds": round(result.seconds, 3), "deadline": deadline,
+        "stage": result.stage or None, "stage_devices": stage_devices(result.stage), "torch": data.get("torch_version"),
+        "cuda_init_seconds": data.get("cuda_init_seconds"), "checks_seconds": data.get("checks_seconds"),
+        "requested": list(args.get("devices") or []) or "all visible CUDA devices",
+    }
+    if args.get("inject"):
+        run["self_test_inject"] = args["inject"]
+    if not result.ok:
+        run["detail"] = result.explain()
+        run["stderr_tail"] = [ln for ln in result.stderr.strip().splitlines() if ln.strip()][-8:]
+    return run
+
+
+def _check_readings(result: ChildResult, args: Mapping[str, Any],
+                    plan_: Mapping[str, Any] | None) -> dict[str, Reading]:
+    """One reading per microcheck: its result, or why there is none (not planned, the check the child
+    hung or crashed in, or not reached after that)."""
+    out: dict[str, Reading] = {}
     planned: list[str]
     if isinstance(plan_, dict):
         planned = [c for c in CHECKS if c in (plan_.get("checks") or [])]
@@ -177,7 +193,7 @@ def readings_from_child(result: ChildResult, args: Mapping[str, Any], deadline: 
         planned = [c for c in CHECKS if c in (args.get("checks") or CHECKS)
                    and (c != "compile" or args.get("compile")) and c != "multi_gpu"]
         devices = list(args.get("devices") or [])
-    results = _results(data)
+    results = _results(result.data)
     device_info = results.get("device", {})
     blamed = False
     for name in CHECKS:
