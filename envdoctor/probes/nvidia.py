@@ -246,6 +246,18 @@ def probe_visibility(host: Host, options: Options) -> dict[str, Reading]:
     }
 
 
+def _find_by_uuid(gpus: Sequence[Mapping[str, Any]], token: str, kind: str) -> tuple[Mapping[str, Any], str | None] | None:
+    """The GPU (and MIG instance) a UUID prefix in CUDA_VISIBLE_DEVICES names, as CUDA matches it."""
+    for g in gpus:
+        if kind == "uuid" and str(g.get("uuid") or "").startswith(token):
+            return g, None
+        if kind == "mig":
+            for mig in g.get("mig_devices") or []:
+                if mig and str(mig).startswith(token):
+                    return g, str(mig)
+    return None
+
+
 def map_cuda_devices(parsed: Mapping[str, Any], gpus: Sequence[Mapping[str, Any]], order: str | None) -> dict[str, Any]:
     """Which NVML GPU each CUDA ordinal is (nvitop's mapping). Out-of-range indices and unknown
     UUIDs end the list there, as they do in CUDA. With ``CUDA_DEVICE_ORDER`` unset CUDA orders
@@ -265,8 +277,7 @@ def map_cuda_devices(parsed: Mapping[str, Any], gpus: Sequence[Mapping[str, Any]
 
     kind = parsed.get("kind")
     if kind == "unset":
-        for g in gpus:
-            out.append(entry(g))
+        out.extend(entry(g) for g in gpus)
     elif kind == "index":
         for value in parsed.get("entries") or []:
             if not 0 <= value < len(gpus):
@@ -275,22 +286,11 @@ def map_cuda_devices(parsed: Mapping[str, Any], gpus: Sequence[Mapping[str, Any]
             out.append(entry(gpus[value]))
     elif kind in ("uuid", "mig"):
         for token in parsed.get("entries") or []:
-            found = None
-            for g in gpus:
-                if kind == "uuid" and str(g.get("uuid") or "").startswith(token):
-                    found = entry(g)
-                    break
-                if kind == "mig":
-                    for mig in g.get("mig_devices") or []:
-                        if mig and str(mig).startswith(token):
-                            found = entry(g, mig)
-                            break
-                    if found:
-                        break
-            if found is None:
+            hit = _find_by_uuid(gpus, token, str(kind))
+            if hit is None:
                 unmatched = token
                 break
-            out.append(found)
+            out.append(entry(*hit))
     return {"devices": out, "unmatched": unmatched, "order": "PCI_BUS_ID" if pci_order else "FASTEST_FIRST",
             "order_certain": certain}
 
