@@ -34,6 +34,45 @@ _PT_LOAD, _PT_DYNAMIC = 1, 2
 _RTLD_DI_LINKMAP = 2
 
 
+def _program_headers(fh, head, is64, end):
+    """(PT_LOAD segments as (vaddr, offset, filesz), the PT_DYNAMIC (offset, filesz) or None)."""
+    if is64:
+        (phoff,) = struct.unpack_from(end + "Q", head, 32)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
+    else:
+        (phoff,) = struct.unpack_from(end + "I", head, 28)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 42)
+    fh.seek(phoff)
+    table = fh.read(phentsize * phnum)
+    loads, dynamic = [], None
+    for i in range(phnum):
+        off = i * phentsize
+        if is64:
+            p_type, _f, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(end + "IIQQQQ", table, off)
+        else:
+            p_type, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(end + "IIIII", table, off)
+        if p_type == _PT_LOAD:
+            loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == _PT_DYNAMIC:
+            dynamic = (p_offset, p_filesz)
+    return loads, dynamic
+
+
+def _dynamic_soname(data, is64, end):
+    """(DT_STRTAB's address, DT_SONAME's string offset) from the dynamic section, either None."""
+    fmt, size = (end + "qQ", 16) if is64 else (end + "iI", 8)
+    strtab = soname = None
+    for off in range(0, len(data) - size + 1, size):
+        tag, val = struct.unpack_from(fmt, data, off)
+        if tag == _DT_NULL:
+            break
+        if tag == _DT_STRTAB:
+            strtab = val
+        elif tag == _DT_SONAME:
+            soname = val
+    return strtab, soname
+
+
 def elf_soname(path):
     """DT_SONAME of an ELF shared object, read from the file (no load), or None."""
     try:
@@ -43,39 +82,11 @@ def elf_soname(path):
                 return None
             is64 = head[4] == 2
             end = "<" if head[5] == 1 else ">"
-            if is64:
-                (phoff,) = struct.unpack_from(end + "Q", head, 32)
-                phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
-            else:
-                (phoff,) = struct.unpack_from(end + "I", head, 28)
-                phentsize, phnum = struct.unpack_from(end + "HH", head, 42)
-            fh.seek(phoff)
-            table = fh.read(phentsize * phnum)
-            loads, dynamic = [], None
-            for i in range(phnum):
-                off = i * phentsize
-                if is64:
-                    p_type, _f, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(end + "IIQQQQ", table, off)
-                else:
-                    p_type, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(end + "IIIII", table, off)
-                if p_type == _PT_LOAD:
-                    loads.append((p_vaddr, p_offset, p_filesz))
-                elif p_type == _PT_DYNAMIC:
-                    dynamic = (p_offset, p_filesz)
+            loads, dynamic = _program_headers(fh, head, is64, end)
             if dynamic is None:
                 return None
             fh.seek(dynamic[0])
-            data = fh.read(dynamic[1])
-            fmt, size = (end + "qQ", 16) if is64 else (end + "iI", 8)
-            strtab = soname = None
-            for off in range(0, len(data) - size + 1, size):
-                tag, val = struct.unpack_from(fmt, data, off)
-                if tag == _DT_NULL:
-                    break
-                if tag == _DT_STRTAB:
-                    strtab = val
-                elif tag == _DT_SONAME:
-                    soname = val
+            strtab, soname = _dynamic_soname(fh.read(dynamic[1]), is64, end)
             if strtab is None or soname is None:
                 return None
             # DT_STRTAB holds a virtual address; translate it through the PT_LOAD segments.

@@ -757,6 +757,60 @@ def run_check(name, device, fn, *fn_args):
     return result
 
 
+def usable_devices(torch, requested):
+    """(the devices that can be used, {device: why not} for the rest)."""
+    devices = []
+    unusable = {}
+    for dev in requested:
+        if dev == "cpu":
+            devices.append(dev)
+            continue
+        stage("cuda init %s" % dev)
+        try:
+            index = int(dev.split(":")[1]) if ":" in dev else 0
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
+            if index >= torch.cuda.device_count():
+                raise RuntimeError("%s is not visible (%d CUDA device(s))" % (dev, torch.cuda.device_count()))
+            devices.append("cuda:%d" % index)
+        except Exception as exc:
+            unusable[dev] = error_text(exc)
+    return devices, unusable
+
+
+def init_contexts(torch, cuda_devices):
+    """Create every device's context up front, so the timings after are "after CUDA initialisation";
+    an error here is left for the device touch to report."""
+    t0 = time.perf_counter()
+    for dev in cuda_devices:
+        stage("cuda init %s: context" % dev)
+        try:
+            torch.zeros(1, device=dev)
+            torch.cuda.synchronize(dev)
+        except Exception:
+            pass
+    emit(cuda_init_seconds=round(time.perf_counter() - t0, 3))
+
+
+def run_per_device(checks, devices, run_opts):
+    """Each per-device check on each device; a device an earlier check broke is not run again.
+    Returns the broken devices."""
+    broken = set()
+    per_device = [("device", check_device), ("matmul", check_matmul), ("transformer", check_transformer),
+                  ("copy", check_copy), ("compile", check_compile)]
+    for name, fn in per_device:
+        if name not in checks:
+            continue
+        for dev in devices:
+            if dev in broken:
+                emit(**{"%s@%s" % (name, dev): {"ok": False, "not_run": "an earlier check broke %s" % dev}})
+                continue
+            result = run_check(name, dev, fn, dev, run_opts)
+            if (name == "device" and not result.get("ok")) or (dev != "cpu" and is_sticky_cuda_error(result.get("error", ""))):
+                broken.add(dev)
+    return broken
+
+
 def main():
     global INJECT
     opts = args()
@@ -779,22 +833,7 @@ def main():
             done(plan={"devices": [], "checks": [], "why": "torch.cuda.is_available() is False"})
             return
         requested = ["cuda:%d" % i for i in range(torch.cuda.device_count())]
-    devices = []
-    unusable = {}
-    for dev in requested:
-        if dev == "cpu":
-            devices.append(dev)
-            continue
-        stage("cuda init %s" % dev)
-        try:
-            index = int(dev.split(":")[1]) if ":" in dev else 0
-            if not torch.cuda.is_available():
-                raise RuntimeError("torch.cuda.is_available() is False")
-            if index >= torch.cuda.device_count():
-                raise RuntimeError("%s is not visible (%d CUDA device(s))" % (dev, torch.cuda.device_count()))
-            devices.append("cuda:%d" % index)
-        except Exception as exc:
-            unusable[dev] = error_text(exc)
+    devices, unusable = usable_devices(torch, requested)
     if not devices:
         done(plan={"devices": [], "checks": [], "unusable": unusable, "why": "none of %s is usable" % requested})
         return
@@ -808,31 +847,9 @@ def main():
     emit(plan={"devices": devices, "checks": checks, "unusable": unusable,
                "multi_gpu_skipped": None if len(cuda_devices) >= 2 else "%d CUDA device(s)" % len(cuda_devices)})
     if cuda_devices:
-        # Create every device's context up front, so the timings below are "after CUDA
-        # initialisation"; an error here is left for the device touch to report.
-        t0 = time.perf_counter()
-        for dev in cuda_devices:
-            stage("cuda init %s: context" % dev)
-            try:
-                torch.zeros(1, device=dev)
-                torch.cuda.synchronize(dev)
-            except Exception:
-                pass
-        emit(cuda_init_seconds=round(time.perf_counter() - t0, 3))
-    broken = set()
+        init_contexts(torch, cuda_devices)
     t_checks = time.perf_counter()
-    per_device = [("device", check_device), ("matmul", check_matmul), ("transformer", check_transformer),
-                  ("copy", check_copy), ("compile", check_compile)]
-    for name, fn in per_device:
-        if name not in checks:
-            continue
-        for dev in devices:
-            if dev in broken:
-                emit(**{"%s@%s" % (name, dev): {"ok": False, "not_run": "an earlier check broke %s" % dev}})
-                continue
-            result = run_check(name, dev, fn, dev, run_opts)
-            if (name == "device" and not result.get("ok")) or (dev != "cpu" and is_sticky_cuda_error(result.get("error", ""))):
-                broken.add(dev)
+    broken = run_per_device(checks, devices, run_opts)
     if "dataloader" in checks:
         usable = [d for d in devices if d not in broken]
         run_check("dataloader", usable[0] if usable else "cpu", check_dataloader,

@@ -120,27 +120,8 @@ class Gpu(object):
         return value
 
 
-def read_gpu(index):
-    try:
-        handle = call("nvmlDeviceGetHandleByIndex", index)
-    except Failure as exc:
-        return {"index": index, "error": exc.info, "missing": {}}
-    g = Gpu(index, handle)
-    g.read("name", "nvmlDeviceGetName", convert=text)
-    g.read("uuid", "nvmlDeviceGetUUID", convert=text)
-    g.read("pci_bus_id", "nvmlDeviceGetPciInfo", convert=lambda p: text(p.busId))
-    g.read("compute_capability", "nvmlDeviceGetCudaComputeCapability", convert=lambda cc: "%d.%d" % tuple(cc))
-    mem = g.read("memory", "nvmlDeviceGetMemoryInfo", store=False)
-    if mem is not None:
-        g.data["memory_total"] = int(mem.total)
-        g.data["memory_used"] = int(mem.used)
-    else:
-        g.data["missing"]["memory_total"] = g.data["missing"]["memory_used"] = g.data["missing"].pop("memory")
-    g.read("architecture", "nvmlDeviceGetArchitecture", convert=int)
-    g.read("brand", "nvmlDeviceGetBrand", convert=int)
-    g.read("persistence_mode", "nvmlDeviceGetPersistenceMode", convert=int)
-    g.read("compute_mode", "nvmlDeviceGetComputeMode", convert=int)
-
+def read_mig(g, handle):
+    """MIG mode, and the UUIDs of the MIG instances when it is on."""
     mig = g.read("mig_mode", "nvmlDeviceGetMigMode", store=False)
     if mig is not None:
         g.data["mig_mode"] = {"current": int(mig[0]), "pending": int(mig[1])}
@@ -164,6 +145,9 @@ def read_gpu(index):
     else:
         g.data["missing"]["mig_mode"] = g.data["missing"].pop("mig_mode", {"reason": "failed", "detail": ""})
 
+
+def read_memory_health(g):
+    """ECC mode and uncorrectable error counts, page retirement and row remapping."""
     ecc = g.read("ecc_mode", "nvmlDeviceGetEccMode", store=False)
     if ecc is not None:
         g.data["ecc_mode"] = {"current": int(ecc[0]), "pending": int(ecc[1])}
@@ -179,6 +163,10 @@ def read_gpu(index):
     if rows is not None:
         g.data["remapped_rows"] = {"correctable": int(rows[0]), "uncorrectable": int(rows[1]),
                                    "pending": int(rows[2]), "failure": int(rows[3])}
+
+
+def read_pcie(g):
+    """The PCIe link as trained now and at most."""
     pcie = {}
     for key, fn in (("gen", "nvmlDeviceGetCurrPcieLinkGeneration"), ("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
                     ("width", "nvmlDeviceGetCurrPcieLinkWidth"), ("max_width", "nvmlDeviceGetMaxPcieLinkWidth")):
@@ -187,6 +175,32 @@ def read_gpu(index):
             pcie[key] = int(value)
     if pcie:
         g.data["pcie"] = pcie
+
+
+def read_gpu(index):
+    try:
+        handle = call("nvmlDeviceGetHandleByIndex", index)
+    except Failure as exc:
+        return {"index": index, "error": exc.info, "missing": {}}
+    g = Gpu(index, handle)
+    g.read("name", "nvmlDeviceGetName", convert=text)
+    g.read("uuid", "nvmlDeviceGetUUID", convert=text)
+    g.read("pci_bus_id", "nvmlDeviceGetPciInfo", convert=lambda p: text(p.busId))
+    g.read("compute_capability", "nvmlDeviceGetCudaComputeCapability", convert=lambda cc: "%d.%d" % tuple(cc))
+    mem = g.read("memory", "nvmlDeviceGetMemoryInfo", store=False)
+    if mem is not None:
+        g.data["memory_total"] = int(mem.total)
+        g.data["memory_used"] = int(mem.used)
+    else:
+        g.data["missing"]["memory_total"] = g.data["missing"]["memory_used"] = g.data["missing"].pop("memory")
+    g.read("architecture", "nvmlDeviceGetArchitecture", convert=int)
+    g.read("brand", "nvmlDeviceGetBrand", convert=int)
+    g.read("persistence_mode", "nvmlDeviceGetPersistenceMode", convert=int)
+    g.read("compute_mode", "nvmlDeviceGetComputeMode", convert=int)
+
+    read_mig(g, handle)
+    read_memory_health(g)
+    read_pcie(g)
     # "Throttle reasons" were renamed "clocks event reasons" in driver 535; older drivers only
     # export the old name.
     g.read("clocks_event_reasons",
