@@ -155,6 +155,28 @@ def parse_text(text: str) -> Facts:
                          "paste to envdoctor") from exc
 
 
+def _paste_context(lines: list[str], readings: dict[str, Reading]) -> None:
+    """What any paste may say about where it ran: Python's banner (platform, version) and the container
+    evidence of the commands it shows."""
+    if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
+        # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
+        banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)
+        if banner:
+            readings["host.os"] = ok({"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[banner.group(2)],
+                                     "paste", f"Python's banner: \"… on {banner.group(2)}\"")
+            if not readings.get("python.version", Reading(None, Reason.NOT_IN_REPORT)).ok:
+                readings["python.version"] = ok(banner.group(1), "paste", "Python's banner")
+    if "host.container" not in readings:
+        found = _container_evidence(lines)
+        if found:
+            kind, why = found
+            readings["host.container"] = ok(kind, "paste", why)
+            readings["host.container_evidence"] = ok([why], "paste")
+            requested = _gpus_requested(lines)
+            if requested is not None:
+                readings["container.gpus_requested"] = ok(requested[0], "paste", requested[1])
+
+
 def _parse(text: str) -> Facts:
     lines = _clean(text)
     is_collect_env = collect_env.looks_like(lines)
@@ -188,23 +210,7 @@ def _parse(text: str) -> Facts:
         # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
         # often pasted next to nvidia-smi without a collect_env block: they still are facts.
         signatures.scan_messages(lines, readings)
-    if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
-        # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
-        banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)
-        if banner:
-            readings["host.os"] = ok({"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[banner.group(2)],
-                                     "paste", f"Python's banner: \"… on {banner.group(2)}\"")
-            if not readings.get("python.version", Reading(None, Reason.NOT_IN_REPORT)).ok:
-                readings["python.version"] = ok(banner.group(1), "paste", "Python's banner")
-    if "host.container" not in readings:
-        found = _container_evidence(lines)
-        if found:
-            kind, why = found
-            readings["host.container"] = ok(kind, "paste", why)
-            readings["host.container_evidence"] = ok([why], "paste")
-            requested = _gpus_requested(lines)
-            if requested is not None:
-                readings["container.gpus_requested"] = ok(requested[0], "paste", requested[1])
+    _paste_context(lines, readings)
     source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
               else "package list" if is_list else "torch messages")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
