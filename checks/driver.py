@@ -247,8 +247,9 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
         user_versions["libnvidia-ml"] = nvml_lib
     cuda_path = facts.value("cuda.library_path")
     # A forward-compatibility libcuda (…/compat/) is newer than the kernel module by design.
-    if cuda_path and "/compat/" not in str(cuda_path) and version_in_filename(cuda_path):
-        user_versions["libcuda"] = version_in_filename(cuda_path)
+    libcuda = version_in_filename(cuda_path) if cuda_path and "/compat/" not in str(cuda_path) else None
+    if libcuda:
+        user_versions["libcuda"] = libcuda
     if facts.value("nvml.driver_version"):
         user_versions["NVML"] = facts.value("nvml.driver_version")
     if facts.value("driver.userspace_version"):

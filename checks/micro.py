@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .. import compat, remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
@@ -165,7 +165,7 @@ def _low_throughput_hint(dev: str) -> str:
             "(`nvidia-smi -L`) — a 1g slice has 1/7 of the compute." if dev != "cpu" else "")
 
 
-def _number(x: Any) -> bool:
+def _number(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 

@@ -162,7 +162,7 @@ class Facts(Mapping[str, Reading]):
     def __len__(self) -> int:
         return len(self._data)
 
-    def get(self, key: str, default: Any = None) -> Reading:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Reading:
         """The reading for ``key``; a key nobody probed reads as ``not_collected``."""
         found = self._data.get(key)
         if found is not None:

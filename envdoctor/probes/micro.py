@@ -82,8 +82,8 @@ def probe_micro(host: Host, options: Options) -> dict[str, Reading]:
     args: dict[str, Any] = {"devices": devices, "compile": bool(options.compile)}
     if options.healthcheck:
         args["checks"] = ["device"]  # healthcheck --micro: only the device touch
-    elif isinstance(options.extra.get("micro_checks"), (list, tuple)):
-        args["checks"] = [str(c) for c in options.extra["micro_checks"]]  # a subset, for tests and debugging
+    elif isinstance(subset := options.extra.get("micro_checks"), (list, tuple)):
+        args["checks"] = [str(c) for c in subset]  # a subset, for tests and debugging
     if inject:
         if inject not in INJECTIONS:
             return _skipped(f"unknown self-test injection {inject!r}")

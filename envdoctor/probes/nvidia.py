@@ -352,7 +352,7 @@ def nvml_readings(result: ChildResult, environ: Mapping[str, str]) -> dict[str, 
         detail = result.explain() if failure else "the NVML child did not report the GPUs"
         if gpus:
             detail += f" (read {len(gpus)} of {count} GPUs before that)"
-        out["nvml.gpus"] = missing(failure.reason if failure else Reason.FAILED, NVML_SOURCE, detail)
+        out["nvml.gpus"] = missing((failure.reason if failure else None) or Reason.FAILED, NVML_SOURCE, detail)
     if out["nvml.gpus"].ok:
         parsed = parse_cuda_visible_devices(environ.get("CUDA_VISIBLE_DEVICES"))
         mapping = map_cuda_devices(parsed, gpus or [], environ.get("CUDA_DEVICE_ORDER"))
