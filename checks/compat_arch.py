@@ -199,7 +199,7 @@ def _reinstall(facts: Facts, build: TorchBuild, devices: list[Gpu], first: Gpu) 
                                (PREVIOUS,))
     text = (f"{compat.not_in_table(f'a wheel for {cc_s}')}; build torch from source with "
             f"TORCH_CUDA_ARCH_LIST={versions.cc_text(first.cc)}, or try the newest release's highest CUDA index.")
-    return "", Remediation(text, (), ("https://github.com/pytorch/pytorch#from-source",))
+    return "", Remediation(text, (), (remedies.TORCH_FROM_SOURCE,))
 
 
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
@@ -319,7 +319,7 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                                    "CUDA toolkit that still targets it"
                                    + (f" (CUDA {last_cuda} or older)" if last_cuda else "") + ", or use a newer GPU.",
                                    remedies.torch_source_build(versions.cc_text(g.cc), last_cuda),
-                                   ("https://github.com/pytorch/pytorch#from-source",))))
+                                   (remedies.TORCH_FROM_SOURCE,))))
             continue
         version, variant = last
         cmd = recommend.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command(_exe(facts))

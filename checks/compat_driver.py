@@ -87,7 +87,7 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
                     remedy=Remediation(f"Upgrade the host driver to ≥ {need_driver}, or use an older image release "
                                        "built for the installed driver (the NGC support matrix lists each release's "
                                        "driver).", ("nvidia-smi   # the driver version and the CUDA it supports",),
-                                       ("https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html",
+                                       (remedies.NGC_SUPPORT_MATRIX,
                                         DRIVERS)))
     if not need or versions.parse(need) is None:
         return None

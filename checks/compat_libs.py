@@ -95,7 +95,7 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
                 remedy=Remediation("Let torch load only the cuDNN it ships: take other cuDNN folders off "
                                    "LD_LIBRARY_PATH (or remove the system copy), and reinstall torch if its wheel was "
                                    "replaced.", tuple(commands),
-                                   ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",)))
+                                   (remedies.CUDNN_SUPPORT_MATRIX,)))
 
 
 def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, int],
@@ -113,7 +113,7 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
                        "minor.", evidence=ev,
                 remedy=Remediation(f"Let torch load the cuDNN it ships ({exp}): take other cuDNN folders off "
                                    f"LD_LIBRARY_PATH, or install cuDNN {exp} where they point.", tuple(commands),
-                                   ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",)))
+                                   (remedies.CUDNN_SUPPORT_MATRIX,)))
 
 
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
@@ -142,7 +142,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
         "torch with its pinned nvidia-cudnn wheel.",
         ("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it",
          remedies.torch_install(py, build.public, variant)),
-        ("https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html",))
+        (remedies.CUDNN_SUPPORT_MATRIX,))
     observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
         ((versions.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
     table_row = f"{row['source']}{'' if row['verified'] else ', unverified'}" if row else ""
@@ -213,7 +213,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
                 evidence=ev, remedy=Remediation("Keep only the NCCL wheel torch depends on (and no system libnccl on "
                                                 "LD_LIBRARY_PATH/LD_PRELOAD), then reinstall torch so pip restores its pin.",
                                                 tuple(commands),
-                                                ("https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html",)))
+                                                (remedies.NCCL_RELEASE_NOTES,)))
 
 
 @check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
@@ -237,7 +237,7 @@ def nccl_mismatch(facts: Facts) -> Finding:
     fix_cmds = ((remedies.pip_install(py, f"{pin}=={row['nccl']}", force=True),) if row and row.get("nccl") else ()) + \
         (remedies.torch_install(py, build.public, variant),)
     fix = Remediation("Restore the NCCL torch pins (another package or LD_LIBRARY_PATH/LD_PRELOAD replaced it).",
-                      fix_cmds, ("https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html",))
+                      fix_cmds, (remedies.NCCL_RELEASE_NOTES,))
     if runtime and pkg_v and (runtime.release[:2] != pkg_v.release[:2]):
         return warn(f"torch uses NCCL {runtime} but {pkg[0]} {pkg[1]} is installed",  # type: ignore[index]
                     detail="torch loaded a different NCCL than the pip wheel (a system libnccl via LD_LIBRARY_PATH "

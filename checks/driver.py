@@ -473,7 +473,7 @@ def _hang_remedy(what: str, facts: Facts) -> Remediation:
         "unresponsive. Look for Xid errors and stuck processes; reset the GPU or reboot.",
         ("sudo dmesg | grep -iE 'xid|nvrm' | tail -20", "ps -eo pid,stat,cmd | awk '$2 ~ /D/'",
          *_reset_commands(facts)),
-        ("https://docs.nvidia.com/deploy/xid-errors/index.html",))
+        (remedies.XID_DOC,))
 
 
 def _init_unfinished(facts: Facts, reading: Reading, ev: Mapping[str, Any], call: str, hung: str, crashed: str,

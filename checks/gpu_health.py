@@ -138,7 +138,7 @@ def gpu_ecc(facts: Facts) -> CheckResult:
                     gpus=[g["index"] for g in pending],
                     remedy=Remediation("Reset the GPU (no process may use it) or reboot to apply it.",
                                        (*_resets(pending), "sudo reboot   # instead"),
-                                       ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
+                                       (remedies.NVIDIA_SMI_DOC,)))
     if aggregate:
         return warn("Uncorrectable ECC errors in the GPU's history", detail="; ".join(
             f"{_label(g)}: {g['ecc_uncorrected_aggregate']} over its lifetime, none since the driver loaded"
@@ -210,7 +210,7 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
                 "Move the GPU to a full-width slot or reseat it; check riser cables and BIOS lane bifurcation.",
                 (*_each("nvidia-smi -q -d PCIE -i {i}", narrow),
                  *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'", [g for g in narrow if g.get("pci_bus_id")])),
-                ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
+                (remedies.NVIDIA_SMI_DOC,)))
     # The link generation drops at idle to save power and rises under load: only a slow link
     # on a busy GPU is worth mentioning.
     slow_busy = [g for g in gpus if (g.get("pcie") or {}).get("gen") and (g.get("pcie") or {}).get("max_gen")
@@ -223,7 +223,7 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
                                (*_each("nvidia-smi -q -d PCIE -i {i}", slow_busy),
                                 *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'",
                                        [g for g in slow_busy if g.get("pci_bus_id")])),
-                               ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
+                               (remedies.NVIDIA_SMI_DOC,)))
     if not any(g.get("pcie") for g in gpus):
         return skip("PCIe link not reported", detail="; ".join(_unsupported(gpus, ("pcie_width", "pcie_gen"))),
                     evidence=ev)
@@ -255,7 +255,7 @@ def gpu_throttle(facts: Facts) -> CheckResult:
                         (*_each("nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {i}", bad),
                          "nvidia-smi dmon -s pct -i " + ",".join(str(g["index"]) for g in bad)
                          + "   # watch power/temperature/clocks live"),
-                        ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)))
+                        (remedies.NVIDIA_SMI_DOC,)))
     capped = [g for g in gpus if (g.get("clocks_event_reasons") or 0) & 0x4]
     if not any("clocks_event_reasons" in g for g in gpus):
         return skip("Clock event reasons not reported", detail="; ".join(_unsupported(gpus, ("clocks_event_reasons",))),
@@ -309,7 +309,7 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
         remedy = Remediation("Use another GPU, stop the process holding it, or (if policy allows) set the default "
                              "compute mode.", ("nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
                                                *_each("sudo nvidia-smi -i {i} -c DEFAULT", prohibited + taken)),
-                             ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",))
+                             (remedies.NVIDIA_SMI_DOC,))
         notes = [f"{_label(g)}: compute mode Prohibited" for g in prohibited]
         notes += [f"{_label(g)}: {_MODES[g['compute_mode']]} and already used by {g['compute_processes']} process(es) "
                   f"(pids {g.get('compute_pids')})" for g in taken]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import remedies
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
@@ -58,8 +59,8 @@ def shm_size(facts: Facts) -> CheckResult:
         return ok(f"/dev/shm is {mib(size)}", detail=detail, evidence=ev)
     return warn(f"/dev/shm is only {mib(size)}", detail=detail, evidence=ev,
                 remedy=Remediation(text + " Or set num_workers=0 in the DataLoader (slower).", commands,
-                                   ("https://docs.docker.com/reference/cli/docker/container/run/#shm-size",
-                                    "https://github.com/pytorch/pytorch#docker-image")))
+                                   (remedies.DOCKER_SHM_SIZE,
+                                    remedies.TORCH_DOCKER_IMAGE)))
 
 
 @check("host-container", "Container context", needs=("host.container",))

@@ -38,9 +38,9 @@ HANG_HINT = ("A microcheck that never returns usually means a wedged driver or G
 CRASH_HINT = ("A crash inside CUDA/cuBLAS/cuDNN usually means mismatched libraries (see the library "
               "findings) or a faulty GPU (Xid errors in `dmesg`). Re-run `envdoctor check --micro-only` to "
               "confirm it repeats.")
-SHM_LINKS = ("https://docs.docker.com/reference/cli/docker/container/run/#shm-size",
+SHM_LINKS = (remedies.DOCKER_SHM_SIZE,
              "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
-             "https://github.com/pytorch/pytorch#docker-image")
+             remedies.TORCH_DOCKER_IMAGE)
 
 
 def _gpu_index(device: str) -> list[int]:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from .versions import CC, cc_text, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
+from .versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
 from .versions import parse as version
 
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
@@ -512,7 +512,7 @@ def driver_runs(cuda: str, driver_cuda_int: int | None) -> Literal["native", "mv
         return None
     if code <= driver_cuda_int:
         return "native"
-    if code // 1000 == driver_cuda_int // 1000 and code // 1000 >= mvc_from_major():
+    if cuda_major(code) == cuda_major(driver_cuda_int) and cuda_major(code) >= mvc_from_major():
         return "mvc"
     return None
 

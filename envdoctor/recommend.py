@@ -29,7 +29,7 @@ from .compat import (
     releases_newest_first,
     runs_on,
 )
-from .versions import CC, cuda_from_int, cuda_to_int, minor_of, variant_cuda
+from .versions import CC, cuda_from_int, cuda_major, cuda_to_int, minor_of, variant_cuda
 from .versions import parse as version
 
 
@@ -80,7 +80,7 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
                 return min(codes) if codes else 1 << 30
             # By CUDA major only, and no lower than 12 (drivers since 2022 run it): the newest release
             # within that, never an old release for the sake of a lower minor or an older major.
-            candidates = sorted(candidates, key=lambda m: max(lowest_cuda(m) // 1000, 12))
+            candidates = sorted(candidates, key=lambda m: max(cuda_major(lowest_cuda(m)), 12))
     for minor in candidates:
         row = releases()[minor]
         if python and minor_of(python) not in row["python"]:

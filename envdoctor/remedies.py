@@ -35,13 +35,19 @@ DCGM_DIAG = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diag
 ROW_REMAP_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
 NGC_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html"
+NVIDIA_SMI_DOC = "https://docs.nvidia.com/deploy/nvidia-smi/index.html"
+CUDNN_SUPPORT_MATRIX = "https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html"
+TORCH_FROM_SOURCE = "https://github.com/pytorch/pytorch#from-source"
+TORCH_DOCKER_IMAGE = "https://github.com/pytorch/pytorch#docker-image"
+NCCL_RELEASE_NOTES = "https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html"
+DOCKER_SHM_SIZE = "https://docs.docker.com/reference/cli/docker/container/run/#shm-size"
 
 
 # ---------------------------------------------------------------------------------------------
 # pip
 
 def index_url(variant: str) -> str:
-    """The PyTorch wheel index of a variant: ``cu128`` -> ``https://download.pytorch.org/whl/cu128``."""
+    """The PyTorch wheel index of a variant: ``cu128`` -> ``<index.base>cu128``."""
     return f"{compat.data()['index']['base']}{variant}"
 
 

@@ -13,7 +13,8 @@ Every other module asks here; none divides by 1000 itself. The encodings are NVI
 
 Sources: https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART____VERSION.html,
 https://docs.nvidia.com/deeplearning/cudnn/backend/latest/api/cudnn-graph-library.html (cudnnGetVersion),
-https://github.com/NVIDIA/nccl/blob/master/src/nccl.h.in (NCCL_VERSION), https://download.pytorch.org/whl/.
+https://github.com/NVIDIA/nccl/blob/master/src/nccl.h.in (NCCL_VERSION), and the variant folders of
+PyTorch's wheel index (its base URL is ``index.base`` in data/compat.json).
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ def cuda_to_int(text: Any) -> int | None:
         return None
     rel = (*v.release, 0)
     return rel[0] * 1000 + rel[1] * 10
+
+
+def cuda_major(value: int) -> int:
+    """``12080`` -> ``12``."""
+    return value // 1000
 
 
 def cuda_int_text(value: Any) -> str | None:
