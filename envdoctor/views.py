@@ -283,27 +283,26 @@ def driver_version(facts: Facts) -> str | None:
     return None
 
 
-def torch_import_error(facts: Facts) -> str | None:
-    """The text ``import torch`` failed with (``torch.import_error``), None when it imported or was not
-    read. Reports written before that fact existed carry the text as torch.version's failure detail."""
-    value = facts.value("torch.import_error")
+def _failure_text(facts: Facts, key: str, older: str) -> str | None:
+    """The text a fact ``key`` holds; for reports written before ``key`` existed, the failure detail of
+    the fact ``older`` that carried the same text."""
+    value = facts.value(key)
     if value:
         return str(value)
-    if "torch.import_error" not in facts:
-        reading = facts.get("torch.version")
+    if key not in facts:
+        reading = facts.get(older)
         if reading.reason is Reason.FAILED and reading.detail:
             return reading.detail
     return None
+
+
+def torch_import_error(facts: Facts) -> str | None:
+    """The text ``import torch`` failed with (``torch.import_error``), None when it imported or was not
+    read. Reports written before that fact existed carry the text as torch.version's failure detail."""
+    return _failure_text(facts, "torch.import_error", "torch.version")
 
 
 def cudnn_error(facts: Facts) -> str | None:
     """The text reading the loaded cuDNN's version raised (``torch.cudnn_error``; torch's "cuDNN version
     incompatibility" error is the usual one). Older reports carry it as torch.cudnn_version's detail."""
-    value = facts.value("torch.cudnn_error")
-    if value:
-        return str(value)
-    if "torch.cudnn_error" not in facts:
-        reading = facts.get("torch.cudnn_version")
-        if reading.reason is Reason.FAILED and reading.detail:
-            return reading.detail
-    return None
+    return _failure_text(facts, "torch.cudnn_error", "torch.cudnn_version")
