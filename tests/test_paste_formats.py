@@ -31,6 +31,14 @@ def test_ultralytics_banner_with_a_cuda_device() -> None:
     assert first_fail(text) is None
 
 
+def test_ultralytics_banner_tags_decode_through_the_variant_codec() -> None:
+    # The +cuNNN tag means what a wheel variant means (envdoctor.versions.variant_cuda), old tags too.
+    for tag, cuda in (("cu92", "9.2"), ("cu102", "10.2"), ("cu128", "12.8"), ("cu130", "13.0")):
+        f = parse_text(f"YOLOv5 🚀 v7.0 Python-3.8.10 torch-1.7.1+{tag} CUDA:0 (Tesla T4, 15110MiB)")
+        assert f.value("torch.cuda_version") == cuda, tag
+    assert not parse_text("YOLOv5 🚀 v7.0 Python-3.8.10 torch-2.0.0+rocm5.4.2 CPU").get("torch.cuda_version").ok
+
+
 def test_ultralytics_banner_with_a_cpu_build() -> None:
     text = ("Ultralytics YOLOv8.1.3 🚀 Python-3.10.11 torch-2.1.0+cpu\n"
             "torch.cuda.is_available(): False\ntorch.cuda.device_count(): 0")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .. import versions
 from ..model import Reading, ok
 
 SOURCE = "ultralytics"
@@ -38,11 +39,11 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
         return out
     version = _BANNER_RE.search(banner).group(1)  # type: ignore[union-attr]
     out["torch.version"] = ok(version, SOURCE, "Ultralytics banner")
-    tag = version.split("+", 1)[1] if "+" in version else None
+    tag = versions.local_tag(version)
     if tag == "cpu":
         out["torch.cuda_version"] = ok(None, SOURCE, "the banner's torch is a +cpu build")
-    elif tag and (m := re.fullmatch(r"cu(\d+)(\d)", tag)):
-        out["torch.cuda_version"] = ok(f"{int(m.group(1))}.{m.group(2)}", SOURCE, f"from the +{tag} tag")
+    elif cuda := versions.variant_cuda(tag):
+        out["torch.cuda_version"] = ok(cuda, SOURCE, f"from the +{tag} tag")
     if m := _PYTHON_RE.search(banner):
         out["python.version"] = ok(m.group(1), SOURCE)
     text = "\n".join(lines)
