@@ -188,7 +188,7 @@ def test_the_public_api_is_served_lazily_and_typed_for_plugin_authors():
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
     typed = {a.asname or a.name for imp in guarded.body if isinstance(imp, ast.ImportFrom) for a in imp.names}
     assert typed == set(envdoctor.__all__) - {"__version__"}
-    assert {"check", "kit", "Reason", "Reading", "Facts", "CheckSpec"} <= typed
+    assert {"check", "kit", "Reason", "Reading", "Facts", "CheckSpec", "CheckResult"} <= typed
 
 
 def test_a_check_that_defers_names_the_owner_it_looked_up():
@@ -208,3 +208,20 @@ def test_a_check_that_defers_names_the_owner_it_looked_up():
     no_gpus = nv_facts(cuda__init={"code": 35, "name": "X", "message": "m"}, container__gpus_requested=False)
     [f] = run_check(driver_checks.cuda_init, no_gpus)
     assert f.title.endswith("judged by container-gpu")
+
+
+def test_every_check_defined_under_checks_is_registered():
+    # A module under checks/ missing from checks/__init__.py BUILTIN (or a check missing from its
+    # module's CHECKS list) would never run, while its own tests, which call it directly, pass.
+    import importlib
+    import pkgutil
+
+    import envdoctor.checks as builtin
+
+    registered = {spec.id for spec in load_registry(environ={AUTOLOAD_ENV: "1"})}
+    for info in pkgutil.iter_modules(builtin.__path__):
+        module = importlib.import_module(f"envdoctor.checks.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, CheckSpec) and value.id not in registered:
+                pytest.fail(f"check {value.id!r} (checks/{info.name}.py) is never run: add {info.name!r} to "
+                            "BUILTIN in checks/__init__.py (or the check to its module's CHECKS list)")
