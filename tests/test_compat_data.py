@@ -38,10 +38,14 @@ def test_as_of_is_a_date() -> None:
 def test_every_table_and_row_names_known_sources(table: str) -> None:
     known = set(DATA["sources"])
     listed = set(DATA[table]["sources"])
-    assert listed and listed <= known, listed - known
+    assert listed, f"{table}: its 'sources' list is empty"
+    assert listed <= known, f"{table}: 'sources' names {sorted(listed - known)}, not in the top-level 'sources'"
     for row in _rows(table):
         sources = row["source"] if isinstance(row["source"], list) else [row["source"]]
-        assert set(sources) <= known, (table, row)
+        assert set(sources) <= known, (f"{table} row {row.get('name') or row}: source {sorted(set(sources) - known)} "
+                                       "is not in the top-level 'sources' section")
+        assert set(sources) <= listed, (f"{table} row {row.get('name') or row}: source {sorted(set(sources) - listed)} "
+                                        f"is not in {table}'s own 'sources' list")
         assert isinstance(row["verified"], bool)
 
 
