@@ -25,8 +25,22 @@ def _scan(lines: list[str], out: dict[str, Reading] | None = None) -> dict[str, 
     return {key: reading.to_dict() for key, reading in readings.items()}
 
 
+def _record(names: list[str]) -> None:
+    """Add what today's table reads from the named corpus pastes to the fixture (a new corpus case
+    has no old-scanner reading to compare with: its first reading becomes the one to hold)."""
+    path = ROOT / "tests" / "fixtures" / "signatures_corpus.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for name in names:
+        lines = _clean((CORPUS / name).read_text(encoding="utf-8", errors="replace"))
+        data["cases"][name] = {"facts": _scan(lines), "has_messages": signatures.has_messages(lines)}
+    path.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def test_every_corpus_case_was_recorded() -> None:
-    assert set(RECORDED) == {c["file"] for c in CASES}
+    files = {c["file"] for c in CASES}
+    assert not files - set(RECORDED), (f"corpus cases without a recorded scan: {sorted(files - set(RECORDED))}; "
+                                       "record them with: python -m tests.test_signatures --record FILE…")
+    assert not set(RECORDED) - files, f"recorded scans of cases not in cases.json: {sorted(set(RECORDED) - files)}"
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
@@ -72,3 +86,11 @@ def test_a_code_cc_line_is_read_as_nothing_else() -> None:
     assert found["torch.arch_list"]["value"] == ["sm_75", "sm_80"]
     assert found["torch.devices"]["value"] == [{"index": 0, "name": "Tesla V100-PCIE-32GB", "capability": [7, 0]}]
     assert len(found["torch.cuda_available_messages"]["value"]) == 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["--record"] or not sys.argv[2:]:
+        sys.exit("usage: python -m tests.test_signatures --record FILE… (names in tests/corpus/)")
+    _record([Path(name).name for name in sys.argv[2:]])
