@@ -86,7 +86,8 @@ def main() -> None:
 
 # -- collection --------------------------------------------------------------------------------
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
-             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool) -> Any:
+             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
+             extra: dict[str, Any] | None = None) -> Any:
     from .host import Host
     from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
@@ -95,7 +96,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
     options = Options(timeout=timeout, python=_which(python) if python else None, micro=not no_micro,
-                      micro_only=micro_only, device=device, compile=compile_)
+                      micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
     if micro_only:
@@ -172,11 +173,50 @@ def _emit_warnings(warnings: list[str]) -> None:
 
 
 # -- commands ----------------------------------------------------------------------------------
+def _cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        click.option("--distributed", is_flag=True,
+                     help="Cluster check: run under torchrun/srun on every rank; rank 0 prints one report."),
+        click.option("--init-timeout", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+                     help="--distributed: seconds every rank has to arrive."),
+        click.option("--collective-timeout", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+                     help="--distributed: seconds the all-reduce may take on every rank."),
+        click.option("--min-busbw", type=click.FloatRange(0), metavar="GBPS",
+                     help="--distributed: fail when the all-reduce bus bandwidth is below this."),
+        click.option("--json", "as_json", is_flag=True, help="--distributed: print the cluster report as JSON."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="--distributed: rank 0 writes the "
+                     "cluster report (JSON) to FILE."),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
 @main.command(context_settings=CONTEXT)
 @_options
+@_cluster_options
 def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
-          compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool) -> None:
-    """Probe this machine, judge it, and print every finding with its remedy."""
+          compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool,
+          distributed: bool, init_timeout: float, collective_timeout: float, min_busbw: float | None,
+          as_json: bool, output: str | None) -> None:
+    """Probe this machine, judge it, and print every finding with its remedy.
+
+    \b
+    With --distributed, started on every rank by torchrun (or srun), it also checks the launch,
+    forms a process group (NCCL when every rank has a GPU, else Gloo) within --init-timeout,
+    compares every rank's configuration and runs an all-reduce (exact sum, bus bandwidth); rank 0
+    prints one cluster report and every rank exits with the same code.
+    """
+    if distributed:
+        from .cluster_cli import run_distributed
+
+        run_distributed(_collect, _judge, python=python, timeout=timeout, device=device, only=only, skip=skip,
+                        fail_on=fail_on, verbose=verbose, init_timeout=init_timeout,
+                        collective_timeout=collective_timeout, min_busbw=min_busbw, as_json=as_json, output=output)
+        return
+    if as_json or output or min_busbw is not None:
+        raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
+                               "`envdoctor report --json -o FILE`")
     facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
                                              progress=True)
     report = _judge(facts, checks, runs, warnings, "live")
