@@ -144,36 +144,31 @@ def consistency(facts: Facts) -> list[Finding]:
     for diff in differences(members):
         if diff.name == "env:CUDA_VISIBLE_DEVICES" and per_rank_pattern(diff.values):
             continue
-        odd = diff.odd() if diff.majority is not None else dict(diff.values)
+        # Without a majority (two nodes, one each way) rank 0's side is the reference.
+        reference = diff.majority if diff.majority is not None else next(
+            (v for v, ms in diff.values.items() if "0" in ms), next(iter(diff.values)))
+        odd = {v: ms for v, ms in diff.values.items() if v != reference}
         odd_ranks = sorted(int(m) for ms in odd.values() for m in ms)
         parts = [f"{where(facts, sorted(int(m) for m in ms))} {'has' if len(ms) == 1 else 'have'} {v}"
                  for v, ms in odd.items()]
+        count = len(diff.values[reference])
         if diff.majority is not None:
-            majority = f"{len(diff.values[diff.majority])} of {len(members)} ranks have {diff.majority}"
-            title = f"{diff.label} differs: {'; '.join(parts)} where {majority}"
+            side = f"the majority ({count} of {len(members)} ranks) has {reference}"
         else:
-            title = f"{diff.label} differs with no majority: {'; '.join(parts)}"
+            side = f"rank 0's side ({count} of {len(members)} ranks, no majority) has {reference}"
+        title = f"{diff.label} differs: {'; '.join(parts)}, where {side}"
         status = _severity(diff)
         detail = ("Ranks of one job must run the same software stack: a different version on one node gives "
                   "hangs, \"NCCL error: unhandled system error\" or silently different numerics. Judged on "
                   f"each node by: {', '.join(diff.judged_by) or 'none'}.")
-        remedy = Remediation(f"Make {diff.label} the same on every node (the majority has "
-                             f"{diff.majority}).", ()) if diff.majority else Remediation(
-            f"Make {diff.label} the same on every node.")
+        remedy = Remediation(f"Make {diff.label} the same on every node ({reference} on "
+                             f"{'the majority' if diff.majority is not None else 'rank 0'}).")
         make = fail if status is Status.FAIL else warn
         found.append(make(title, detail=detail, evidence={"difference": diff.to_dict(), "odd_ranks": odd_ranks},
                           remedy=remedy))
     if not found:
         return [ok(f"All {len(members)} ranks have the same configuration")]
     return found
-
-
-def _phase_rank(phase: str) -> int:
-    order = ("stopped", "init_process_group", "process group formed", "barrier", "all_reduce", "done")
-    for i, prefix in enumerate(order):
-        if phase.startswith(prefix):
-            return i
-    return 0
 
 
 @check("cluster-finished", "Every rank finished the collective within the deadline", needs=("cluster.collective",))
@@ -189,22 +184,30 @@ def finished(facts: Facts) -> Finding:
     if not late:
         return ok(f"All {len(arrived)} ranks finished the all-reduce in {coll.get('seconds', 0):.1f} s")
     progress = coll.get("progress") or {}
-    phases = {r: str((progress.get(str(r)) or {}).get("phase") or "no progress reported") for r in late}
-    lowest = min(_phase_rank(p) for p in phases.values())
-    culprits = [r for r in late if _phase_rank(phases[r]) == lowest]
+    states = {r: progress.get(str(r)) if isinstance(progress.get(str(r)), Mapping) else {} for r in late}
+    phases = {r: str(states[r].get("phase") or "no progress reported") for r in late}
+    steps = {r: states[r].get("step") if isinstance(states[r].get("step"), int) else 0 for r in late}
+    lowest = min(steps.values())
+    culprits = [r for r in late if steps[r] == lowest]
     waiting = [r for r in late if r not in culprits]
     stopped = coll.get("stopped")
-    detail = "; ".join(f"rank {r}: {phases[r]}" for r in late)
+    detail = "; ".join(f"rank {r}: {phases[r]}" + (f" ({_first_line(states[r].get('error'))})"
+                                                   if states[r].get("error") else "") for r in late)
     if waiting:
         detail += (f". {where(facts, waiting)} waited for {where(facts, culprits)}, which never got past "
                    f"\"{phases[culprits[0]]}\"")
     if stopped:
         detail += f". The job was stopped early: {stopped}"
-    return fail(f"{where(facts, culprits)} never finished the all-reduce within {limit:g} s",
+    return fail(f"{where(facts, culprits)} stopped before finishing the all-reduce (deadline {limit:g} s)",
                 detail=detail + ".", evidence={"late": late, "culprits": culprits, "phases": phases},
                 remedy=Remediation("Look at that rank's output and its node: a crash, a hung GPU (nvidia-smi), or "
                                    "a network path the others cannot reach. Rerun with NCCL_DEBUG=WARN to see "
                                    "where NCCL stops."))
+
+
+def _first_line(text: Any) -> str:
+    line = str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    return line if len(line) <= 200 else line[:199] + "…"
 
 
 def allreduce_table(facts: Facts) -> list[dict[str, Any]]:

@@ -276,16 +276,15 @@ def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]
     columns = [(name, BY_NAME[name].label) for name in TABLE_ASPECTS]
     odd: dict[str, set[str]] = {}
     for f in findings:
-        diff = (facts_getter_evidence(f)).get("difference")
+        ev = facts_getter_evidence(f)
+        diff = ev.get("difference")
         if not diff:
             continue
         name = diff["name"]
         if name not in TABLE_ASPECTS:
             columns.append((name, diff["label"]))
-        for value, members in diff["values"].items():
-            if value != diff.get("majority"):
-                for m in members:
-                    odd.setdefault(str(m), set()).add(name)
+        for m in ev.get("odd_ranks") or ():
+            odd.setdefault(str(m), set()).add(name)
     arrived = facts.value("cluster.arrived") or {}
     sigs = facts.value("cluster.signatures") or {}
     times = {}
@@ -310,7 +309,7 @@ def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]
                 values[name] = (sig.get("aspects") or {}).get(name)
         status = _rank_status(reports.get(key))
         state = ("finished" if key in finished else
-                 str((progress.get(key) or {}).get("phase") or ("arrived" if a else "never arrived")))
+                 str((progress.get(key) or {}).get("phase") or ("arrived" if a else "never arrived"))[:40])
         rows.append({"rank": rank, "host": a.get("host"), "node": a.get("node_rank"), "status": status,
                      "state": state, "allreduce_s": times.get(key), "values": values,
                      "odd": sorted(odd.get(key, ()))})

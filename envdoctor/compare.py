@@ -192,11 +192,16 @@ class Difference:
 UNSET = "<unset>"
 
 
+#: How a value one member lacks is shown, per kind of difference.
+MISSING_LABEL = {"packages": "not installed", "env": "unset"}
+
+
 def _difference(area: str, name: str, label: str, judged_by: tuple[str, ...],
                 members: Sequence[tuple[str, str | None]]) -> Difference | None:
     groups: dict[str, list[str]] = {}
+    absent = MISSING_LABEL.get(area, UNSET)
     for member, value in members:
-        groups.setdefault(UNSET if value is None else value, []).append(member)
+        groups.setdefault(absent if value is None else value, []).append(member)
     if len(groups) < 2:
         return None
     ranked = sorted(groups.items(), key=lambda kv: -len(kv[1]))
@@ -233,7 +238,7 @@ def differences(members: Sequence[tuple[str, Mapping[str, Any]]], per_rank_env: 
 def per_rank_pattern(values: Mapping[str, Sequence[str]]) -> bool:
     """True when every member has its own single value (CUDA_VISIBLE_DEVICES=0, =1, … one GPU per
     rank): a deliberate per-rank setting, not an inconsistency."""
-    return all(len(m) == 1 for m in values.values()) and UNSET not in values
+    return all(len(m) == 1 for m in values.values()) and not set(values) & {UNSET, *MISSING_LABEL.values()}
 
 
 def member_ranges(members: Iterable[int]) -> str:

@@ -240,7 +240,7 @@ def allreduce_sizes(torch, dist, device, decision, progress):
     results = []
     for size in decision["sizes"]:
         n = max(1, int(size) // 4)
-        progress("all_reduce %d bytes" % (n * 4))
+        progress("all_reduce of %d bytes" % (n * 4))
         idx = torch.arange(n, device=device)
         base = ((idx + rank) % 3).to(torch.float32)
         if injected("wrong"):
@@ -271,6 +271,9 @@ def allreduce_sizes(torch, dist, device, decision, progress):
     return results
 
 
+STEPS = {"stopped": 1, "init_process_group": 2, "formed": 3, "barrier": 4, "all_reduce": 5, "done": 6}
+
+
 def sync(torch, device):
     if str(device).startswith("cuda"):
         torch.cuda.synchronize(device)
@@ -279,9 +282,15 @@ def sync(torch, device):
 def work(torch, dist, store, gpu, started):
     rank = int(OPTS["rank"])
 
-    def progress(phase):
+    state = {"step": 1}
+
+    def progress(phase, error=None):
+        # Steps only grow: a failure keeps the step it happened in, so rank 0 can tell the rank that
+        # stopped first (lowest step) from those that waited for it and then failed.
+        state["step"] = max(state["step"], STEPS.get(phase.split(" ", 1)[0], state["step"]))
         try:
-            put(store, "progress/%d" % rank, {"phase": phase, "t": time.time()})
+            put(store, "progress/%d" % rank, {"phase": phase, "step": state["step"], "error": error,
+                                               "t": time.time()})
         except Exception:
             pass
 
@@ -305,10 +314,10 @@ def work(torch, dist, store, gpu, started):
                                 world_size=int(OPTS["world_size"]),
                                 timeout=timedelta(seconds=float(OPTS["collective_timeout"])))
     except Exception as exc:
-        progress("init_process_group failed: %s" % error_text(exc)[:300])
+        progress("init_process_group failed", error_text(exc)[:300])
         return
+    progress("formed process group")
     if injected("stall"):
-        progress("process group formed")
         time.sleep(10 ** 6)
     if injected("exit"):
         emit(injected_exit=True)
@@ -322,7 +331,7 @@ def work(torch, dist, store, gpu, started):
         clock = time.time()
         results = allreduce_sizes(torch, dist, device, decision, progress)
     except Exception as exc:
-        progress("collective failed: %s" % error_text(exc)[:300])
+        progress("failed in the collective", error_text(exc)[:300])
         return
     record = {"clock": clock, "device": device, "backend": backend, "sizes": results,
               "seconds": round(time.monotonic() - started, 3)}
