@@ -78,6 +78,9 @@ def main() -> None:
     envdoctor report --json -o F     the full report for a bug ticket (or --markdown)
     envdoctor diagnose F             re-judge a saved report or a pasted collect_env text
     envdoctor healthcheck            fast 0/1 probe for Docker HEALTHCHECK / Kubernetes
+    envdoctor check --distributed    under torchrun/srun: one cluster report on rank 0
+    envdoctor diff A B               what differs between two saved reports
+    envdoctor fleet DIR              many saved reports: configurations, outliers, failures
     envdoctor list                   the registered checks
 
     Exit codes: 0 no failure, 1 a failure, 2 usage error, 3 envdoctor could not complete.
@@ -346,6 +349,68 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     sys.stdout.flush()
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     os._exit(0 if healthy else 1)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def diff(a: str, b: str, as_json: bool) -> None:
+    """What differs between two saved reports (or pastes), most likely to matter first: driver,
+    CUDA, torch build, cuDNN, NCCL, GPUs, then Python, packages and environment; each with the
+    checks that judge it. Exit 0 no difference, 1 differences, 2 unusable input."""
+    from .fleet import diff_reports
+    from .registry import RegistryError
+    from .report import ReportError
+
+    try:
+        result = diff_reports(a, b)
+    except ReportError as exc:
+        click.echo(f"envdoctor: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        from .fleet_render import render_diff
+        from .render import make_console
+
+        render_diff(result, make_console())
+    sys.exit(1 if result["differences"] or result["verdicts"] else 0)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("items", metavar="FILES|DIR", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--rejudge", is_flag=True, help="Judge every report with today's checks (slower) instead of "
+              "reading the findings it was saved with.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Worker processes (default: CPUs, at most 8).")
+def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None) -> None:
+    """Many saved reports (e.g. `srun envdoctor report --json -o reports/%N.json`): identical
+    configurations grouped, outliers named, failures counted by check and by node. Unreadable
+    files are listed and skipped. Exit 0 all alike and passing, 1 outliers/failures/unreadable
+    files, 2 nothing readable."""
+    from .fleet import fleet as run_fleet
+    from .fleet import fleet_exit
+    from .registry import RegistryError
+
+    try:
+        result = run_fleet(items, rejudge=rejudge, jobs=jobs)
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        from .fleet_render import render_fleet
+        from .render import make_console
+
+        render_fleet(result, make_console())
+    sys.exit(fleet_exit(result))
 
 
 @main.command("list", context_settings=CONTEXT)

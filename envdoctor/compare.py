@@ -221,18 +221,29 @@ def differences(members: Sequence[tuple[str, Mapping[str, Any]]], per_rank_env: 
         diff = _difference(aspect.area, aspect.name, aspect.label, aspect.judged_by, values)
         if diff:
             out.append(diff)
-    for kind, area, judged in (("packages", "packages", ("torch-companions", "cuda-major-mix")),
-                               ("env", "env", ("env-vars", "launch-nccl-env", "launch-ifname",
-                                               "cuda-visible-devices"))):
+    for kind in ("packages", "env"):
         names = sorted({k for _, sig in members for k in (sig.get(kind) or {})} - (skip_env if kind == "env" else set()))
         for key in names:
             values = [(m, (sig.get(kind) or {}).get(key)) for m, sig in members]
             prefix = "package" if kind == "packages" else "env"
-            diff = _difference(area, f"{prefix}:{key}", key, judged, values)
+            diff = _difference(kind, f"{prefix}:{key}", key, judged_by(kind, key), values)
             if diff:
                 out.append(diff)
     order = {a: i for i, a in enumerate(AREA_ORDER)}
     return sorted(out, key=lambda d: order.get(d.area, len(order)))
+
+
+def judged_by(kind: str, key: str) -> tuple[str, ...]:
+    """The checks that judge one package or environment variable on a node."""
+    if kind == "packages":
+        return ("torch-companions", "cuda-major-mix") if key.startswith(("torch", "nvidia-", "triton")) else ()
+    if key.endswith("_SOCKET_IFNAME"):
+        return ("launch-ifname",)
+    if key in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        return ("cuda-visible-devices",)
+    if key.startswith("NCCL_") or key.startswith("TORCH_NCCL_"):
+        return ("env-vars", "launch-nccl-env")
+    return ("env-vars",)
 
 
 def per_rank_pattern(values: Mapping[str, Sequence[str]]) -> bool:
