@@ -140,9 +140,10 @@ def consistency(facts: Facts) -> list[Finding]:
     if len(sigs) < 2:
         return [skip("Fewer than two ranks reported their configuration")]
     members = sorted(((str(k), v) for k, v in sigs.items()), key=lambda kv: int(kv[0]))
+    nodes = {str(r): (a.get("host"), a.get("node_rank")) for r, a in _ranks(facts).items()}
     found: list[Finding] = []
     for diff in differences(members):
-        if diff.name == "env:CUDA_VISIBLE_DEVICES" and per_rank_pattern(diff.values):
+        if diff.name == "env:CUDA_VISIBLE_DEVICES" and per_rank_pattern(diff.values, nodes):
             continue
         # Without a majority (two nodes, one each way) rank 0's side is the reference.
         reference = diff.majority if diff.majority is not None else next(

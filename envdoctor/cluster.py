@@ -30,6 +30,8 @@ from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
 
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
 _MARGIN = 10.0
+#: Seconds a stopped rank (SIGTERM from the launcher) still waits for rank 0's verdict.
+_STOP_GRACE = 8.0
 #: Seconds rank 0 waits for its envdoctor process's verdict before it gives up on it.
 VERDICT_TIMEOUT = 60.0
 
@@ -127,6 +129,7 @@ class _Stopper:
     def __init__(self, child: LiveChild) -> None:
         self.child = child
         self.why: str | None = None
+        self.since = 0.0
         self.previous: dict[int, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -136,6 +139,7 @@ class _Stopper:
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
+        self.since = self.since or time.monotonic()
         self.why = self.why or (f"{name} received (the launcher stops every rank when one of them exits with an "
                                 "error)")
         self.child.send({"stop": self.why})
@@ -161,6 +165,8 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
     deadline = time.monotonic() + options.facts_timeout + VERDICT_TIMEOUT + _MARGIN
     rank = info.get("rank")
     while time.monotonic() < deadline:
+        if stop.why:  # the launcher is stopping the job: wait briefly for rank 0's verdict, then go
+            deadline = min(deadline, stop.since + _STOP_GRACE)
         rec = child.next(0.5)
         if rec is None:
             continue

@@ -246,10 +246,19 @@ def judged_by(kind: str, key: str) -> tuple[str, ...]:
     return ("env-vars",)
 
 
-def per_rank_pattern(values: Mapping[str, Sequence[str]]) -> bool:
-    """True when every member has its own single value (CUDA_VISIBLE_DEVICES=0, =1, … one GPU per
-    rank): a deliberate per-rank setting, not an inconsistency."""
-    return all(len(m) == 1 for m in values.values()) and not set(values) & {UNSET, *MISSING_LABEL.values()}
+def per_rank_pattern(values: Mapping[str, Sequence[str]], node_of: Mapping[str, Any] | None = None) -> bool:
+    """True when, on every node, each member has its own value (CUDA_VISIBLE_DEVICES=0, =1, … one
+    GPU per rank): a deliberate per-rank setting, not an inconsistency."""
+    if set(values) & {UNSET, *MISSING_LABEL.values()}:
+        return False
+    seen: set[tuple[Any, str]] = set()
+    for value, members in values.items():
+        for m in members:
+            node = (node_of or {}).get(m, m)
+            if (node, value) in seen:
+                return False
+            seen.add((node, value))
+    return True
 
 
 def member_ranges(members: Iterable[int]) -> str:

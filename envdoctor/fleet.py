@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .compare import AREA_ORDER, BY_NAME, Difference, differences, facts_getter, raw_getter, signature, signature_key
-from .report import ReportError, read_input
+from .report import MAX_INPUT_BYTES, ReportError, read_input
 
 _STATUSES = frozenset({"ok", "warn", "fail", "skip", "error"})
 #: Below this many files the reports are read in this process (a pool costs more than it saves).
@@ -101,14 +102,46 @@ def summarize_file(path: str, rejudge: bool = False) -> Summary:
         return Summary(path, node_name(path), error=f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:200]})")
 
 
+def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The file's bytes, with read_input's refusals (not a regular file, too large, empty, binary)
+    but without decoding: json.loads reads UTF-8 bytes directly, which is most of a fleet's time."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except PermissionError:
+        raise ReportError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError(f"{path} is not a regular file: skipped")
+        if st.st_size > limit:
+            raise ReportError(f"{path} is {st.st_size / 1e6:.0f} MB; a report is at most {limit >> 20} MiB")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ReportError(f"{path} grew beyond {limit >> 20} MiB while being read")
+    if not data.strip():
+        raise ReportError(f"{path} is empty")
+    if b"\x00" in data[:8192]:
+        raise ReportError(f"{path} is binary data, not a JSON report or pasted text")
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
 def _summarize(path: str, rejudge: bool) -> Summary:
-    text = read_input(path)
-    stripped = text.lstrip()
-    if not stripped.startswith("{"):
+    data_bytes = read_bytes(path)
+    if not data_bytes.lstrip().startswith(b"{"):
         facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
         return _from_facts(path, facts)
     try:
-        data = json.loads(stripped)
+        data = json.loads(data_bytes)
+    except UnicodeDecodeError:
+        data = _loads_text(path, data_bytes.decode("utf-8", "replace"))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
@@ -125,6 +158,13 @@ def _summarize(path: str, rejudge: bool) -> Summary:
         if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
             failing.append((f["id"][:100], str(f["status"])))
     return Summary(path, node_name(path, get), key=signature_key(sig), sig=sig, failing=failing)
+
+
+def _loads_text(path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
 def _from_facts(path: str, facts: Any) -> Summary:
