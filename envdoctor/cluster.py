@@ -69,9 +69,13 @@ class Outcome:
     report: Report | None = None
     cluster: dict[str, Any] | None = None
     line: str = ""
+    published: bool = False
 
 
-def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions) -> Outcome:
+def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
+        publish: Callable[[Outcome], None] | None = None) -> Outcome:
+    """This rank's part. On rank 0 ``publish`` prints the report *before* the verdict goes out: the
+    other ranks exit as soon as they have it, and torchrun then stops whoever is still running."""
     info = read_launch(host.environ)
     if info is None:
         raise NotLaunched("--distributed needs a launcher: no RANK/WORLD_SIZE (torchrun) or SLURM_PROCID/"
@@ -92,12 +96,11 @@ def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions) -> 
     facts, runs, checks, warnings = collect()
     local = judge(facts, checks, runs, warnings, "live")
     child.send({"facts": local.to_dict()})
-    try:
-        if info.get("rank") == 0:
-            return _rank0(child, local, info, options, stop)
-        return _follower(child, local, info, options, stop)
-    finally:
-        stop.restore()
+    # The handlers stay until the process leaves (os._exit): a SIGTERM while rank 0 prints must
+    # not kill it half-way.
+    if info.get("rank") == 0:
+        return _rank0(child, local, info, options, stop, publish)
+    return _follower(child, local, info, options, stop)
 
 
 def _is_ip(addr: str) -> bool:
@@ -144,13 +147,6 @@ class _Stopper:
                                 "error)")
         self.child.send({"stop": self.why})
 
-    def restore(self) -> None:
-        for sig, handler in self.previous.items():
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, OSError, TypeError):
-                pass
-
 
 def _alone(collect: Collect, judge: Judge, info: Mapping[str, Any], why: str, options: ClusterOptions) -> Outcome:
     """This rank cannot join: judge it alone (its launch checks say why) and exit 1."""
@@ -193,7 +189,7 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
 
 
 def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: ClusterOptions,
-           stop: _Stopper) -> Outcome:
+           stop: _Stopper, publish: Callable[[Outcome], None] | None) -> Outcome:
     gathered: dict[str, Any] = {"rank_reports": {}}
     deadline = time.monotonic() + options.facts_timeout + _MARGIN
     while time.monotonic() < deadline:
@@ -212,6 +208,10 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: Cl
             break
     report, cluster = build_report(gathered, local, info, options, stop.why)
     code = report.exit_code(options.fail_on)
+    outcome = Outcome(code, report, cluster)
+    if publish is not None:
+        publish(outcome)
+        outcome.published = True
     child.send({"exit": code})
     end = time.monotonic() + 6.0
     while time.monotonic() < end:
@@ -219,7 +219,7 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: Cl
         if rec is not None and (rec.get("_done") or rec.get("_eof")):
             break
     child.kill()
-    return Outcome(code, report, cluster)
+    return outcome
 
 
 def build_report(gathered: Mapping[str, Any], local: Report, info: Mapping[str, Any], options: ClusterOptions,

@@ -20,7 +20,7 @@ def run_distributed(collect: Callable[..., Any], judge: Callable[..., Any], *, p
                     device: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool,
                     init_timeout: float, collective_timeout: float, min_busbw: float | None, as_json: bool,
                     output: str | None) -> None:
-    from .cluster import ClusterOptions, NotLaunched, cluster_json, run
+    from .cluster import ClusterOptions, NotLaunched, run
     from .host import Host
 
     options = ClusterOptions(init_timeout=init_timeout, collective_timeout=collective_timeout, min_busbw=min_busbw,
@@ -34,10 +34,18 @@ def run_distributed(collect: Callable[..., Any], judge: Callable[..., Any], *, p
 
     host = Host(python=python)
     try:
-        outcome = run(host, collect_rank, judge, options)
+        outcome = run(host, collect_rank, judge, options, publish=lambda o: _publish(o, as_json, output, verbose))
     except NotLaunched as exc:
         click.echo(f"envdoctor: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    if not outcome.published:
+        _publish(outcome, as_json, output, verbose)
+    # Leave at once: an abandoned child must not delay the exit code every rank shares.
+    os._exit(outcome.code)
+
+
+def _publish(outcome: Any, as_json: bool, output: str | None, verbose: bool) -> None:
+    from .cluster import cluster_json
     from .render import make_console, render_terminal
 
     if outcome.cluster is not None and outcome.report is not None:
@@ -62,5 +70,3 @@ def run_distributed(collect: Callable[..., Any], judge: Callable[..., Any], *, p
         click.echo(f"envdoctor: {outcome.line}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    # Leave at once: an abandoned child must not delay the exit code every rank shares.
-    os._exit(outcome.code)
