@@ -31,7 +31,7 @@ from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
 _MARGIN = 10.0
 #: Seconds a stopped rank (SIGTERM from the launcher) still waits for rank 0's verdict.
-_STOP_GRACE = 8.0
+_STOP_GRACE = 3.0
 #: Seconds rank 0 waits for its envdoctor process's verdict before it gives up on it.
 VERDICT_TIMEOUT = 60.0
 

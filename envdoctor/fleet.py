@@ -147,6 +147,8 @@ def _summarize(path: str, rejudge: bool) -> Summary:
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
             data.get("facts"), dict):
         raise ReportError(f"{path} is JSON but not an envdoctor report (no schema_version / facts)")
+    if not isinstance(data.get("findings", []), list):
+        raise ReportError(f"{path} is not a well-formed envdoctor report ('findings' is not a list)")
     if rejudge:
         from .report import report_from_json
 

@@ -37,7 +37,7 @@ def base_env(**extra: str) -> dict[str, str]:
     return env
 
 
-DEADLINES = ["--init-timeout", "40", "--collective-timeout", "20", "--timeout", "8"]
+DEADLINES = ["--init-timeout", "60", "--collective-timeout", "30", "--timeout", "8"]
 
 
 def torchrun(nproc: int, port: int, args: list[str], env: dict[str, str], nnodes: int = 1, node_rank: int = 0,
@@ -103,31 +103,45 @@ exec {sys.executable} -m envdoctor check --distributed "$@"
     assert data["exit_code"] == 1
 
 
-def test_stalled_rank_is_named_within_the_deadline() -> None:
+@pytest.fixture(scope="module")
+def faults() -> dict[str, tuple[int, str, str, float]]:
+    """Three misbehaving-rank launches at once: most of their time is spent waiting out deadlines,
+    so they overlap instead of adding up. (code, stdout, stderr, seconds) per scenario."""
+    scenarios = {
+        "stall": ("stall:1", ["--init-timeout", "60", "--collective-timeout", "4"]),
+        "exit": ("exit:1", ["--init-timeout", "60", "--collective-timeout", "30"]),
+        "absent": ("absent:1", ["--init-timeout", "10", "--collective-timeout", "5"]),
+    }
     began = time.monotonic()
-    env = base_env(ENVDOCTOR_DIST_INJECT="stall:1")
-    code, out, err = finish(torchrun(2, free_port(), ["--init-timeout", "40", "--collective-timeout", "4"], env))
-    elapsed = time.monotonic() - began
+    procs = {name: torchrun(2, free_port(), args, base_env(ENVDOCTOR_DIST_INJECT=inject))
+             for name, (inject, args) in scenarios.items()}
+    results = {}
+    for name, proc in procs.items():
+        code, out, err = finish(proc)
+        results[name] = (code, out, err, time.monotonic() - began)
+    return results
+
+
+def test_stalled_rank_is_named_within_the_deadline(faults: dict[str, tuple[int, str, str, float]]) -> None:
+    code, out, err, elapsed = faults["stall"]
     assert code == 1, out + err
     assert "rank 1 (" in out and "stopped before finishing the all-reduce (deadline 4 s)" in out
-    assert "never got past \"formed process group\"" in out or "rank 1: formed process group" in out
+    assert "never got past \"formed process group\"" in out
     assert "envdoctor: rank 1: the cluster report is on rank 0; exit 1" in err
-    assert elapsed < 100, elapsed
+    assert elapsed < LIMIT
 
 
-def test_exited_rank_is_named() -> None:
-    env = base_env(ENVDOCTOR_DIST_INJECT="exit:1")
-    code, out, err = finish(torchrun(2, free_port(), ["--init-timeout", "40", "--collective-timeout", "20"], env))
+def test_exited_rank_is_named(faults: dict[str, tuple[int, str, str, float]]) -> None:
+    code, out, err, _ = faults["exit"]
     assert code != 0
     assert "rank 1 (" in out and "stopped before finishing the all-reduce" in out
     assert "SIGTERM received" in out  # torchrun stopped rank 0 once rank 1 exited; rank 0 still reported
 
 
-def test_rank_that_never_arrives_is_named() -> None:
-    env = base_env(ENVDOCTOR_DIST_INJECT="absent:1")
-    code, out, err = finish(torchrun(2, free_port(), ["--init-timeout", "12", "--collective-timeout", "5"], env))
+def test_rank_that_never_arrives_is_named(faults: dict[str, tuple[int, str, str, float]]) -> None:
+    code, out, err, _ = faults["absent"]
     assert code != 0
-    assert "1 of 2 rank(s) never arrived within 12 s: rank 1" in out
+    assert "1 of 2 rank(s) never arrived within 10 s: rank 1" in out
     assert "rank 1 (node 0, host " in out
 
 
@@ -164,16 +178,6 @@ def test_port_in_use_is_reported_not_hung() -> None:
         code, out, err = _direct(env, "--init-timeout", "10")
     assert code == 1, out + err
     assert f"Rank 0 could not host the rendezvous store at 127.0.0.1:{port}: the port is already in use" in out
-
-
-def test_rank_beyond_world_reports_alone() -> None:
-    env = base_env(RANK="2", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    began = time.monotonic()
-    code, out, err = _direct(env)
-    assert code == 1
-    assert "RANK=2 is outside 0…1 (WORLD_SIZE=2)" in out
-    assert "rank 2 cannot take part in the cluster check" in err
-    assert time.monotonic() - began < 60
 
 
 def test_distributed_without_launcher_is_a_usage_error() -> None:
