@@ -115,11 +115,27 @@ def faults() -> dict[str, tuple[int, str, str, float]]:
     began = time.monotonic()
     procs = {name: torchrun(2, free_port(), args, base_env(ENVDOCTOR_DIST_INJECT=inject))
              for name, (inject, args) in scenarios.items()}
+    # And two tasks started the way srun starts them (no torchrun): rank 0 hosts the store itself.
+    port = str(free_port())
+    for task in (1, 0):
+        env = base_env(SLURM_PROCID=str(task), SLURM_NTASKS="2", SLURM_LOCALID=str(task), SLURM_NODEID="0",
+                       SLURM_TASKS_PER_NODE="2", SLURM_JOB_ID="4242", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs[f"srun{task}"] = subprocess.Popen(
+            [sys.executable, "-m", "envdoctor", "check", "--distributed", *DEADLINES], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env)
     results = {}
     for name, proc in procs.items():
         code, out, err = finish(proc)
         results[name] = (code, out, err, time.monotonic() - began)
     return results
+
+
+def test_srun_launched_tasks(faults: dict[str, tuple[int, str, str, float]]) -> None:
+    code0, out0, err0, _ = faults["srun0"]
+    code1, out1, err1, _ = faults["srun1"]
+    assert (code0, code1) == (0, 0), out0 + err0 + err1
+    assert "launcher slurm" in out0 and "All 2 ranks arrived" in out0 and "All-reduce exact on every rank" in out0
+    assert "envdoctor: rank 1: the cluster report is on rank 0; exit 0" in err1
 
 
 def test_stalled_rank_is_named_within_the_deadline(faults: dict[str, tuple[int, str, str, float]]) -> None:
