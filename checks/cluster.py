@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from ..compare import Difference, differences, member_ranges, per_rank_pattern
+from ..compare import MISSING_LABEL, UNSET, Difference, differences, member_ranges, per_rank_pattern
 from ..kit import Remediation, error, fail, ok, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import CheckSpec, check
@@ -125,6 +125,9 @@ def backend(facts: Facts) -> Finding:
     return ok("Gloo on the CPU: no rank has a usable GPU")
 
 
+_ABSENT = frozenset({UNSET, *MISSING_LABEL.values()})
+
+
 def _severity(diff: Difference) -> Status:
     if diff.area in _FAIL_AREAS:
         return Status.FAIL
@@ -153,10 +156,9 @@ def consistency(facts: Facts) -> list[Finding]:
         parts = [f"{where(facts, sorted(int(m) for m in ms))} {'has' if len(ms) == 1 else 'have'} {v}"
                  for v, ms in odd.items()]
         count = len(diff.values[reference])
-        if diff.majority is not None:
-            side = f"the majority ({count} of {len(members)} ranks) has {reference}"
-        else:
-            side = f"rank 0's side ({count} of {len(members)} ranks, no majority) has {reference}"
+        who = (f"the majority ({count} of {len(members)} ranks)" if diff.majority is not None
+               else f"rank 0's side ({count} of {len(members)} ranks, no majority)")
+        side = f"it is {reference} on {who}" if reference in _ABSENT else f"{who} has {reference}"
         title = f"{diff.label} differs: {'; '.join(parts)}, where {side}"
         status = _severity(diff)
         detail = ("Ranks of one job must run the same software stack: a different version on one node gives "

@@ -87,8 +87,8 @@ def test_odd_node_and_per_rank_visible_devices() -> None:
         reports[r] = _report(env__vars={"CUDA_VISIBLE_DEVICES": str(int(r) % 2), "NCCL_IB_DISABLE": "1"})
     found = judge(gathered(), reports)
     titles = [f.title for f in by_id(found, "cluster-consistency")]
-    assert titles == ["NCCL_IB_DISABLE differs: node 1 (node1, ranks 2-3) have 1, where rank 0's side (2 of 4 "
-                      "ranks, no majority) has unset"]
+    assert titles == ["NCCL_IB_DISABLE differs: node 1 (node1, ranks 2-3) have 1, where it is unset on rank 0's "
+                      "side (2 of 4 ranks, no majority)"]
 
 
 def test_stalled_rank_named_and_waiters_told_apart() -> None:

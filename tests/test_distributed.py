@@ -93,7 +93,7 @@ exec {sys.executable} -m envdoctor check --distributed "$@"
     code, out, err = finish(torchrun(4, free_port(), [*DEADLINES, "-o", str(out_file)], base_env(),
                                      program=["--no-python", str(wrapper)]))
     assert code == 1, out + err
-    assert "NCCL_ALGO differs: rank 3 (" in out and "the majority (3 of 4 ranks) has unset" in out
+    assert "NCCL_ALGO differs: rank 3 (" in out and "it is unset on the majority (3 of 4 ranks)" in out
     assert "nvidia-nccl-cu12 differs: rank 3 (" in out and "has 2.99.0" in out
     assert sorted(rank_lines(err)) == [f"envdoctor: rank {r}: the cluster report is on rank 0; exit 1"
                                        for r in (1, 2, 3)]
@@ -174,7 +174,7 @@ def test_two_nodes_one_with_another_environment(tmp_path: Path) -> None:
     for what in ("NCCL_ALGO differs: node 1 (", "CUDA_VISIBLE_DEVICES differs: node 1 (",
                  "nvidia-nccl-cu12 differs: node 1 ("):
         assert what in out0, out0
-    assert "rank 0's side (1 of 2 ranks, no majority)" in out0
+    assert "on rank 0's side (1 of 2 ranks, no majority)" in out0
     assert out1.strip() == "" and "envdoctor: rank 1: the cluster report is on rank 0; exit 1" in err1
 
 
