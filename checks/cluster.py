@@ -49,9 +49,12 @@ def where(facts: Facts, ranks: list[int]) -> str:
             label = f"node {node}" if node is not None else "node"
             parts.append(f"{label} ({host}, rank{'s' if len(members) > 1 else ''} {member_ranges(members)})")
             left -= set(members)
+    by_host: dict[Any, list[int]] = {}
     for r in sorted(left):
-        host = info.get(r, {}).get("host")
-        parts.append(f"rank {r}" + (f" ({host})" if host else ""))
+        by_host.setdefault(info.get(r, {}).get("host"), []).append(r)
+    for host, members in sorted(by_host.items(), key=lambda kv: kv[1][0]):
+        label = f"rank {members[0]}" if len(members) == 1 else f"ranks {member_ranges(members)}"
+        parts.append(label + (f" ({host})" if host else ""))
     return ", ".join(parts)
 
 

@@ -90,14 +90,17 @@ exec {sys.executable} -m envdoctor check --distributed "$@"
 """)
     wrapper.chmod(0o755)
     out_file = tmp_path / "cluster.json"
-    code, out, err = finish(torchrun(4, free_port(), [*DEADLINES, "-o", str(out_file)], base_env(),
-                                     program=["--no-python", str(wrapper)]))
+    # wrong:2 adds 1 to rank 2's contribution: every rank then sees a sum that is not the known one.
+    code, out, err = finish(torchrun(4, free_port(), [*DEADLINES, "-o", str(out_file)],
+                                     base_env(ENVDOCTOR_DIST_INJECT="wrong:2"), program=["--no-python", str(wrapper)]))
     assert code == 1, out + err
     assert "NCCL_ALGO differs: rank 3 (" in out and "it is unset on the majority (3 of 4 ranks)" in out
     assert "nvidia-nccl-cu12 differs: rank 3 (" in out and "has 2.99.0" in out
     assert sorted(rank_lines(err)) == [f"envdoctor: rank {r}: the cluster report is on rank 0; exit 1"
                                        for r in (1, 2, 3)]
+    assert "All-reduce result is wrong on ranks 0-3 (" in out
     data = json.loads(out_file.read_text())
+    assert all(s["wrong"] for s in data["cluster"]["allreduce"])
     rows = data["cluster"]["table"]["rows"]
     assert [r["odd"] for r in rows] == [[], [], [], ["env:NCCL_ALGO", "package:nvidia-nccl-cu12"]]
     assert data["exit_code"] == 1
