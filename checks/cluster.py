@@ -67,7 +67,7 @@ def _expected_host(facts: Facts, rank: int) -> str:
     if not isinstance(per_node, int) or per_node < 1:
         return "host unknown"
     node = rank // per_node
-    hosts = {a.get("host") for r, a in info.items() if r // per_node == node and a.get("host")}
+    hosts = {str(a["host"]) for r, a in info.items() if r // per_node == node and a.get("host")}
     if hosts:
         return f"node {node}, host {', '.join(sorted(hosts))}"
     return f"node {node}, whose ranks all missed the rendezvous"
@@ -190,9 +190,15 @@ def finished(facts: Facts) -> Finding:
     if not late:
         return ok(f"All {len(arrived)} ranks finished the all-reduce in {coll.get('seconds', 0):.1f} s")
     progress = coll.get("progress") or {}
-    states = {r: progress.get(str(r)) if isinstance(progress.get(str(r)), Mapping) else {} for r in late}
+    states: dict[int, Mapping[str, Any]] = {}
+    for r in late:
+        state = progress.get(str(r))
+        states[r] = state if isinstance(state, Mapping) else {}
     phases = {r: str(states[r].get("phase") or "no progress reported") for r in late}
-    steps = {r: states[r].get("step") if isinstance(states[r].get("step"), int) else 0 for r in late}
+    steps: dict[int, int] = {}
+    for r in late:
+        step = states[r].get("step")
+        steps[r] = step if isinstance(step, int) else 0
     lowest = min(steps.values())
     culprits = [r for r in late if steps[r] == lowest]
     waiting = [r for r in late if r not in culprits]

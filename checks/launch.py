@@ -41,10 +41,10 @@ def launch_vars(facts: Facts) -> Finding:
     problems = launch_problems(info)
     if problems:
         slurm = str(info.get("launcher", "")).startswith("slurm")
+        torchrun = ("torchrun --nnodes=N --nproc-per-node=GPUS --rdzv-backend=c10d "
+                    "--rdzv-endpoint=HOST:29500 -m envdoctor check --distributed")
         commands = (("export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
-                     "export MASTER_PORT=29500") if slurm else
-                    ("torchrun --nnodes=N --nproc-per-node=GPUS --rdzv-backend=c10d "
-                     "--rdzv-endpoint=HOST:29500 -m envdoctor check --distributed",))
+                     "export MASTER_PORT=29500") if slurm else (torchrun,))
         return fail("This rank's launch variables are unusable", detail="; ".join(problems) + ". The rank cannot "
                     "join the rendezvous: the other ranks wait for it until their timeout.", evidence=ev,
                     remedy=Remediation("Let the launcher set these variables (torchrun sets all of them; under "

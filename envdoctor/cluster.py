@@ -84,7 +84,7 @@ def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
     problems = launch_problems(info)
     addr = info.get("master_addr") or ""
     if not problems and addr:
-        addresses, why = ([addr], "") if _is_ip(addr) else host.resolve(addr, 2.0)
+        _, why = ([addr], "") if _is_ip(addr) else host.resolve(addr, 2.0)
         if why:
             problems.append(why)
     if problems:
@@ -335,14 +335,14 @@ def _rank_status(report: Any) -> str:
     return str(summary.get("worst") or "?")
 
 
-def cluster_json(report: Report, cluster: Mapping[str, Any]) -> str:
+def cluster_json(report: Report, cluster: Mapping[str, Any], fail_on: str = "fail") -> str:
     import json
 
     from .redact import redact_value
 
     data = report.to_dict()
     data["kind"] = "envdoctor-cluster"
-    data["exit_code"] = exit_code(report.findings)
+    data["exit_code"] = exit_code(report.findings, fail_on)
     from .checks.cluster import allreduce_table
 
     data["cluster"] = redact_value({"allreduce": allreduce_table(report.facts), "table": cluster.get("table"),

@@ -34,22 +34,22 @@ def run_distributed(collect: Callable[..., Any], judge: Callable[..., Any], *, p
 
     host = Host(python=python)
     try:
-        outcome = run(host, collect_rank, judge, options, publish=lambda o: _publish(o, as_json, output, verbose))
+        outcome = run(host, collect_rank, judge, options, publish=lambda o: _publish(o, as_json, output, verbose, fail_on))
     except NotLaunched as exc:
         click.echo(f"envdoctor: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     if not outcome.published:
-        _publish(outcome, as_json, output, verbose)
+        _publish(outcome, as_json, output, verbose, fail_on)
     # Leave at once: an abandoned child must not delay the exit code every rank shares.
     os._exit(outcome.code)
 
 
-def _publish(outcome: Any, as_json: bool, output: str | None, verbose: bool) -> None:
+def _publish(outcome: Any, as_json: bool, output: str | None, verbose: bool, fail_on: str) -> None:
     from .cluster import cluster_json
     from .render import make_console, render_terminal
 
     if outcome.cluster is not None and outcome.report is not None:
-        text = cluster_json(outcome.report, outcome.cluster)
+        text = cluster_json(outcome.report, outcome.cluster, fail_on)
         if output:
             from .report import write_atomic
 

@@ -92,10 +92,10 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
             console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"), title_align="left",
                                 border_style=STYLES[f.status].replace("bold ", ""), expand=True))
             for cmd in f.remediation.commands:
-                for line in safe(cmd).splitlines() or [""]:
-                    console.print(Text("  " + line, style="bold"), soft_wrap=True)
+                for cmd_line in safe(cmd).splitlines() or [""]:
+                    console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
     s = report.summary
-    line = Text("Cluster summary: ")
+    summary = Text("Cluster summary: ")
     for status in (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP):
-        line.append(f"{s[status.value]} {status.value}  ", style=STYLES[status] if s[status.value] else "dim")
-    console.print(line)
+        summary.append(f"{s[status.value]} {status.value}  ", style=STYLES[status] if s[status.value] else "dim")
+    console.print(summary)

@@ -241,7 +241,7 @@ def judged_by(kind: str, key: str) -> tuple[str, ...]:
         return ("launch-ifname",)
     if key in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         return ("cuda-visible-devices",)
-    if key.startswith("NCCL_") or key.startswith("TORCH_NCCL_"):
+    if key.startswith(("NCCL_", "TORCH_NCCL_")):
         return ("env-vars", "launch-nccl-env")
     return ("env-vars",)
 

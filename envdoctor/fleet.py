@@ -87,7 +87,7 @@ def node_name(path: str, get: Any = None) -> str:
     if isinstance(host, str) and host:
         return host[:100]
     base = os.path.basename(path)
-    return base[:-5] if base.endswith(".json") else base
+    return base.removesuffix(".json")
 
 
 def summarize_file(path: str, rejudge: bool = False) -> Summary:
@@ -175,7 +175,8 @@ def _from_facts(path: str, facts: Any) -> Summary:
 
     get = facts_getter(facts)
     sig = signature(get)
-    failing = [(f.id, f.status.value) for f in diagnose(facts, load_registry()) if f.status.value in ("fail", "error")]
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, load_registry())
+                                      if f.status.value in ("fail", "error")]
     return Summary(path, node_name(path, get), key=signature_key(sig), sig=sig, failing=failing)
 
 

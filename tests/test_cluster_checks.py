@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from envdoctor.checks import cluster as cc
+
 from envdoctor.cluster import ClusterOptions, build_report, cluster_readings
 from envdoctor.compare import member_ranges, signature
 from envdoctor.diagnose import diagnose

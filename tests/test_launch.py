@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-
 from envdoctor.checks import launch as launch_checks
+
 from envdoctor.host import Host
 from envdoctor.launch import (
     ifname_matches,
@@ -119,7 +119,7 @@ def _sys_net(root: Path, ifaces: dict[str, bool]) -> None:
 class _Resolver(Host):
     """A host whose name lookups answer from a table: tests never query DNS."""
 
-    names: dict[str, list[str]] = {"master.test": ["127.0.0.1"]}
+    names: ClassVar[dict[str, list[str]]] = {"master.test": ["127.0.0.1"]}
 
     def resolve(self, name: str, timeout: float = 2.0) -> tuple[list[str], str]:
         if name in self.names:
@@ -131,7 +131,7 @@ def _probe(tmp_path: Path, env: dict[str, str], **extra: Any) -> Any:
     _sys_net(tmp_path, {"lo": True, "eth0": True, "eth1": False})
     host = _Resolver(environ={"PATH": "/usr/bin:/bin", **env}, root=tmp_path)
     readings = probe_launch(host, Options(extra=extra))
-    base = facts(**{"env__vars": {k: v for k, v in env.items()}})
+    base = facts(env__vars={k: v for k, v in env.items()})
     return base.merged(readings)
 
 
