@@ -70,10 +70,15 @@ def generate(folder: str, base: dict, count: int) -> None:
             fh.write(text)
 
 
-def timed(argv: list[str]) -> tuple[float, int, str]:
-    began = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    return time.perf_counter() - began, proc.returncode, proc.stdout
+def timed(argv: list[str]) -> tuple[float, int, str, int]:
+    """(seconds, exit code, stdout, peak RSS in KiB of the largest process of its tree)."""
+    with tempfile.TemporaryFile() as out:
+        began = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - began
+        out.seek(0)
+        return seconds, os.waitstatus_to_exitcode(status), out.read().decode(), usage.ru_maxrss
 
 
 def main() -> int:
@@ -94,11 +99,13 @@ def main() -> int:
               f"load average before: {os.getloadavg()[0]:.1f}")
         commands = {"fleet": [envdoctor, "fleet", folder, "--json"], "floor": [sys.executable, "-c", FLOOR, folder]}
         times: dict[str, list[float]] = {k: [] for k in commands}
+        rss: dict[str, list[int]] = {k: [] for k in commands}
         check = ""
         for _ in range(args.runs):
             for name, argv in commands.items():
-                seconds, rc, out = timed(argv)
+                seconds, rc, out, peak = timed(argv)
                 times[name].append(seconds)
+                rss[name].append(peak)
                 if name == "fleet":
                     if rc not in (0, 1):
                         print(f"envdoctor fleet exited {rc}", file=sys.stderr)
@@ -108,7 +115,8 @@ def main() -> int:
         print(f"fleet read {result['reports']} reports, {len(result['configurations'])} configurations, "
               f"{len(result['corrupt'])} unreadable, {len(result['failures_by_node'])} failing nodes")
         for name, values in times.items():
-            print(f"  {name:6s} median {statistics.median(values):6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
+            print(f"  {name:6s} median {statistics.median(values):6.2f} s  (min {min(values):.2f}, max {max(values):.2f})"
+                  f"   peak RSS {max(rss[name]) / 1024:.0f} MB (largest process)")
         print(f"  load average after: {os.getloadavg()[0]:.1f} (others share this machine: a load above the CPU "
               "count slows both commands)")
         ratios = [f / g for f, g in zip(times["fleet"], times["floor"])]

@@ -85,7 +85,7 @@ def test_four_ranks_one_odd_rank_is_named(tmp_path: Path) -> None:
     wrapper = tmp_path / "rank.sh"
     # A per-rank wrapper is how an odd rank happens for real (a module loaded on one node only).
     wrapper.write_text(f"""#!/bin/sh
-if [ "$RANK" = "3" ]; then export NCCL_ALGO=Tree PYTHONPATH={fake}; fi
+if [ "$RANK" = "3" ]; then export NCCL_ALGO=Tree PYTHONPATH={fake} NCCL_SOCKET_IFNAME=nosuch0; fi
 exec {sys.executable} -m envdoctor check --distributed "$@"
 """)
     wrapper.chmod(0o755)
@@ -102,7 +102,11 @@ exec {sys.executable} -m envdoctor check --distributed "$@"
     data = json.loads(out_file.read_text())
     assert all(s["wrong"] for s in data["cluster"]["allreduce"])
     rows = data["cluster"]["table"]["rows"]
-    assert [r["odd"] for r in rows] == [[], [], [], ["env:NCCL_ALGO", "package:nvidia-nccl-cu12"]]
+    assert [r["odd"] for r in rows] == [[], [], [], ["env:NCCL_ALGO", "env:NCCL_SOCKET_IFNAME",
+                                                     "package:nvidia-nccl-cu12"]]
+    # Rank 3's own launch check: the interface it names does not exist on its node.
+    assert "launch-ifname on rank 3 (" in out
+    assert rows[3]["status"] == "fail"
     assert data["exit_code"] == 1
 
 
