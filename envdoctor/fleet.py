@@ -159,7 +159,13 @@ def _summarize(path: str, rejudge: bool) -> Summary:
     for f in data.get("findings") or ():
         if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
             failing.append((f["id"][:100], str(f["status"])))
-    return Summary(path, node_name(path, get), key=signature_key(sig), sig=sig, failing=failing)
+    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+
+
+def _digest(sig: Mapping[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha1(signature_key(sig).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _loads_text(path: str, text: str) -> Any:
@@ -177,11 +183,22 @@ def _from_facts(path: str, facts: Any) -> Summary:
     sig = signature(get)
     failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, load_registry())
                                       if f.status.value in ("fail", "error")]
-    return Summary(path, node_name(path, get), key=signature_key(sig), sig=sig, failing=failing)
+    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+
+
+_SENT: set[str] = set()  # per worker process: configurations whose signature was already sent
 
 
 def _worker(args: tuple[str, bool]) -> Summary:
-    return summarize_file(*args)
+    """A summary with the configuration's signature only the first time this worker meets it:
+    the parent keeps one signature per configuration, so the rest would only cost pickling."""
+    s = summarize_file(*args)
+    if s.sig is not None:
+        if s.key in _SENT:
+            s.sig = None
+        else:
+            _SENT.add(s.key)
+    return s
 
 
 def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
@@ -229,6 +246,8 @@ class Fleet:
             return
         self.reports += 1
         group = self.configs.setdefault(s.key, {"sig": s.sig, "nodes": []})
+        if group["sig"] is None:
+            group["sig"] = s.sig
         group["nodes"].append(s.node)
         seen = set()
         for cid, status in s.failing:
