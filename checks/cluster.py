@@ -131,6 +131,27 @@ def backend(facts: Facts) -> Finding:
 _ABSENT = frozenset({UNSET, *MISSING_LABEL.values()})
 
 
+@check("cluster-gpu-share", "No two ranks use the same GPU", needs=("cluster.arrived",))
+def gpu_share(facts: Facts) -> Finding:
+    info = _ranks(facts)
+    used: dict[tuple[Any, str], list[int]] = {}
+    for r, a in info.items():
+        if a.get("gpu_uuid"):
+            used.setdefault((a.get("host"), str(a["gpu_uuid"])), []).append(r)
+    if not used:
+        return skip("No rank uses a GPU")
+    shared = {k: v for k, v in used.items() if len(v) > 1}
+    if not shared:
+        return ok(f"Each of the {sum(len(v) for v in used.values())} GPU ranks has a GPU of its own")
+    parts = [f"{where(facts, sorted(ranks))} share {uuid}" for (_, uuid), ranks in shared.items()]
+    return fail("Ranks share a GPU: " + "; ".join(parts), detail="NCCL refuses two ranks on one GPU (\"Duplicate GPU "
+                "detected\"); without NCCL they compete for its memory and time. Usually CUDA_VISIBLE_DEVICES is "
+                "set to the same GPU for every rank of a node, or LOCAL_RANK is not used to pick the device.",
+                evidence={"shared": {uuid: sorted(ranks) for (_, uuid), ranks in shared.items()}},
+                remedy=Remediation("Give each rank its own GPU: torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) "
+                                   "and leave CUDA_VISIBLE_DEVICES to the launcher (srun --gpus-per-task=1)."))
+
+
 def _severity(diff: Difference) -> Status:
     if diff.area in _FAIL_AREAS:
         return Status.FAIL
@@ -349,4 +370,4 @@ def rank_findings(facts: Facts) -> list[Finding]:
     return found
 
 
-CHECKS: tuple[CheckSpec, ...] = (rendezvous, backend, finished, allreduce, consistency, clock, rank_findings)
+CHECKS: tuple[CheckSpec, ...] = (rendezvous, backend, gpu_share, finished, allreduce, consistency, clock, rank_findings)

@@ -160,3 +160,15 @@ def test_signature_survives_hostile_values() -> None:
                                 "python.packages": {"value": [1, 2]}}))
     assert sig["aspects"]["torch"] is None and sig["env"] == {} and sig["packages"] == {}
     assert member_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+
+
+def test_two_ranks_on_one_gpu() -> None:
+    g = gathered()
+    for r, uuid in (("0", "GPU-a"), ("1", "GPU-a"), ("2", "GPU-a"), ("3", "GPU-b")):
+        g["arrived"][r]["gpu"] = 0
+        g["arrived"][r]["gpu_uuid"] = uuid
+    (share,) = by_id(judge(g), "cluster-gpu-share")
+    # ranks 0 and 1 are on node0; rank 2 has the same UUID but on another host: not shared.
+    assert share.status is Status.FAIL and share.title == "Ranks share a GPU: node 0 (node0, ranks 0-1) share GPU-a"
+    g["arrived"]["1"]["gpu_uuid"] = "GPU-c"
+    assert by_id(judge(g), "cluster-gpu-share")[0].status is Status.OK

@@ -100,6 +100,17 @@ def usable_gpu(torch):
     return None, "LOCAL_RANK %d but %d visible GPU(s)" % (local, count)
 
 
+def gpu_uuid(torch, gpu):
+    """The UUID of the GPU this rank will use: two ranks of one node on one GPU make NCCL fail
+    with "Duplicate GPU detected", and CUDA_VISIBLE_DEVICES per rank hides it from indices."""
+    if gpu is None:
+        return None
+    try:
+        return str(getattr(torch.cuda.get_device_properties(gpu), "uuid", "") or "") or None
+    except Exception:
+        return None
+
+
 # -- rank 0's coordinator ----------------------------------------------------------------------
 
 def coordinate(started):
@@ -310,9 +321,11 @@ def work(torch, dist, store, gpu, started):
     try:
         if backend == "nccl":
             torch.cuda.set_device(gpu)
+        # The library's own timeout only backs ours up: NCCL's watchdog takes the whole process
+        # down when it fires, and rank 0's coordinator must have reported by then.
         dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank,
                                 world_size=int(OPTS["world_size"]),
-                                timeout=timedelta(seconds=float(OPTS["collective_timeout"])))
+                                timeout=timedelta(seconds=float(OPTS["collective_timeout"]) + 60))
     except Exception as exc:
         progress("init_process_group failed", error_text(exc)[:300])
         return
@@ -354,6 +367,7 @@ def main():
         emit(fatal={"phase": "import torch", "error": error_text(exc)})
         return
     gpu, why = usable_gpu(torch)
+    uuid = gpu_uuid(torch, gpu)
     emit(torch=torch.__version__, gpu=gpu, gpu_why=why)
     if injected("absent"):
         emit(injected_absent=True)
@@ -369,7 +383,7 @@ def main():
         return
     put(store, "arrived/%d" % rank, {"rank": rank, "host": OPTS.get("host"), "node_rank": OPTS.get("node_rank"),
                                      "local_rank": OPTS.get("local_rank"), "pid": os.getpid(), "gpu": gpu,
-                                     "gpu_why": why, "torch": torch.__version__})
+                                     "gpu_why": why, "gpu_uuid": uuid, "torch": torch.__version__})
     store.add("n_arrived", 1)
     stage("arrived")
     total = float(OPTS["facts_timeout"]) + float(OPTS.get("verdict_timeout") or 60)
