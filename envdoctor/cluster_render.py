@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
     from .report import Report
 
+#: Above this many ranks the table shows the odd and unfinished ones and the first few.
+ROW_LIMIT = 64
 _STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "error": "bold magenta", "missing": "bold red"}
 
 
@@ -51,7 +53,13 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
                   "the majority)", title_justify="left")
     for head in ("rank", "node/host", "status", "state", *(c["label"] for c in columns), "all-reduce"):
         table.add_column(safe(head), no_wrap=head in ("rank", "status"))
-    for row in table_data.get("rows") or ():
+    rows_all = list(table_data.get("rows") or ())
+    shown = rows_all
+    if len(rows_all) > ROW_LIMIT:
+        # A large job: every rank that is odd, failed or unfinished, and the first few others.
+        shown = [r for i, r in enumerate(rows_all) if i < 8 or r.get("odd") or r.get("state") != "finished"
+                 or r.get("status") in ("fail", "error", "missing")]
+    for row in shown:
         odd = set(row.get("odd") or ())
         cells = [Text(str(row["rank"])), Text(safe(f"{row.get('node') if row.get('node') is not None else '-'}/"
                                                    f"{row.get('host') or '?'}")),
@@ -65,6 +73,9 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
         cells.append(Text(f"{t * 1000:.2f} ms" if isinstance(t, (int, float)) else "-"))
         table.add_row(*cells)
     console.print(table)
+    if len(shown) < len(rows_all):
+        console.print(Text(f"… {len(rows_all) - len(shown)} more rank(s) like the first ones (the JSON report has "
+                           "every rank)", style="dim"))
     rows = allreduce_table(report.facts)
     if rows:
         ar = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title="All-reduce (busbw = algbw × 2(n−1)/n)",

@@ -207,3 +207,9 @@ def test_distributed_without_launcher_is_a_usage_error() -> None:
     code, out, err = _direct(base_env())
     assert code == 2 and out == ""
     assert err.strip().startswith("envdoctor: error: --distributed needs a launcher")
+
+
+def test_cluster_options_need_distributed() -> None:
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "-o", "x.json"], capture_output=True,
+                          text=True, env=base_env(), timeout=60, check=False)
+    assert proc.returncode == 2 and "belong to --distributed" in proc.stderr and "Traceback" not in proc.stderr
