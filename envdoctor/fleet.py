@@ -26,12 +26,30 @@ _POOL_MIN = 200
 
 # -- diff --------------------------------------------------------------------------------------
 def load_any(path: str) -> tuple[Any, str]:
-    """A saved report or a paste -> (Facts, origin). Raises ReportError with one line."""
+    """A saved report or a paste -> (Facts, origin). ``CLUSTER.json#R`` (or a cluster report alone,
+    meaning rank 0) picks one rank's report out of a `check --distributed` report. Raises
+    ReportError with one line."""
     from .model import Facts
-    from .report import Report, parse_report
+    from .report import Report, parse_report, report_from_json
 
+    rank = None
+    if "#" in path and not os.path.exists(path):
+        path, _, rank = path.rpartition("#")
     name = "standard input" if path == "-" else path
-    loaded = parse_report(read_input(path), name)
+    text = read_input(path)
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        ranks = cluster_ranks(data)
+        if ranks is not None:
+            chosen = dict(ranks).get(rank or "0")
+            if chosen is None:
+                raise ReportError(f"{name} is a cluster report without rank {rank or 0} (it has "
+                                  f"{', '.join(r for r, _ in ranks) or 'none'})")
+            return report_from_json(chosen, f"{name}#{rank or 0}").facts, f"cluster rank {rank or 0}"
+    loaded = parse_report(text, name)
     if isinstance(loaded, Report):
         return loaded.facts, "report"
     assert isinstance(loaded, Facts)
@@ -91,15 +109,22 @@ def node_name(path: str, get: Any = None) -> str:
 
 
 def summarize_file(path: str, rejudge: bool = False) -> Summary:
-    """Never raises: an unusable file becomes a Summary with ``error``."""
+    """The first (for a cluster report: rank 0's) summary of a file; never raises."""
+    return summarize_all(path, rejudge)[0]
+
+
+def summarize_all(path: str, rejudge: bool = False) -> list[Summary]:
+    """One summary per report in the file (a cluster report holds one per rank); never raises:
+    an unusable file becomes one Summary with ``error``."""
     try:
-        return _summarize(path, rejudge)
+        found = _summarize(path, rejudge)
+        return found or [Summary(path, node_name(path), error=f"{path} is a cluster report without rank reports")]
     except ReportError as exc:
-        return Summary(path, node_name(path), error=str(exc))
+        return [Summary(path, node_name(path), error=str(exc))]
     except RecursionError:
-        return Summary(path, node_name(path), error=f"{path} is nested too deeply to be an envdoctor report")
+        return [Summary(path, node_name(path), error=f"{path} is nested too deeply to be an envdoctor report")]
     except Exception as exc:  # noqa: BLE001 - hostile content must never stop the fleet
-        return Summary(path, node_name(path), error=f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:200]})")
+        return [Summary(path, node_name(path), error=f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:200]})")]
 
 
 def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -133,17 +158,34 @@ def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
 
 
-def _summarize(path: str, rejudge: bool) -> Summary:
+def _summarize(path: str, rejudge: bool) -> list[Summary]:
     data_bytes = read_bytes(path)
     if not data_bytes.lstrip().startswith(b"{"):
         facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
-        return _from_facts(path, facts)
+        return [_from_facts(path, facts)]
     try:
         data = json.loads(data_bytes)
     except UnicodeDecodeError:
         data = _loads_text(path, data_bytes.decode("utf-8", "replace"))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    ranks = cluster_ranks(data)
+    if ranks is not None:  # a cluster report: one summary per rank, named node/rank
+        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r) for r, rep in ranks]
+    return [_summarize_report(path, data, rejudge)]
+
+
+def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
+    """The per-rank reports of a `check --distributed` report (``kind: envdoctor-cluster``), else None."""
+    if not isinstance(data, dict) or data.get("kind") != "envdoctor-cluster":
+        return None
+    ranks = (data.get("cluster") or {}).get("ranks") if isinstance(data.get("cluster"), dict) else None
+    if not isinstance(ranks, dict):
+        return []
+    return sorted(ranks.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
+
+
+def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None) -> Summary:
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
             data.get("facts"), dict):
         raise ReportError(f"{path} is JSON but not an envdoctor report (no schema_version / facts)")
@@ -152,14 +194,18 @@ def _summarize(path: str, rejudge: bool) -> Summary:
     if rejudge:
         from .report import report_from_json
 
-        return _from_facts(path, report_from_json(data, path).facts)
-    get = raw_getter(data["facts"])
-    sig = signature(get)
-    failing = []
-    for f in data.get("findings") or ():
-        if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
-            failing.append((f["id"][:100], str(f["status"])))
-    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+        s = _from_facts(path, report_from_json(data, path).facts)
+    else:
+        get = raw_getter(data["facts"])
+        sig = signature(get)
+        failing = []
+        for f in data.get("findings") or ():
+            if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
+                failing.append((f["id"][:100], str(f["status"])))
+        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    if rank is not None:
+        s.node = f"{s.node}/rank{rank}"
+    return s
 
 
 def _digest(sig: Mapping[str, Any]) -> str:
@@ -189,16 +235,17 @@ def _from_facts(path: str, facts: Any) -> Summary:
 _SENT: set[str] = set()  # per worker process: configurations whose signature was already sent
 
 
-def _worker(args: tuple[str, bool]) -> Summary:
-    """A summary with the configuration's signature only the first time this worker meets it:
+def _worker(args: tuple[str, bool]) -> list[Summary]:
+    """Summaries with a configuration's signature only the first time this worker meets it:
     the parent keeps one signature per configuration, so the rest would only cost pickling."""
-    s = summarize_file(*args)
-    if s.sig is not None:
-        if s.key in _SENT:
-            s.sig = None
-        else:
-            _SENT.add(s.key)
-    return s
+    found = summarize_all(*args)
+    for s in found:
+        if s.sig is not None:
+            if s.key in _SENT:
+                s.sig = None
+            else:
+                _SENT.add(s.key)
+    return found
 
 
 def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
@@ -221,13 +268,14 @@ def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) 
     jobs = jobs or min(8, os.cpu_count() or 1)
     if len(paths) < _POOL_MIN or jobs < 2:
         for p in paths:
-            yield summarize_file(p, rejudge)
+            yield from summarize_all(p, rejudge)
         return
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ctx.Pool(jobs) as pool:
-        yield from pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32)
+        for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
+            yield from found
 
 
 # -- fleet: the aggregate ----------------------------------------------------------------------

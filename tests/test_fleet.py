@@ -146,3 +146,29 @@ def test_fleet_rejudge_uses_todays_checks(tmp_path: Path) -> None:
     s = summarize_file(str(tmp_path / "old.json"), rejudge=True)
     assert ("driver-too-old", "fail") in s.failing
     assert summarize_file(str(tmp_path / "old.json")).failing == []
+
+
+def _cluster_file(path: Path) -> Path:
+    from envdoctor.cluster import ClusterOptions, build_report, cluster_json
+    from tests.test_cluster_checks import _report, gathered
+
+    g = gathered(world=3, per_node=3)
+    g["rank_reports"] = {"1": _report(), "2": _report(torch__version="2.5.1+cu124")}
+    info = {"world_size": 3, "local_world_size": 3, "launcher": "torchrun", "master_addr": "127.0.0.1",
+            "master_port": 1, "rank": 0}
+    report, cluster = build_report(g, Report(facts=facts(), findings=()), info, ClusterOptions())
+    path.write_text(cluster_json(report, cluster))
+    return path
+
+
+def test_fleet_and_diff_read_cluster_reports_rank_by_rank(tmp_path: Path) -> None:
+    path = _cluster_file(tmp_path / "cluster.json")
+    result = fleet([str(path)])
+    assert result["reports"] == 3
+    assert [c["count"] for c in result["configurations"]] == [2, 1]
+    assert result["outliers"][0]["nodes"][0].endswith("/rank2")
+    d = diff_reports(str(path), f"{path}#2")
+    assert d["a"]["kind"] == "cluster rank 0" and d["b"]["kind"] == "cluster rank 2"
+    assert [(x["name"], x["b"]) for x in d["differences"]] == [("torch", "2.5.1+cu124")]
+    bad = cli("diff", str(path), f"{path}#7")
+    assert bad.returncode == 2 and "without rank 7" in bad.stderr
