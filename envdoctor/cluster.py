@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compare import facts_getter, raw_getter, signature
-from .host import Host, LiveChild, start_live_child
+from .host import ChildResult, Host, LiveChild, start_live_child
 from .launch import is_loopback, launch_problems, read_launch
 from .model import Facts, Finding, Reason, missing, ok
 from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
@@ -57,7 +57,8 @@ class ClusterOptions:
         return max(self.init_timeout + self.collective_timeout, self.probe_deadline) + 3.0
 
 
-Collect = Callable[[], tuple[Any, Any, Any, list[str]]]
+#: ``collect(extra)``: the probes of `check`, with ``extra`` as Options.extra.
+Collect = Callable[[dict[str, Any]], tuple[Any, Any, Any, list[str]]]
 Judge = Callable[[Any, Any, Any, list[str], str], Report]
 
 
@@ -93,7 +94,7 @@ def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
     if isinstance(child, str):
         return _alone(collect, judge, info, child, options)
     stop = _Stopper(child)
-    facts, runs, checks, warnings = collect()
+    facts, runs, checks, warnings = collect({"distributed": True, "torch_probe": _shared_torch_probe(child)})
     local = judge(facts, checks, runs, warnings, "live")
     child.send({"facts": local.to_dict()})
     # The handlers stay until the process leaves (os._exit): a SIGTERM while rank 0 prints must
@@ -101,6 +102,32 @@ def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
     if info.get("rank") == 0:
         return _rank0(child, local, info, options, stop, publish)
     return _follower(child, local, info, options, stop)
+
+
+def _shared_torch_probe(child: LiveChild) -> Callable[[float], ChildResult]:
+    """The python probe's torch facts from the rank child, which runs the same torch_probe script
+    after its own ``import torch`` (one import per rank, not two)."""
+
+    def wait(timeout: float) -> ChildResult:
+        began = time.monotonic()
+        value, why = child.wait_for("torch_probe", timeout)
+        seconds = time.monotonic() - began
+        if why == "timeout":
+            stage = child.last_stage
+            return ChildResult("timeout", {}, stage, None, "", seconds)
+        if why or not isinstance(value, dict):
+            lines = child.stderr_lines()
+            tail = lines[-1] if lines else ""
+            return ChildResult("crashed", {}, child.last_stage, None, "\n".join(lines), seconds,
+                               "the rank child ended before reporting torch" + (f": {tail}" if tail else ""))
+        raw = value.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if not value.get("done"):
+            return ChildResult("failed", data, str(value.get("stage") or ""), None, "", seconds,
+                               "torch_probe did not finish in the rank child")
+        return ChildResult("ok", data, str(value.get("stage") or ""), 0, "", float(value.get("seconds") or seconds))
+
+    return wait
 
 
 def _is_ip(addr: str) -> bool:
@@ -122,6 +149,9 @@ def _child_args(host: Host, info: Mapping[str, Any], options: ClusterOptions) ->
         "collective_timeout": options.collective_timeout, "facts_timeout": options.facts_timeout,
         "verdict_timeout": VERDICT_TIMEOUT, "sizes": list(options.sizes) or None, "iters": options.iters,
         "device": options.device, "inject": options.inject, "loopback": is_loopback(addr) or addr == "localhost",
+        # For the torch probe run inside the rank child: it initialises CUDA on the rank's own GPU
+        # and reads the memory map afterwards itself.
+        "init_cuda": False, "maps": False,
     }
 
 
@@ -150,7 +180,7 @@ class _Stopper:
 
 def _alone(collect: Collect, judge: Judge, info: Mapping[str, Any], why: str, options: ClusterOptions) -> Outcome:
     """This rank cannot join: judge it alone (its launch checks say why) and exit 1."""
-    facts, runs, checks, warnings = collect()
+    facts, runs, checks, warnings = collect({"distributed": True})
     rep = judge(facts, checks, runs, warnings, "live")
     code = max(rep.exit_code(options.fail_on), EXIT_FAIL)
     return Outcome(code, rep, None, f"rank {info.get('rank')} cannot take part in the cluster check: {why}")

@@ -27,10 +27,9 @@ def run_distributed(collect: Callable[..., Any], judge: Callable[..., Any], *, p
                              probe_deadline=timeout * 6 + 1.5, device=device,
                              inject=os.environ.get(INJECT_ENV, ""), fail_on=fail_on)
 
-    def collect_rank() -> Any:
+    def collect_rank(extra: dict[str, Any]) -> Any:
         # The cluster check measures the collective itself; the per-GPU microchecks would compete with it.
-        return collect(python, timeout, True, False, device, False, only, skip, progress=False,
-                       extra={"distributed": True})
+        return collect(python, timeout, True, False, device, False, only, skip, progress=False, extra=extra)
 
     host = Host(python=python)
     try:

@@ -468,8 +468,13 @@ class LiveChild:
         self.proc = proc
         self.records: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr_tail: list[str] = []
+        # Records under these keys are also kept aside for whoever waits for them (wait_for).
+        self._side: dict[str, Any] = {}
+        self._side_ready = threading.Condition()
+        self.last_stage = ""
         threading.Thread(target=self._pump_out, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        self._err_thread = threading.Thread(target=self._pump_err, daemon=True)
+        self._err_thread.start()
 
     def _pump_out(self) -> None:
         assert self.proc.stdout is not None
@@ -483,10 +488,30 @@ class LiveChild:
                 except ValueError:
                     continue
                 if isinstance(record, dict):
+                    self.last_stage = str(record.get("_stage") or record.get("probe_stage") or self.last_stage)
+                    with self._side_ready:
+                        self._side.update(record)
+                        self._side_ready.notify_all()
                     self.records.put(record)
         except (OSError, ValueError):
             pass
+        with self._side_ready:
+            self._side["_eof"] = True
+            self._side_ready.notify_all()
         self.records.put(dict(self.EOF_RECORD))
+
+    def wait_for(self, key: str, timeout: float) -> tuple[Any, str]:
+        """(value, "") once a record carried ``key``; (None, "timeout"|"eof") otherwise."""
+        end = time.monotonic() + timeout
+        with self._side_ready:
+            while key not in self._side:
+                if self._side.get("_eof"):
+                    return None, "eof"
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None, "timeout"
+                self._side_ready.wait(min(left, 0.5))
+            return self._side[key], ""
 
     def _pump_err(self) -> None:
         assert self.proc.stderr is not None
@@ -496,6 +521,11 @@ class LiveChild:
                 del self.stderr_tail[:-40]
         except (OSError, ValueError):
             pass
+
+    def stderr_lines(self, wait: float = 0.5) -> list[str]:
+        """The last stderr lines; waits up to ``wait`` s for the child's stderr to close first."""
+        self._err_thread.join(timeout=wait)
+        return list(self.stderr_tail)
 
     def next(self, timeout: float) -> dict[str, Any] | None:
         """The next record, ``{"_eof": True}`` once the child's stdout closed, None on timeout."""

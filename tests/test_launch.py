@@ -226,8 +226,8 @@ def _launch_only(host: Host) -> Any:
     from envdoctor.probes.launch_probe import PROBES as LAUNCH
     from envdoctor.registry import load_registry
 
-    def collect() -> Any:
-        f, runs = run_probes(host, Options(extra={"distributed": True}), [*HOST, *LAUNCH])
+    def collect(extra: dict[str, Any]) -> Any:
+        f, runs = run_probes(host, Options(extra=extra), [*HOST, *LAUNCH])
         return f, runs, [s for s in load_registry() if s.id.startswith("launch-")], []
 
     return collect, judge
@@ -258,3 +258,35 @@ def test_cluster_run_without_launcher_is_a_usage_error() -> None:
     collect, judge = _launch_only(host)
     with pytest.raises(NotLaunched, match="torchrun --nproc-per-node=N"):
         run(host, collect, judge, ClusterOptions())
+
+
+def _live(code: str) -> Any:
+    import subprocess
+    import sys
+
+    from envdoctor.host import LiveChild
+
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    return LiveChild(proc)
+
+
+def test_shared_torch_probe_timeout_and_early_exit() -> None:
+    from envdoctor.cluster import _shared_torch_probe
+
+    mark = '"@@envdoctor@@ "'
+    hung = _live(f"import sys, time; print({mark} + '{{\"probe_stage\": \"import torch\"}}', flush=True); "
+                 "time.sleep(30)")
+    try:
+        result = _shared_torch_probe(hung)(0.8)
+        assert result.status == "timeout" and result.stage == "import torch"
+        assert "stuck in import torch" in result.explain()
+    finally:
+        hung.kill()
+    died = _live("import sys; sys.stderr.write('ImportError: libtorch_cpu.so: cannot open\\n'); sys.exit(1)")
+    result = _shared_torch_probe(died)(10)
+    assert result.status == "crashed" and "libtorch_cpu.so" in result.detail
+    good = _live(f"print({mark} + '{{\"torch_probe\": {{\"data\": {{\"torch\": {{\"installed\": false}}}}, "
+                 f"\"done\": true, \"seconds\": 0.1}}}}', flush=True)")
+    result = _shared_torch_probe(good)(10)
+    assert result.status == "ok" and result.data == {"torch": {"installed": False}}

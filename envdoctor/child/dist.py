@@ -30,6 +30,7 @@ import threading
 import time
 from datetime import timedelta
 
+import _edchild
 from _edchild import args, emit, error_text, stage
 
 OPTS = {}
@@ -81,6 +82,67 @@ def wait_key(store, key, seconds):
             return get(store, key)
         time.sleep(0.05)
     return None
+
+
+class _Capture:
+    """Collects what torch_probe prints (its records), forwarding only its stages."""
+
+    def __init__(self, out):
+        self.out = out
+        self.data = {}
+        self.stage = ""
+        self.done = False
+
+    def write(self, text):
+        for line in text.splitlines():
+            if not line.startswith(_edchild.MARK):
+                continue
+            try:
+                record = json.loads(line[len(_edchild.MARK):])
+            except ValueError:
+                continue
+            if "_stage" in record:
+                self.stage = str(record.pop("_stage"))
+                self.out.write(_edchild.MARK + json.dumps({"probe_stage": self.stage}) + "\n")
+                self.out.flush()
+            self.done = bool(record.pop("_done", False)) or self.done
+            self.data.update(record)
+
+    def flush(self):
+        pass
+
+
+def torch_probe():
+    """Run the torch probe's script here, after which the envdoctor process needs no torch child of
+    its own. Its CUDA initialisation is done on this rank's GPU (cuda:LOCAL_RANK), not on cuda:0,
+    and the memory map is read after it, as the probe does."""
+    import torch_probe as probe
+
+    started = time.perf_counter()
+    capture = _Capture(_edchild._out)
+    _edchild._out = capture
+    try:
+        probe.main()
+    except BaseException as exc:
+        capture.data.setdefault("torch", {})["import_error"] = error_text(exc)
+    finally:
+        _edchild._out = capture.out
+    info = capture.data.get("torch") or {}
+    if info.get("cuda_available") and info.get("device_count"):
+        local = int(OPTS.get("local_rank") or 0)
+        device = local if local < int(info["device_count"]) else 0
+        try:
+            import torch
+
+            torch.cuda.set_device(device)
+            torch.zeros(1, device="cuda:%d" % device)
+            torch.cuda.synchronize(device)
+        except Exception as exc:
+            info["cuda_init_error"] = error_text(exc)
+    if info.get("installed") and "version" in info:
+        info["loaded_libraries"] = probe.loaded_libraries()
+    emit(torch_probe={"data": capture.data, "stage": capture.stage, "done": capture.done,
+                      "seconds": round(time.perf_counter() - started, 3)})
 
 
 def usable_gpu(torch):
@@ -360,6 +422,7 @@ def main():
     rank = int(OPTS["rank"])
     threading.Thread(target=read_stdin, name="stdin", daemon=True).start()
     stage("import torch")
+    torch_probe()
     try:
         import torch
         import torch.distributed as dist
