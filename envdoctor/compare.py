@@ -37,7 +37,9 @@ def raw_getter(facts: Any) -> Getter:
 
     def get(key: str) -> Any:
         reading = data.get(key)
-        if not isinstance(reading, Mapping) or reading.get("reason") is not None:
+        if type(reading) is not dict and not isinstance(reading, Mapping):  # dict first: the common case
+            return None
+        if reading.get("reason") is not None:
             return None
         return reading.get("value")
 

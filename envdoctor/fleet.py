@@ -151,7 +151,7 @@ def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
         os.close(fd)
     if len(data) > limit:
         raise ReportError(f"{path} grew beyond {limit >> 20} MiB while being read")
-    if not data.strip():
+    if not data or (len(data) < 4096 and not data.strip()):
         raise ReportError(f"{path} is empty")
     if b"\x00" in data[:8192]:
         raise ReportError(f"{path} is binary data, not a JSON report or pasted text")
@@ -160,7 +160,7 @@ def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
 
 def _summarize(path: str, rejudge: bool) -> list[Summary]:
     data_bytes = read_bytes(path)
-    if not data_bytes.lstrip().startswith(b"{"):
+    if not data_bytes[:256].lstrip().startswith(b"{"):  # a slice: never copy the whole report
         facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
         return [_from_facts(path, facts)]
     try:
