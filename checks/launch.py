@@ -39,8 +39,16 @@ def launch_vars(facts: Facts) -> Finding:
         return skip(_NOT_LAUNCHED, detail=facts.get("launch.info").detail or facts.get("launch.info").describe())
     ev = {"launch.info": info.get("vars", {})}
     problems = launch_problems(info)
+    slurm = str(info.get("launcher", "")).startswith("slurm")
+    if slurm and problems and all(p.startswith(("MASTER_ADDR is not set", "MASTER_PORT is not set")) for p in problems):
+        # srun starts tasks for many reasons (one `envdoctor report` per node, too); only a job that
+        # calls init_process_group("env://") needs these, and `check --distributed` refuses without them.
+        return warn("srun did not set MASTER_ADDR/MASTER_PORT", detail="; ".join(problems) + ". torch.distributed's "
+                    "env:// initialisation (and envdoctor check --distributed) needs both.", evidence=ev,
+                    remedy=Remediation("Export them in the batch script before srun.", (
+                        "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
+                        "export MASTER_PORT=29500")))
     if problems:
-        slurm = str(info.get("launcher", "")).startswith("slurm")
         torchrun = ("torchrun --nnodes=N --nproc-per-node=GPUS --rdzv-backend=c10d "
                     "--rdzv-endpoint=HOST:29500 -m envdoctor check --distributed")
         commands = (("export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",

@@ -232,7 +232,8 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
 @main.command(context_settings=CONTEXT)
 @click.option("--json", "fmt", flag_value="json", default=True, help="JSON (default).")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Markdown for a GitHub issue.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="Write to FILE (atomically); %N (host), %j (job id), %t (rank), %n (node) are filled in.")
 @_options
 def report(fmt: str, output: str | None, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
            device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
@@ -251,6 +252,12 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
     from .report import to_json, write_atomic
 
     text = to_json(rep) if fmt == "json" else render_markdown(rep)
+    if output and "%" in output:
+        import socket
+
+        from .launch import expand_output
+
+        output = expand_output(output, os.environ, socket.gethostname())
     if output:
         try:
             write_atomic(output, text)

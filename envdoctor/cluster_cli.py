@@ -50,7 +50,12 @@ def _publish(outcome: Any, as_json: bool, output: str | None, verbose: bool, fai
     if outcome.cluster is not None and outcome.report is not None:
         text = cluster_json(outcome.report, outcome.cluster, fail_on)
         if output:
+            import socket
+
+            from .launch import expand_output
             from .report import write_atomic
+
+            output = expand_output(output, os.environ, socket.gethostname())
 
             try:
                 write_atomic(output, text)

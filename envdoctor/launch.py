@@ -247,3 +247,28 @@ def visible_gpus(count: int | None, local_rank: int | None, local_world: int | N
     if count == 1:
         return {"device": 0, "mode": "one-per-rank"}
     return {"device": None, "mode": "out-of-range"}
+
+
+_PATTERN = re.compile(r"%(.)")
+
+
+def expand_output(path: str, env: Mapping[str, str], hostname: str) -> str:
+    """``-o reports/%N.json`` under srun: srun's own filename patterns, for envdoctor's ``-o``
+    (srun expands them only in its own --output). ``%N`` short host name, ``%j`` job id, ``%t``
+    task rank (RANK or SLURM_PROCID), ``%n`` node id, ``%%`` a percent sign; any other ``%x`` is
+    kept as written."""
+    info = read_launch(env) or {}
+    values = {
+        "N": hostname.split(".", 1)[0],
+        "j": env.get("SLURM_JOB_ID") or env.get("TORCHELASTIC_RUN_ID") or "",
+        "t": "" if info.get("rank") is None else str(info["rank"]),
+        "n": "" if info.get("node_rank") is None else str(info["node_rank"]),
+        "%": "%",
+    }
+
+    def sub(m: re.Match[str]) -> str:
+        value = values.get(m.group(1))
+        # A value never adds a path separator: a hostile host name cannot move the file.
+        return m.group(0) if value is None else value.replace("/", "_")
+
+    return _PATTERN.sub(sub, path)

@@ -290,3 +290,35 @@ def test_shared_torch_probe_timeout_and_early_exit() -> None:
                  f"\"done\": true, \"seconds\": 0.1}}}}', flush=True)")
     result = _shared_torch_probe(good)(10)
     assert result.status == "ok" and result.data == {"torch": {"installed": False}}
+
+
+def test_output_patterns_like_srun() -> None:
+    from envdoctor.launch import expand_output
+
+    env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_NODEID": "1", "SLURM_JOB_ID": "77"}
+    assert expand_output("reports/%N-%j-%t-%n.json", env, "gpu-node7.cluster") == "reports/gpu-node7-77-3-1.json"
+    assert expand_output("r/%N%%%x.json", {}, "a/b") == "r/a_b%%x.json"
+    assert expand_output("plain.json", env, "h") == "plain.json"
+
+
+def test_report_output_pattern_end_to_end(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_ID": "4242",
+           "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "report", "--json", "--no-micro", "--only", "launch-vars",
+                           "-o", str(tmp_path / "%N-%j.json")], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    expected = tmp_path / f"{socket.gethostname().split('.')[0]}-4242.json"
+    assert expected.is_file(), proc.stderr
+    assert f"wrote {expected}" in proc.stderr
+
+
+def test_srun_without_master_is_a_warning_in_a_plain_check() -> None:
+    info = read_launch({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "9"})
+    finding = _judge(facts(launch__info=info), launch_checks.launch_vars)
+    assert finding.status is Status.WARN and "export MASTER_PORT=29500" in finding.remediation.commands
+    info = read_launch({"SLURM_PROCID": "5", "SLURM_NTASKS": "4"})
+    assert _judge(facts(launch__info=info), launch_checks.launch_vars).status is Status.FAIL
