@@ -132,5 +132,37 @@ for finding in report.get("findings", []):
         print(f"{finding['status']:5s} {finding['id']:18s} {finding['title']}")
 EOF
 
-say "outputs in $OUT: check.txt report.json micro_figures.txt gpu_validate.log nvidia-smi.txt"
+say "cluster check: torchrun --standalone --nproc-per-node=<GPUs> -m envdoctor check --distributed"
+GPUS=$(timeout 120 "$PY" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null | tail -n 1)
+if [ -n "$GPUS" ] && [ "$GPUS" -ge 1 ] 2>/dev/null; then
+    start=$(date +%s.%N)
+    # NCCL when every rank has a GPU: one rank per GPU, all-reduce of 1 MiB, 16 MiB and 128 MiB.
+    COLUMNS=${COLUMNS:-160} NCCL_DEBUG=${NCCL_DEBUG:-WARN} timeout 300 "$PY" -m torch.distributed.run --standalone \
+        --nproc-per-node="$GPUS" -m envdoctor check --distributed --timeout "$TIMEOUT" -o "$OUT/cluster.json" \
+        2>&1 | tee "$OUT/cluster.txt"
+    crc=${PIPESTATUS[0]}
+    end=$(date +%s.%N)
+    say "cluster check exit code $crc, $(echo "$end - $start" | bc 2>/dev/null || echo '?') s on $GPUS GPU(s)"
+    "$PY" - "$OUT/cluster.json" <<'EOF2' 2>&1 | tee -a "$LOG"
+import json, sys
+
+try:
+    data = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as exc:
+    sys.exit(f"no cluster report: {exc}")
+decision = (data["facts"].get("cluster.decision") or {}).get("value") or {}
+print(f"backend {decision.get('backend')}, {data['facts']['cluster.world_size']['value']} ranks, exit {data['exit_code']}")
+for row in data["cluster"]["allreduce"]:
+    t = row["time_s"]
+    print(f"  {row['bytes']:>11d} B  {t * 1e3 if t else float('nan'):9.3f} ms  algbw {row['algbw_gbps'] or 0:8.2f} GB/s  "
+          f"busbw {row['busbw_gbps'] or 0:8.2f} GB/s  exact={not row['wrong']}  per rank {row['per_rank']}")
+for f in data["findings"]:
+    if f["id"].startswith("cluster-"):
+        print(f"{f['status']:5s} {f['id']:22s} {f['title']}")
+EOF2
+else
+    say "no CUDA device visible to torch: cluster check skipped"
+fi
+
+say "outputs in $OUT: check.txt report.json micro_figures.txt cluster.txt cluster.json gpu_validate.log nvidia-smi.txt"
 exit "$rc"

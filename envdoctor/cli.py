@@ -78,6 +78,9 @@ def main() -> None:
     envdoctor report --json -o F     the full report for a bug ticket (or --markdown)
     envdoctor diagnose F             re-judge a saved report or a pasted collect_env text
     envdoctor healthcheck            fast 0/1 probe for Docker HEALTHCHECK / Kubernetes
+    envdoctor check --distributed    under torchrun/srun: one cluster report on rank 0
+    envdoctor diff A B               what differs between two saved reports
+    envdoctor fleet DIR              many saved reports: configurations, outliers, failures
     envdoctor list                   the registered checks
 
     Exit codes: 0 no failure, 1 a failure, 2 usage error, 3 envdoctor could not complete.
@@ -86,7 +89,8 @@ def main() -> None:
 
 # -- collection --------------------------------------------------------------------------------
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
-             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool) -> Any:
+             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
+             extra: dict[str, Any] | None = None) -> Any:
     from .host import Host
     from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
@@ -95,7 +99,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
     options = Options(timeout=timeout, python=_which(python) if python else None, micro=not no_micro,
-                      micro_only=micro_only, device=device, compile=compile_)
+                      micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
     if micro_only:
@@ -172,11 +176,50 @@ def _emit_warnings(warnings: list[str]) -> None:
 
 
 # -- commands ----------------------------------------------------------------------------------
+def _cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        click.option("--distributed", is_flag=True,
+                     help="Cluster check: run under torchrun/srun on every rank; rank 0 prints one report."),
+        click.option("--init-timeout", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+                     help="--distributed: seconds every rank has to arrive."),
+        click.option("--collective-timeout", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+                     help="--distributed: seconds the all-reduce may take on every rank."),
+        click.option("--min-busbw", type=click.FloatRange(0), metavar="GBPS",
+                     help="--distributed: fail when the all-reduce bus bandwidth is below this."),
+        click.option("--json", "as_json", is_flag=True, help="--distributed: print the cluster report as JSON."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="--distributed: rank 0 writes the "
+                     "cluster report (JSON) to FILE."),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
 @main.command(context_settings=CONTEXT)
 @_options
+@_cluster_options
 def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
-          compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool) -> None:
-    """Probe this machine, judge it, and print every finding with its remedy."""
+          compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool,
+          distributed: bool, init_timeout: float, collective_timeout: float, min_busbw: float | None,
+          as_json: bool, output: str | None) -> None:
+    """Probe this machine, judge it, and print every finding with its remedy.
+
+    \b
+    With --distributed, started on every rank by torchrun (or srun), it also checks the launch,
+    forms a process group (NCCL when every rank has a GPU, else Gloo) within --init-timeout,
+    compares every rank's configuration and runs an all-reduce (exact sum, bus bandwidth); rank 0
+    prints one cluster report and every rank exits with the same code.
+    """
+    if distributed:
+        from .cluster_cli import run_distributed
+
+        run_distributed(_collect, _judge, python=python, timeout=timeout, device=device, only=only, skip=skip,
+                        fail_on=fail_on, verbose=verbose, init_timeout=init_timeout,
+                        collective_timeout=collective_timeout, min_busbw=min_busbw, as_json=as_json, output=output)
+        return
+    if as_json or output or min_busbw is not None:
+        raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
+                               "`envdoctor report --json -o FILE`")
     facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
                                              progress=True)
     report = _judge(facts, checks, runs, warnings, "live")
@@ -189,7 +232,8 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
 @main.command(context_settings=CONTEXT)
 @click.option("--json", "fmt", flag_value="json", default=True, help="JSON (default).")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Markdown for a GitHub issue.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="Write to FILE (atomically); %N (host), %j (job id), %t (rank), %n (node) are filled in.")
 @_options
 def report(fmt: str, output: str | None, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
            device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
@@ -208,6 +252,12 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
     from .report import to_json, write_atomic
 
     text = to_json(rep) if fmt == "json" else render_markdown(rep)
+    if output and "%" in output:
+        import socket
+
+        from .launch import expand_output
+
+        output = expand_output(output, os.environ, socket.gethostname())
     if output:
         try:
             write_atomic(output, text)
@@ -310,6 +360,68 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     sys.stdout.flush()
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     os._exit(0 if healthy else 1)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def diff(a: str, b: str, as_json: bool) -> None:
+    """What differs between two saved reports (or pastes), most likely to matter first: driver,
+    CUDA, torch build, cuDNN, NCCL, GPUs, then Python, packages and environment; each with the
+    checks that judge it. Exit 0 no difference, 1 differences, 2 unusable input."""
+    from .fleet import diff_reports
+    from .registry import RegistryError
+    from .report import ReportError
+
+    try:
+        result = diff_reports(a, b)
+    except ReportError as exc:
+        click.echo(f"envdoctor: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        from .fleet_render import render_diff
+        from .render import make_console
+
+        render_diff(result, make_console())
+    sys.exit(1 if result["differences"] or result["verdicts"] else 0)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("items", metavar="FILES|DIR", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--rejudge", is_flag=True, help="Judge every report with today's checks (slower) instead of "
+              "reading the findings it was saved with.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Worker processes (default: CPUs, at most 8).")
+def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None) -> None:
+    """Many saved reports (e.g. `srun envdoctor report --json -o reports/%N.json`): identical
+    configurations grouped, outliers named, failures counted by check and by node. Unreadable
+    files are listed and skipped. Exit 0 all alike and passing, 1 outliers/failures/unreadable
+    files, 2 nothing readable."""
+    from .fleet import fleet as run_fleet
+    from .fleet import fleet_exit
+    from .registry import RegistryError
+
+    try:
+        result = run_fleet(items, rejudge=rejudge, jobs=jobs)
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        from .fleet_render import render_fleet
+        from .render import make_console
+
+        render_fleet(result, make_console())
+    sys.exit(fleet_exit(result))
 
 
 @main.command("list", context_settings=CONTEXT)

@@ -9,8 +9,9 @@ from it (``python -m envdoctor.factkeys docs/FACTS.md``; ``--check`` only compar
 Every key is literal: the families that look dynamic (``libs.<family>_copies``,
 ``micro.<check>``) are closed sets, listed one by one.
 
-A producer is ``probe:<ProbeSpec.name>`` or ``parser:<module>`` (``parser:parse_text`` is
-``envdoctor/parsers/__init__.py`` itself: the container evidence and Python's banner).
+A producer is ``probe:<ProbeSpec.name>``, ``parser:<module>`` (``parser:parse_text`` is
+``envdoctor/parsers/__init__.py`` itself: the container evidence and Python's banner), or
+``command:distributed`` (rank 0 of ``check --distributed``, ``envdoctor/cluster.py`` ``KEYS``).
 """
 
 from __future__ import annotations
@@ -304,6 +305,50 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('micro.multi_gpu', 'object', ('probe:micro',),
        '`{"devices", "peer_access": [[bool]], "nccl": {"status": "ok"\\|"hung"\\|"wrong"\\|"error", "detail", '
        '"seconds", "nccl_warnings" (NCCL_DEBUG=WARN lines)}, "ok"}`'),
+    _k('launch.info', 'object|null', ('probe:launch',),
+       'null when no launcher variable is set (detail says so); else `{"launcher": "torchrun"\\|"slurm"\\|"env"\\|'
+       '"torchrun+slurm", "rank", "world_size", "local_rank", "local_world_size", "node_rank", "master_addr", '
+       '"master_port", "agent_store": bool, "run_id", "vars": {the raw variables}, "unparsable": [...]}` '
+       "(`envdoctor/launch.py`: torchrun's RANK/WORLD_SIZE/LOCAL_* win over srun's SLURM_PROCID/SLURM_NTASKS/"
+       'SLURM_LOCALID/SLURM_TASKS_PER_NODE)'),
+    _k('launch.master', 'object', ('probe:launch',),
+       '`{"addr", "addresses": [...], "error": null\\|str, "local": bool, "loopback": bool}`: MASTER_ADDR looked up '
+       'with a 2 s deadline (an IP literal and an invalid name are never looked up); reason `skipped` when not '
+       'launched'),
+    _k('launch.port', 'object', ('probe:launch',),
+       '`{"port", "in_use": null\\|"Address already in use", "checked": bool, "address"}`: bound (and closed) only '
+       "on rank 0 on the MASTER_ADDR host, outside torchrun's agent store and outside `--distributed` (whose own "
+       'rendezvous answers)'),
+    _k('launch.interfaces', 'object', ('probe:launch',),
+       '`{name: {"up": bool (IFF_UP), "operstate"}}` from `/sys/class/net`, read when launched or when '
+       'NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME is set'),
+    _k('launch.hostname', 'str', ('probe:launch',),
+       '`socket.gethostname()`, only for a launched rank (the cluster and fleet views name nodes by it)'),
+    _k('cluster.world_size', 'int|null', ('command:distributed',),
+       'how many ranks the launch asked for'),
+    _k('cluster.launch', 'object', ('command:distributed',),
+       "rank 0's `launcher`, `master_addr`, `master_port`, `local_world_size`, `run_id`"),
+    _k('cluster.options', 'object', ('command:distributed',),
+       '`{"init_timeout", "collective_timeout", "min_busbw"}`'),
+    _k('cluster.fatal', 'object|null', ('command:distributed',),
+       'null, or `{"phase": "store"\\|"import torch"\\|…, "error", "host_it"}` when rank 0\'s child could not '
+       'host/reach the store'),
+    _k('cluster.arrived', 'object', ('command:distributed',),
+       'rank → `{"rank", "host", "node_rank", "local_rank", "pid", "gpu": index\\|null, "gpu_why", "gpu_uuid", '
+       '"torch"}` for each rank that reached the store within `--init-timeout`'),
+    _k('cluster.decision', 'object', ('command:distributed',),
+       '`{"go", "backend": "nccl"\\|"gloo", "missing": [ranks], "sizes": [bytes], "iters", "arrival_seconds"}`; '
+       "reason `timeout` when rank 0's child said nothing"),
+    _k('cluster.collective', 'object', ('command:distributed',),
+       '`{"finished": rank → {"clock", "device", "backend", "sizes": [{"bytes", "iters", "avg", "min", "max", '
+       '"wrong", "first_bad"}]}, "progress": rank → {"phase", "step", "error"} for ranks that did not finish, '
+       '"seconds", "stopped": null\\|why}`'),
+    _k('cluster.stopped', 'str|null', ('command:distributed',),
+       'null, or why the job was stopped early (SIGTERM from the launcher)'),
+    _k('cluster.signatures', 'object', ('command:distributed',),
+       "rank → `envdoctor.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
+    _k('cluster.rank_findings', 'object', ('command:distributed',),
+       'rank → `[{"id", "status", "title"}]` of that rank\'s own report'),
 )
 
 FACT_KEYS: Mapping[str, FactKey] = {entry.key: entry for entry in _ENTRIES}
@@ -356,6 +401,9 @@ def _producers_cell(entry: FactKey) -> str:
         parts.append("probe " + ", ".join(f"`{p}`" for p in entry.probes))
     if entry.parsers:
         parts.append("paste " + ", ".join(f"`{p}`" for p in entry.parsers))
+    commands = [p.split(":", 1)[1] for p in entry.producers if p.startswith("command:")]
+    if commands:
+        parts.append("`check --" + "`, `check --".join(commands) + "` (rank 0)")
     return "; ".join(parts)
 
 

@@ -197,6 +197,51 @@ class Host:
     def which(self, name: str) -> str | None:
         return shutil.which(name, path=self.environ.get("PATH", os.defpath))
 
+    # -- names and sockets (launch checks; never any traffic: lookups and local binds only) --
+    def resolve(self, name: str, timeout: float = 2.0) -> tuple[list[str], str]:
+        """(addresses, "") or ([], why). ``getaddrinfo`` with a deadline: a lookup stuck on an
+        unreachable DNS server is abandoned, not waited for."""
+        import socket
+
+        def lookup() -> list[str]:
+            infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+            return sorted({str(info[4][0]) for info in infos})
+
+        try:
+            return call_with_deadline(lookup, timeout), ""
+        except TimeoutError:
+            return [], f"looking up {name} gave no answer within {timeout:g} s"
+        except (OSError, UnicodeError) as exc:
+            return [], f"{name} does not resolve ({getattr(exc, 'strerror', None) or exc})"
+
+    def local_addresses(self) -> dict[str, list[str]]:
+        """Interface name -> its IP addresses (psutil)."""
+        try:
+            import socket
+
+            import psutil
+
+            return {name: [a.address for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)]
+                    for name, addrs in psutil.net_if_addrs().items()}
+        except Exception:  # noqa: BLE001 - an unreadable interface list is just empty
+            return {}
+
+    def port_in_use(self, address: str, port: int) -> str | None:
+        """Why ``address:port`` cannot be listened on (another process holds it), else None.
+        A bind on a local address, closed at once; nothing is sent."""
+        import socket
+
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((address, port))
+            return None
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        finally:
+            sock.close()
+
     # -- commands ---------------------------------------------------------------------------
     def run(
         self,
@@ -408,3 +453,119 @@ def call_with_deadline(fn: Any, timeout: float, *args: Any) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+class LiveChild:
+    """A child script we talk to while it runs (the cluster check's rank child): records arrive
+    on a queue as the child prints them, lines go to its stdin, and the parent always decides
+    how long to wait. ``kill`` abandons it like every other child (process group, no waiting)."""
+
+    EOF_RECORD: dict[str, Any] = {"_eof": True}
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        import queue
+
+        self.proc = proc
+        self.records: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr_tail: list[str] = []
+        # Records under these keys are also kept aside for whoever waits for them (wait_for).
+        self._side: dict[str, Any] = {}
+        self._side_ready = threading.Condition()
+        self.last_stage = ""
+        threading.Thread(target=self._pump_out, daemon=True).start()
+        self._err_thread = threading.Thread(target=self._pump_err, daemon=True)
+        self._err_thread.start()
+
+    def _pump_out(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for raw in self.proc.stdout:
+                line = decode(raw)
+                if not line.startswith(CHILD_MARK):
+                    continue
+                try:
+                    record = json.loads(line[len(CHILD_MARK):])
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    self.last_stage = str(record.get("_stage") or record.get("probe_stage") or self.last_stage)
+                    with self._side_ready:
+                        self._side.update(record)
+                        self._side_ready.notify_all()
+                    self.records.put(record)
+        except (OSError, ValueError):
+            pass
+        with self._side_ready:
+            self._side["_eof"] = True
+            self._side_ready.notify_all()
+        self.records.put(dict(self.EOF_RECORD))
+
+    def wait_for(self, key: str, timeout: float) -> tuple[Any, str]:
+        """(value, "") once a record carried ``key``; (None, "timeout"|"eof") otherwise."""
+        end = time.monotonic() + timeout
+        with self._side_ready:
+            while key not in self._side:
+                if self._side.get("_eof"):
+                    return None, "eof"
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None, "timeout"
+                self._side_ready.wait(min(left, 0.5))
+            return self._side[key], ""
+
+    def _pump_err(self) -> None:
+        assert self.proc.stderr is not None
+        try:
+            for raw in self.proc.stderr:
+                self.stderr_tail.append(decode(raw).rstrip()[:500])
+                del self.stderr_tail[:-40]
+        except (OSError, ValueError):
+            pass
+
+    def stderr_lines(self, wait: float = 0.5) -> list[str]:
+        """The last stderr lines; waits up to ``wait`` s for the child's stderr to close first."""
+        self._err_thread.join(timeout=wait)
+        return list(self.stderr_tail)
+
+    def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next record, ``{"_eof": True}`` once the child's stdout closed, None on timeout."""
+        import queue
+
+        try:
+            return self.records.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def send(self, message: Mapping[str, Any]) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(message, default=str) + "\n").encode("utf-8"))
+            self.proc.stdin.flush()
+            return True
+        except (OSError, ValueError, AssertionError):
+            return False
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=_REAP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass  # unkillable: abandoned
+
+
+def start_live_child(host: Host, script: str, args: Any, env: Mapping[str, str] | None = None) -> LiveChild | str:
+    """Start ``envdoctor/child/<script>.py`` in the host's target interpreter; a LiveChild or why not."""
+    full_env = dict(host.environ)
+    full_env.update({"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    if env:
+        full_env.update(env)
+    argv = [host.python, str(CHILD_DIR / f"{script}.py"), json.dumps(args)]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=full_env, start_new_session=True, close_fds=True)
+    except (OSError, ValueError) as exc:
+        return f"cannot start {host.python}: {getattr(exc, 'strerror', None) or exc}"
+    return LiveChild(proc)

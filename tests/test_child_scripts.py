@@ -11,8 +11,8 @@ import pytest
 
 CHILD = Path(__file__).resolve().parent.parent / "envdoctor" / "child"
 SCRIPTS = sorted(p for p in CHILD.glob("*.py") if p.name != "__init__.py")
-#: What a child may import besides the standard library: its helper, and what it probes.
-ALLOWED = {"_edchild", "torch", "pynvml"}
+#: What a child may import besides the standard library: its helper, its sibling scripts, and what it probes.
+ALLOWED = {"_edchild", "torch", "pynvml"} | {p.stem for p in SCRIPTS}
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)

@@ -71,14 +71,17 @@ def test_every_builtin_check_probe_and_parser_passes():
 
 # -- the registry itself --------------------------------------------------------------------------------------
 def test_every_registry_key_has_a_producer_that_declares_it():
+    from envdoctor import cluster
+
     probes = {p.name: set(p.keys) for p in builtin_probes()}
+    commands = {"distributed": set(cluster.KEYS)}
     for entry in factkeys.FACT_KEYS.values():
         assert entry.type in factkeys.TYPES, entry.key
         assert entry.doc.strip() and entry.producers, entry.key
         assert re.fullmatch(r"[a-z]+\.[a-z0-9_]+", entry.key), entry.key
         for producer in entry.producers:
             kind, _, name = producer.partition(":")
-            declared = probes.get(name) if kind == "probe" else PARSERS.get(name) if kind == "parser" else None
+            declared = {"probe": probes, "parser": PARSERS, "command": commands}.get(kind, {}).get(name)
             assert declared is not None, f"{entry.key}: unknown producer {producer}"
             assert entry.key in declared, f"{entry.key}: {producer} does not declare it"
 
@@ -87,6 +90,9 @@ def test_the_probes_and_parsers_declare_nothing_the_registry_does_not_attribute_
     claimed = {(p, e.key) for e in factkeys.FACT_KEYS.values() for p in e.producers}
     declared = {(f"probe:{p.name}", k) for p in builtin_probes() for k in p.keys}
     declared |= {(f"parser:{name}", k) for name, keys in PARSERS.items() for k in keys}
+    from envdoctor import cluster
+
+    declared |= {("command:distributed", k) for k in cluster.KEYS}
     assert declared == claimed
 
 
@@ -181,7 +187,10 @@ def test_facts_md_lists_every_check_id():
     text = (ROOT / "docs" / "FACTS.md").read_text(encoding="utf-8")
     section = text.split("## Check ids", 1)[1]
     listed = set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", section))
-    registered = {s.id for s in load_registry(environ={AUTOLOAD_ENV: "1"})}
+    from envdoctor.checks import cluster
+
+    # The cluster checks are run by `check --distributed` only (not in the registry's list).
+    registered = {s.id for s in load_registry(environ={AUTOLOAD_ENV: "1"})} | {s.id for s in cluster.CHECKS}
     assert not registered - listed, f"check ids missing from docs/FACTS.md's 'Check ids': {sorted(registered - listed)}"
     assert not listed - registered, f"docs/FACTS.md's 'Check ids' names unregistered ids: {sorted(listed - registered)}"
 

@@ -17,8 +17,9 @@ def iter_builtin_probes() -> Iterator[ProbeSpec]:
     from . import host_probe
 
     yield from host_probe.PROBES
-    from . import libraries, micro, nvidia
+    from . import launch_probe, libraries, micro, nvidia
 
+    yield from launch_probe.PROBES
     yield from nvidia.PROBES
     yield from libraries.PROBES
     yield from micro.PROBES

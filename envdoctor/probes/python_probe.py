@@ -90,8 +90,14 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
 
 
 def probe_python(host: Host, options: Options) -> dict[str, Reading]:
-    result = host.run_child("torch_probe", {"maps": True}, timeout=options.timeout * PROBE.scale,
-                            python=options.python)
+    # `check --distributed` hands in its rank child, which runs this same script after its own
+    # `import torch`: one import per rank instead of two (Options.extra["torch_probe"]).
+    shared = options.extra.get("torch_probe")
+    if callable(shared):
+        result = shared(options.timeout * PROBE.scale)
+    else:
+        result = host.run_child("torch_probe", {"maps": True}, timeout=options.timeout * PROBE.scale,
+                                python=options.python)
     if result.status == "absent":
         reading = missing(Reason.ABSENT, SOURCE, result.detail)
         return {k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS)}

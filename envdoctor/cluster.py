@@ -1,0 +1,389 @@
+"""`envdoctor check --distributed`: one rank's part of the cluster check, and rank 0's report.
+
+Every rank (started by torchrun, srun or a Kubernetes Job through torchrun) judges its launch
+variables first, without any network; a rank that cannot take part reports that and stops. The
+others start the rank child (``child/dist.py``, in the target interpreter: it imports torch)
+*before* probing, so its ``import torch`` overlaps the probes, then send it their report. Rank 0
+turns what its child gathered into ``cluster.*`` facts, judges them with ``checks/cluster.py``,
+prints one report and hands the exit code to every rank through the store.
+
+Exit codes are the usual ones, the same on every rank: 0 no failure, 1 a failure anywhere in the
+cluster (including a rank that never arrived or never finished), 2 usage error (not started by a
+launcher), 3 the cluster check could not complete (rank 0 vanished before its verdict, or a
+check crashed). A rank that cannot reach the rendezvous store exits 1 (its launch is broken).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .compare import facts_getter, raw_getter, signature
+from .host import ChildResult, Host, LiveChild, start_live_child
+from .launch import is_loopback, launch_problems, read_launch
+from .model import Facts, Finding, Reason, missing, ok
+from .registry import validate_fact_keys
+from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
+
+#: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
+#: The facts rank 0 writes from what every rank posted (envdoctor/factkeys.py: ``command:distributed``).
+KEYS = ("cluster.world_size", "cluster.launch", "cluster.options", "cluster.fatal", "cluster.arrived",
+        "cluster.decision", "cluster.collective", "cluster.stopped", "cluster.signatures", "cluster.rank_findings")
+validate_fact_keys(KEYS, "envdoctor.cluster KEYS", producer="command:distributed")
+
+_MARGIN = 10.0
+#: Seconds a stopped rank (SIGTERM from the launcher) still waits for rank 0's verdict.
+_STOP_GRACE = 3.0
+#: Seconds rank 0 waits for its envdoctor process's verdict before it gives up on it.
+VERDICT_TIMEOUT = 60.0
+
+
+class NotLaunched(Exception):
+    """--distributed without any launcher variable: a usage error."""
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    init_timeout: float = 30.0
+    collective_timeout: float = 30.0
+    min_busbw: float | None = None
+    sizes: tuple[int, ...] = ()
+    iters: int = 5
+    probe_deadline: float = 31.5  # the slowest probe's deadline (the torch probe: 6 x --timeout + grace)
+    device: str | None = None
+    inject: str = ""  # self-test hook passed to the child (ENVDOCTOR_DIST_INJECT)
+    fail_on: str = "fail"
+
+    @property
+    def facts_timeout(self) -> float:
+        return max(self.init_timeout + self.collective_timeout, self.probe_deadline) + 3.0
+
+
+#: ``collect(extra)``: the probes of `check`, with ``extra`` as Options.extra.
+Collect = Callable[[dict[str, Any]], tuple[Any, Any, Any, list[str]]]
+Judge = Callable[[Any, Any, Any, list[str], str], Report]
+
+
+@dataclass
+class Outcome:
+    """What one rank ends with: the exit code, and on rank 0 (or a rank that ran alone) a report."""
+
+    code: int
+    report: Report | None = None
+    cluster: dict[str, Any] | None = None
+    line: str = ""
+    published: bool = False
+
+
+def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
+        publish: Callable[[Outcome], None] | None = None) -> Outcome:
+    """This rank's part. On rank 0 ``publish`` prints the report *before* the verdict goes out: the
+    other ranks exit as soon as they have it, and torchrun then stops whoever is still running."""
+    info = read_launch(host.environ)
+    if info is None:
+        raise NotLaunched("--distributed needs a launcher: no RANK/WORLD_SIZE (torchrun) or SLURM_PROCID/"
+                          "SLURM_NTASKS (srun) in the environment. Run: torchrun --nproc-per-node=N -m envdoctor "
+                          "check --distributed")
+    problems = launch_problems(info)
+    addr = info.get("master_addr") or ""
+    if not problems and addr:
+        _, why = ([addr], "") if _is_ip(addr) else host.resolve(addr, 2.0)
+        if why:
+            problems.append(why)
+    if problems:
+        return _alone(collect, judge, info, "; ".join(problems), options)
+    child = start_live_child(host, "dist", _child_args(host, info, options))
+    if isinstance(child, str):
+        return _alone(collect, judge, info, child, options)
+    stop = _Stopper(child)
+    facts, runs, checks, warnings = collect({"distributed": True, "torch_probe": _shared_torch_probe(child)})
+    local = judge(facts, checks, runs, warnings, "live")
+    child.send({"facts": local.to_dict()})
+    # The handlers stay until the process leaves (os._exit): a SIGTERM while rank 0 prints must
+    # not kill it half-way.
+    if info.get("rank") == 0:
+        return _rank0(child, local, info, options, stop, publish)
+    return _follower(child, local, info, options, stop)
+
+
+def _shared_torch_probe(child: LiveChild) -> Callable[[float], ChildResult]:
+    """The python probe's torch facts from the rank child, which runs the same torch_probe script
+    after its own ``import torch`` (one import per rank, not two)."""
+
+    def wait(timeout: float) -> ChildResult:
+        began = time.monotonic()
+        value, why = child.wait_for("torch_probe", timeout)
+        seconds = time.monotonic() - began
+        if why == "timeout":
+            stage = child.last_stage
+            return ChildResult("timeout", {}, stage, None, "", seconds)
+        if why or not isinstance(value, dict):
+            lines = child.stderr_lines()
+            tail = lines[-1] if lines else ""
+            return ChildResult("crashed", {}, child.last_stage, None, "\n".join(lines), seconds,
+                               "the rank child ended before reporting torch" + (f": {tail}" if tail else ""))
+        raw = value.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if not value.get("done"):
+            return ChildResult("failed", data, str(value.get("stage") or ""), None, "", seconds,
+                               "torch_probe did not finish in the rank child")
+        return ChildResult("ok", data, str(value.get("stage") or ""), 0, "", float(value.get("seconds") or seconds))
+
+    return wait
+
+
+def _is_ip(addr: str) -> bool:
+    from .launch import is_ip
+
+    return is_ip(addr)
+
+
+def _child_args(host: Host, info: Mapping[str, Any], options: ClusterOptions) -> dict[str, Any]:
+    import socket
+
+    addr = str(info.get("master_addr"))
+    return {
+        "rank": info.get("rank"), "world_size": info.get("world_size"), "local_rank": info.get("local_rank") or 0,
+        "local_world_size": info.get("local_world_size"), "node_rank": info.get("node_rank"),
+        "master_addr": addr, "master_port": info.get("master_port"), "agent_store": bool(info.get("agent_store")),
+        "run_id": f"{info.get('run_id') or 'run'}-{host.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}",
+        "host": socket.gethostname(), "init_timeout": options.init_timeout,
+        "collective_timeout": options.collective_timeout, "facts_timeout": options.facts_timeout,
+        "verdict_timeout": VERDICT_TIMEOUT, "sizes": list(options.sizes) or None, "iters": options.iters,
+        "device": options.device, "inject": options.inject, "loopback": is_loopback(addr) or addr == "localhost",
+        # For the torch probe run inside the rank child: it initialises CUDA on the rank's own GPU
+        # and reads the memory map afterwards itself.
+        "init_cuda": False, "maps": False,
+    }
+
+
+class _Stopper:
+    """SIGTERM/SIGINT (torchrun stops every worker when one fails): rank 0 tells its child to
+    report what it has now instead of waiting out its deadlines."""
+
+    def __init__(self, child: LiveChild) -> None:
+        self.child = child
+        self.why: str | None = None
+        self.since = 0.0
+        self.previous: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread
+                pass
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.since = self.since or time.monotonic()
+        self.why = self.why or (f"{name} received (the launcher stops every rank when one of them exits with an "
+                                "error)")
+        self.child.send({"stop": self.why})
+
+
+def _alone(collect: Collect, judge: Judge, info: Mapping[str, Any], why: str, options: ClusterOptions) -> Outcome:
+    """This rank cannot join: judge it alone (its launch checks say why) and exit 1."""
+    facts, runs, checks, warnings = collect({"distributed": True})
+    rep = judge(facts, checks, runs, warnings, "live")
+    code = max(rep.exit_code(options.fail_on), EXIT_FAIL)
+    return Outcome(code, rep, None, f"rank {info.get('rank')} cannot take part in the cluster check: {why}")
+
+
+def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options: ClusterOptions,
+              stop: _Stopper) -> Outcome:
+    deadline = time.monotonic() + options.facts_timeout + VERDICT_TIMEOUT + _MARGIN
+    rank = info.get("rank")
+    while time.monotonic() < deadline:
+        if stop.why:  # the launcher is stopping the job: wait briefly for rank 0's verdict, then go
+            deadline = min(deadline, stop.since + _STOP_GRACE)
+        rec = child.next(0.5)
+        if rec is None:
+            continue
+        if rec.get("injected_exit"):
+            child.kill()
+            sys.stdout.flush()
+            import os
+
+            os._exit(1)
+        if "fatal" in rec:
+            fatal = rec["fatal"]
+            child.kill()
+            return Outcome(EXIT_FAIL, local, None, f"rank {rank}: cannot reach the rendezvous store at "
+                           f"{fatal.get('address', '?')} ({str(fatal.get('error', ''))[:300]})")
+        if rec.get("_done") or rec.get("_eof"):
+            code = rec.get("exit")
+            child.kill()
+            if isinstance(code, int):
+                return Outcome(code, None, None, f"rank {rank}: the cluster report is on rank 0; exit {code}")
+            why = rec.get("why") or "the rank child ended without a verdict"
+            return Outcome(EXIT_INCOMPLETE, None, None, f"rank {rank}: {why}; exit {EXIT_INCOMPLETE}")
+    child.kill()
+    return Outcome(EXIT_INCOMPLETE, None, None, f"rank {rank}: no verdict from rank 0 in time; exit {EXIT_INCOMPLETE}")
+
+
+def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: ClusterOptions,
+           stop: _Stopper, publish: Callable[[Outcome], None] | None) -> Outcome:
+    gathered: dict[str, Any] = {"rank_reports": {}}
+    deadline = time.monotonic() + options.facts_timeout + _MARGIN
+    while time.monotonic() < deadline:
+        rec = child.next(0.5)
+        if rec is None:
+            continue
+        if rec.get("_eof"):
+            break
+        for key in ("decision", "arrived", "collective", "fatal", "torch"):
+            if key in rec:
+                gathered[key] = rec[key]
+        if "rank_facts" in rec:
+            item = rec["rank_facts"] or {}
+            gathered["rank_reports"][str(item.get("rank"))] = item.get("facts")
+        if "fatal" in rec or "gathered" in rec:
+            break
+    report, cluster = build_report(gathered, local, info, options, stop.why)
+    code = report.exit_code(options.fail_on)
+    outcome = Outcome(code, report, cluster)
+    if publish is not None:
+        publish(outcome)
+        outcome.published = True
+    child.send({"exit": code})
+    end = time.monotonic() + 6.0
+    while time.monotonic() < end:
+        rec = child.next(0.2)
+        if rec is not None and (rec.get("_done") or rec.get("_eof")):
+            break
+    child.kill()
+    return outcome
+
+
+def build_report(gathered: Mapping[str, Any], local: Report, info: Mapping[str, Any], options: ClusterOptions,
+                 stopped: str | None = None) -> tuple[Report, dict[str, Any]]:
+    """Rank 0: the cluster facts from what the child gathered, judged by the cluster checks."""
+    from .checks.cluster import CHECKS
+    from .diagnose import diagnose
+
+    reports: dict[str, Any] = {k: v for k, v in (gathered.get("rank_reports") or {}).items() if isinstance(v, Mapping)}
+    reports["0"] = local.to_dict()
+    readings = cluster_readings(gathered, reports, info, options, stopped)
+    facts = Facts(readings)
+    findings = diagnose(facts, CHECKS)
+    report = Report(facts=facts, findings=tuple(findings), origin="cluster", compat_as_of=local.compat_as_of,
+                    warnings=local.warnings)
+    return report, {"table": node_table(facts, reports, findings), "ranks": reports}
+
+
+def cluster_readings(gathered: Mapping[str, Any], reports: Mapping[str, Any], info: Mapping[str, Any],
+                     options: ClusterOptions, stopped: str | None) -> dict[str, Any]:
+    src = "rank0"
+    silent = missing(Reason.TIMEOUT, src, "rank 0's cluster child reported nothing in time")
+    fatal = gathered.get("fatal")
+
+    def got(key: str) -> Any:
+        if key in gathered:
+            return ok(gathered[key], src)
+        if fatal:
+            return missing(Reason.FAILED, src, f"the cluster check stopped at {fatal.get('phase')}: "
+                           f"{str(fatal.get('error', ''))[:300]}")
+        return silent
+
+    return {
+        "cluster.world_size": ok(info.get("world_size"), src),
+        "cluster.launch": ok({k: info.get(k) for k in ("launcher", "master_addr", "master_port", "local_world_size",
+                                                        "run_id")}, src),
+        "cluster.options": ok({"init_timeout": options.init_timeout, "collective_timeout": options.collective_timeout,
+                               "min_busbw": options.min_busbw}, src),
+        "cluster.fatal": ok(fatal, src),
+        "cluster.arrived": got("arrived"),
+        "cluster.decision": got("decision"),
+        "cluster.collective": got("collective"),
+        "cluster.stopped": ok(stopped, src),
+        "cluster.signatures": ok({r: signature(raw_getter(rep.get("facts"))) for r, rep in reports.items()}, src),
+        "cluster.rank_findings": ok({r: [{"id": f.get("id"), "status": f.get("status"), "title": f.get("title")}
+                                         for f in (rep.get("findings") or ()) if isinstance(f, Mapping)]
+                                     for r, rep in reports.items()}, src),
+    }
+
+
+#: Columns of the node table that are always shown; differing env vars and packages are added.
+TABLE_ASPECTS = ("driver", "cuda_driver", "torch", "torch_build", "cudnn", "nccl", "gpus", "python")
+
+
+def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]) -> dict[str, Any]:
+    """Ranks (grouped by node) x facts; ``odd`` lists the columns where a rank is not the majority."""
+    from .checks.cluster import allreduce_table
+    from .compare import BY_NAME
+
+    columns = [(name, BY_NAME[name].label) for name in TABLE_ASPECTS]
+    odd: dict[str, set[str]] = {}
+    for f in findings:
+        ev = facts_getter_evidence(f)
+        diff = ev.get("difference")
+        if not diff:
+            continue
+        name = diff["name"]
+        if name not in TABLE_ASPECTS:
+            columns.append((name, diff["label"]))
+        for m in ev.get("odd_ranks") or ():
+            odd.setdefault(str(m), set()).add(name)
+    arrived = facts.value("cluster.arrived") or {}
+    sigs = facts.value("cluster.signatures") or {}
+    times = {}
+    rows_ar = allreduce_table(facts)
+    if rows_ar:
+        times = rows_ar[-1]["per_rank"]
+    coll = facts.value("cluster.collective") or {}
+    finished = set((coll.get("finished") or {}).keys())
+    progress = coll.get("progress") or {}
+    world = facts.value("cluster.world_size") or 0
+    rows = []
+    for rank in range(int(world)):
+        key = str(rank)
+        a = arrived.get(key) or {}
+        sig = sigs.get(key) or {}
+        values: dict[str, Any] = {}
+        for name, _ in columns:
+            if ":" in name:
+                kind, _, var = name.partition(":")
+                values[name] = (sig.get("env" if kind == "env" else "packages") or {}).get(var)
+            else:
+                values[name] = (sig.get("aspects") or {}).get(name)
+        status = _rank_status(reports.get(key))
+        state = ("finished" if key in finished else
+                 str((progress.get(key) or {}).get("phase") or ("arrived" if a else "never arrived"))[:40])
+        rows.append({"rank": rank, "host": a.get("host"), "node": a.get("node_rank"), "status": status,
+                     "state": state, "allreduce_s": times.get(key), "values": values,
+                     "odd": sorted(odd.get(key, ()))})
+    return {"columns": [{"name": n, "label": label} for n, label in columns], "rows": rows}
+
+
+def facts_getter_evidence(f: Finding) -> dict[str, Any]:
+    from .model import thaw
+
+    return thaw(f.evidence) if f.id == "cluster-consistency" else {}
+
+
+def _rank_status(report: Any) -> str:
+    if not isinstance(report, Mapping):
+        return "missing"
+    summary = report.get("summary") or {}
+    return str(summary.get("worst") or "?")
+
+
+def cluster_json(report: Report, cluster: Mapping[str, Any], fail_on: str = "fail") -> str:
+    import json
+
+    from .redact import redact_value
+
+    data = report.to_dict()
+    data["kind"] = "envdoctor-cluster"
+    data["exit_code"] = exit_code(report.findings, fail_on)
+    from .checks.cluster import allreduce_table
+
+    data["cluster"] = redact_value({"allreduce": allreduce_table(report.facts), "table": cluster.get("table"),
+                                    "ranks": cluster.get("ranks")})
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["ClusterOptions", "NotLaunched", "Outcome", "build_report", "cluster_json", "facts_getter", "run"]

@@ -1,0 +1,353 @@
+"""`envdoctor diff A B` and `envdoctor fleet FILES|DIR`: saved reports compared, never the host.
+
+Both compare through :mod:`envdoctor.compare` (the same aspects the cluster check uses). `fleet`
+streams: each file is read, judged and reduced to a small summary (its configuration's key, its
+failing checks) in worker processes, and only those summaries are kept, so memory grows with the
+number of distinct configurations, not with the reports' size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import inputs
+from .compare import AREA_ORDER, BY_NAME, Difference, differences, facts_getter, raw_getter, signature, signature_key
+from .inputs import MAX_INPUT_BYTES
+from .report import ReportError
+
+_STATUSES = frozenset({"ok", "warn", "fail", "skip", "error"})
+#: Below this many files the reports are read in this process (a pool costs more than it saves).
+_POOL_MIN = 200
+
+
+# -- diff --------------------------------------------------------------------------------------
+def load_any(path: str) -> tuple[Any, str]:
+    """A saved report or a paste -> (Facts, origin). ``CLUSTER.json#R`` (or a cluster report alone,
+    meaning rank 0) picks one rank's report out of a `check --distributed` report. Raises
+    ReportError with one line."""
+    from .inputs import parse_report, report_from_json
+    from .model import Facts
+    from .report import Report
+
+    rank = None
+    if "#" in path and not os.path.exists(path):
+        path, _, rank = path.rpartition("#")
+    name = "standard input" if path == "-" else path
+    text = inputs.decode(inputs.read_bytes(path), name)
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        ranks = cluster_ranks(data)
+        if ranks is not None:
+            chosen = dict(ranks).get(rank or "0")
+            if chosen is None:
+                raise ReportError(f"{name} is a cluster report without rank {rank or 0} (it has "
+                                  f"{', '.join(r for r, _ in ranks) or 'none'})")
+            return report_from_json(chosen, f"{name}#{rank or 0}").facts, f"cluster rank {rank or 0}"
+    loaded = parse_report(text, name)
+    if isinstance(loaded, Report):
+        return loaded.facts, "report"
+    assert isinstance(loaded, Facts)
+    return loaded, "paste"
+
+
+def diff_reports(path_a: str, path_b: str) -> dict[str, Any]:
+    """What differs between two reports, most important first, each with the checks that judge it
+    and how those checks judge each side today."""
+    from .diagnose import diagnose
+    from .registry import load_registry
+
+    facts_a, kind_a = load_any(path_a)
+    facts_b, kind_b = load_any(path_b)
+    sig_a, sig_b = signature(facts_getter(facts_a)), signature(facts_getter(facts_b))
+    diffs = differences([("A", sig_a), ("B", sig_b)])
+    registry = load_registry()
+    findings_a = {f.id: f for f in diagnose(facts_a, registry)}
+    findings_b = {f.id: f for f in diagnose(facts_b, registry)}
+    out = []
+    for d in diffs:
+        values = {m: v for v, ms in d.values.items() for m in ms}
+        judges = [{"check": c, "a": _status(findings_a.get(c)), "b": _status(findings_b.get(c))}
+                  for c in d.judged_by if c in findings_a or c in findings_b]
+        out.append({"area": d.area, "name": d.name, "label": d.label, "a": values.get("A"), "b": values.get("B"),
+                    "judged_by": judges})
+    verdicts = [{"check": cid, "a": _status(findings_a.get(cid)), "b": _status(findings_b.get(cid)),
+                 "title_a": findings_a[cid].title if cid in findings_a else None,
+                 "title_b": findings_b[cid].title if cid in findings_b else None}
+                for cid in dict.fromkeys([*findings_a, *findings_b])
+                if _status(findings_a.get(cid)) != _status(findings_b.get(cid))]
+    return {"a": {"path": path_a, "kind": kind_a}, "b": {"path": path_b, "kind": kind_b}, "differences": out,
+            "verdicts": verdicts}
+
+
+def _status(finding: Any) -> str | None:
+    return finding.status.value if finding is not None else None
+
+
+# -- fleet: one file -> one summary (runs in worker processes) --------------------------------
+@dataclass
+class Summary:
+    path: str
+    node: str
+    error: str | None = None
+    key: str = ""
+    sig: dict[str, Any] | None = None
+    failing: list[tuple[str, str]] = field(default_factory=list)  # (check id, fail|error)
+
+
+def node_name(path: str, get: Any = None) -> str:
+    host = get("launch.hostname") if get else None
+    if isinstance(host, str) and host:
+        return host[:100]
+    base = os.path.basename(path)
+    return base.removesuffix(".json")
+
+
+def summarize_file(path: str, rejudge: bool = False) -> Summary:
+    """The first (for a cluster report: rank 0's) summary of a file; never raises."""
+    return summarize_all(path, rejudge)[0]
+
+
+def summarize_all(path: str, rejudge: bool = False) -> list[Summary]:
+    """One summary per report in the file (a cluster report holds one per rank); never raises:
+    an unusable file becomes one Summary with ``error``."""
+    try:
+        found = _summarize(path, rejudge)
+        return found or [Summary(path, node_name(path), error=f"{path} is a cluster report without rank reports")]
+    except ReportError as exc:
+        return [Summary(path, node_name(path), error=str(exc))]
+    except RecursionError:
+        return [Summary(path, node_name(path), error=f"{path} is nested too deeply to be an envdoctor report")]
+    except Exception as exc:  # noqa: BLE001 - hostile content must never stop the fleet
+        return [Summary(path, node_name(path), error=f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:200]})")]
+
+
+def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The file's bytes through the one loader's refusals (not a regular file, too large), UTF-8 left
+    undecoded: json.loads reads UTF-8 bytes directly, which is most of a fleet's time. Any other
+    encoding (PowerShell's UTF-16) is decoded by the loader first."""
+    data = inputs.read_bytes(path, limit=limit)
+    codec, bom = inputs.encoding_of(data)
+    if codec != "utf-8":
+        return inputs.decode(data, path).encode("utf-8")
+    data = data[bom:]
+    if not data or (len(data) < 4096 and not data.strip()):
+        raise ReportError(f"{path} is empty")
+    if b"\x00" in data[:8192]:
+        raise ReportError(f"{path} is binary data, not a JSON report or pasted text")
+    return data
+
+
+def _summarize(path: str, rejudge: bool) -> list[Summary]:
+    data_bytes = read_bytes(path)
+    if not data_bytes[:256].lstrip().startswith(b"{"):  # a slice: never copy the whole report
+        facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
+        return [_from_facts(path, facts)]
+    try:
+        data = json.loads(data_bytes)
+    except UnicodeDecodeError:
+        data = _loads_text(path, data_bytes.decode("utf-8", "replace"))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    ranks = cluster_ranks(data)
+    if ranks is not None:  # a cluster report: one summary per rank, named node/rank
+        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r) for r, rep in ranks]
+    return [_summarize_report(path, data, rejudge)]
+
+
+def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
+    """The per-rank reports of a `check --distributed` report (``kind: envdoctor-cluster``), else None."""
+    if not isinstance(data, dict) or data.get("kind") != "envdoctor-cluster":
+        return None
+    ranks = (data.get("cluster") or {}).get("ranks") if isinstance(data.get("cluster"), dict) else None
+    if not isinstance(ranks, dict):
+        return []
+    return sorted(ranks.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
+
+
+def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None) -> Summary:
+    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
+            data.get("facts"), dict):
+        raise ReportError(f"{path} is JSON but not an envdoctor report (no schema_version / facts)")
+    if not isinstance(data.get("findings", []), list):
+        raise ReportError(f"{path} is not a well-formed envdoctor report ('findings' is not a list)")
+    if rejudge:
+        from .inputs import report_from_json
+
+        s = _from_facts(path, report_from_json(data, path).facts)
+    else:
+        get = raw_getter(data["facts"])
+        sig = signature(get)
+        failing = []
+        for f in data.get("findings") or ():
+            if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
+                failing.append((f["id"][:100], str(f["status"])))
+        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    if rank is not None:
+        s.node = f"{s.node}/rank{rank}"
+    return s
+
+
+def _digest(sig: Mapping[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha1(signature_key(sig).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _loads_text(path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def _from_facts(path: str, facts: Any) -> Summary:
+    from .diagnose import diagnose
+    from .registry import load_registry
+
+    get = facts_getter(facts)
+    sig = signature(get)
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, load_registry())
+                                      if f.status.value in ("fail", "error")]
+    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+
+
+_SENT: set[str] = set()  # per worker process: configurations whose signature was already sent
+
+
+def _worker(args: tuple[str, bool]) -> list[Summary]:
+    """Summaries with a configuration's signature only the first time this worker meets it:
+    the parent keeps one signature per configuration, so the rest would only cost pickling."""
+    found = summarize_all(*args)
+    for s in found:
+        if s.sig is not None:
+            if s.key in _SENT:
+                s.sig = None
+            else:
+                _SENT.add(s.key)
+    return found
+
+
+def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """(path, None) for each file to read, (path, why) for an argument that is not one."""
+    for item in items:
+        if os.path.isdir(item):
+            for root, dirs, files in os.walk(item):
+                dirs.sort()
+                for name in sorted(files):
+                    if not name.startswith("."):
+                        yield os.path.join(root, name), None
+        elif os.path.lexists(item):
+            yield item, None
+        else:
+            yield item, f"{item}: no such file or directory"
+
+
+def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) -> Iterator[Summary]:
+    """Summaries in input order, read in parallel when there are many files."""
+    jobs = jobs or min(8, os.cpu_count() or 1)
+    if len(paths) < _POOL_MIN or jobs < 2:
+        for p in paths:
+            yield from summarize_all(p, rejudge)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ctx.Pool(jobs) as pool:
+        for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
+            yield from found
+
+
+# -- fleet: the aggregate ----------------------------------------------------------------------
+@dataclass
+class Fleet:
+    reports: int = 0
+    corrupt: list[dict[str, str]] = field(default_factory=list)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {"sig", "nodes": [...]}
+    by_check: dict[str, Counter[str]] = field(default_factory=dict)  # check -> status -> count
+    check_nodes: dict[str, list[str]] = field(default_factory=dict)  # check -> first nodes failing it
+    by_node: dict[str, list[str]] = field(default_factory=dict)  # node -> failing checks
+
+    def add(self, s: Summary) -> None:
+        if s.error:
+            self.corrupt.append({"path": s.path, "error": s.error})
+            return
+        self.reports += 1
+        group = self.configs.setdefault(s.key, {"sig": s.sig, "nodes": []})
+        if group["sig"] is None:
+            group["sig"] = s.sig
+        group["nodes"].append(s.node)
+        seen = set()
+        for cid, status in s.failing:
+            if cid in seen:
+                continue
+            seen.add(cid)
+            self.by_check.setdefault(cid, Counter())[status] += 1
+            nodes = self.check_nodes.setdefault(cid, [])
+            if len(nodes) < 20:
+                nodes.append(s.node)
+        if seen:
+            self.by_node[s.node] = sorted(seen)
+
+
+def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None) -> dict[str, Any]:
+    agg = Fleet()
+    paths: list[str] = []
+    for path, why in iter_paths(items):
+        if why:
+            agg.corrupt.append({"path": path, "error": why})
+        else:
+            paths.append(path)
+    for s in summaries(paths, rejudge, jobs):
+        agg.add(s)
+    return fleet_result(agg)
+
+
+def fleet_result(agg: Fleet) -> dict[str, Any]:
+    groups = sorted(agg.configs.values(), key=lambda g: -len(g["nodes"]))
+    majority = groups[0] if groups and (len(groups) == 1 or len(groups[0]["nodes"]) > len(groups[1]["nodes"])) else None
+    configs = []
+    for i, g in enumerate(groups):
+        differs: list[dict[str, Any]] = []
+        if majority is not None and g is not majority:
+            differs = [_vs(d) for d in differences([("majority", majority["sig"]), ("this", g["sig"])])]
+        configs.append({"id": i + 1, "count": len(g["nodes"]), "majority": g is majority,
+                        "nodes": g["nodes"][:50], "more_nodes": max(0, len(g["nodes"]) - 50),
+                        "aspects": g["sig"]["aspects"], "differs_from_majority": differs})
+    outliers = [{"config": c["id"], "nodes": c["nodes"], "more_nodes": c["more_nodes"],
+                 "differs": c["differs_from_majority"]} for c in configs if not c["majority"]]
+    by_check = {cid: {"nodes": sum(cnt.values()), **dict(cnt), "examples": agg.check_nodes[cid]}
+                for cid, cnt in sorted(agg.by_check.items(), key=lambda kv: -sum(kv[1].values()))}
+    by_node = dict(sorted(agg.by_node.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    return {"reports": agg.reports, "corrupt": agg.corrupt, "configurations": configs, "outliers": outliers,
+            "failures_by_check": by_check, "failures_by_node": by_node,
+            "healthy_nodes": agg.reports - len(agg.by_node)}
+
+
+def _vs(d: Difference) -> dict[str, Any]:
+    values = {m: v for v, ms in d.values.items() for m in ms}
+    return {"area": d.area, "name": d.name, "label": d.label, "majority": values.get("majority"),
+            "this": values.get("this"), "judged_by": list(d.judged_by)}
+
+
+def fleet_exit(result: Mapping[str, Any]) -> int:
+    """0 all reports readable, one configuration, no failure; 1 otherwise; 2 nothing readable."""
+    if not result["reports"]:
+        return 2
+    if result["corrupt"] or result["outliers"] or result["failures_by_node"]:
+        return 1
+    return 0
+
+
+def area_rank(area: str) -> int:
+    return AREA_ORDER.index(area) if area in AREA_ORDER else len(AREA_ORDER)
+
+
+__all__ = ["BY_NAME", "diff_reports", "fleet", "fleet_exit", "summarize_file"]
