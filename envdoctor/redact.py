@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -46,12 +47,27 @@ def is_reported(name: str) -> bool:
     return name in ALLOW_NAMES or name.startswith(ALLOW_PREFIXES)
 
 
+# Credentials written as key=value or key: value in free text (a proxy error quoting its URL
+# query, an exception quoting a config line), and HTTP bearer tokens. Bounded runs only.
+_KEYED = re.compile(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
+                    r"private[_-]?key|auth))(?P<sep>[\"']?\s{0,3}[=:]\s{0,3}[\"']?)(?P<value>[^\s\"',;&)}\]]{3,512})")
+_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
+# One cheap scan first: most strings of a report (GPU names, versions, paths) contain none of
+# these, and a 50 MB report has millions of strings.
+_MAYBE = re.compile(r"(?i)hf_|gh[pousr]_|github_pat_|sk-|akia|xox[abprs]-|eyj|://|passw|pwd|secret|token|"
+                    r"api[_-]?key|access[_-]?key|private|auth|bearer")
+
+
 def redact_text(text: str) -> str:
-    """Mask credential-shaped substrings of a free-form string."""
+    """Mask credential-shaped substrings of a free-form string (paths and error texts too)."""
+    if not _MAYBE.search(text):
+        return text
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for rx in _SECRET_VALUE:
         text = rx.sub(REDACTED, text)
-    return text
+    text = _KEYED.sub(lambda m: m.group("key") + m.group("sep") + (m.group("value") if m.group("value") == REDACTED
+                                                                      else REDACTED), text)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def select_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -66,11 +82,24 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def redact_value(value: Any, key: str = "") -> Any:
-    """Deep redaction of a JSON value (used on whole reports before they are written)."""
+    """Deep redaction of a JSON-like value. Containers keep their type (a frozen mapping stays
+    frozen) and an unchanged value is returned as the same object, so redacting a big report
+    that holds no secret copies nothing."""
     if isinstance(value, str):
         return REDACTED if key and is_secret_name(key) and is_reported(key) else redact_text(value)
     if isinstance(value, Mapping):
-        return {k: redact_value(v, str(k)) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        changed = False
+        for k, v in value.items():
+            new = redact_value(v, str(k))
+            changed = changed or new is not v
+            out[k] = new
+        if not changed:
+            return value
+        return MappingProxyType(out) if isinstance(value, MappingProxyType) else out
     if isinstance(value, (list, tuple)):
-        return [redact_value(v) for v in value]
+        items = [redact_value(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value

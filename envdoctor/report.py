@@ -8,20 +8,32 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Status, summarize, worst
-from .redact import redact_value
+from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Reading, Remediation, Status, summarize, worst
+from .redact import redact_text, redact_value
 
 #: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Count limits on what diagnose reads (README, "Limits"): far above any real machine, low enough
+# that judging the largest legal input stays within seconds and bounded memory.
+#: GPUs listed in any one fact of a report or paste (nvml.gpus, torch.devices, driver.pci_gpus).
+MAX_GPUS = 32_768
+#: Findings in a saved report (they are re-judged, not trusted, but still read).
+MAX_FINDINGS = 10_000
+#: Lines in a pasted text.
+MAX_LINES = 1_000_000
+#: Nesting of JSON values in a report (a live report nests at most 6 levels).
+MAX_DEPTH = 64
+_GPU_LISTS = ("nvml.gpus", "torch.devices", "driver.pci_gpus")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -41,6 +53,17 @@ class Report:
     origin: str = "live"  # "live", "report:<file>", "paste:<format>"
     compat_as_of: str | None = None
     warnings: tuple[str, ...] = ()  # registry/plugin warnings, unknown --only ids, …
+
+    def __post_init__(self) -> None:
+        # The one place every output is redacted: terminal, Markdown, JSON and the healthcheck
+        # line all render a Report, so none of them can show what this did not mask (paths,
+        # error texts, remedies and evidence included, not only environment values).
+        object.__setattr__(self, "facts", _redact_facts(self.facts))
+        object.__setattr__(self, "findings", tuple(_redact_finding(f) for f in self.findings))
+        object.__setattr__(self, "probes", tuple(p if redact_text(p.detail) is p.detail else
+                                                 replace(p, detail=redact_text(p.detail)) for p in self.probes))
+        object.__setattr__(self, "warnings", tuple(redact_text(str(w)) for w in self.warnings))
+        object.__setattr__(self, "origin", redact_text(self.origin))
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -71,7 +94,7 @@ class Report:
             "warnings": list(self.warnings),
             "facts": self.facts.to_dict(),
         }
-        return redact_value(data)
+        return data  # already redacted (__post_init__)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
@@ -99,19 +122,80 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
     return EXIT_OK
 
 
+def _redact_facts(facts: Facts) -> Facts:
+    changed: dict[str, Reading] = {}
+    for key, r in facts.items():
+        value, source, detail = redact_value(r.value), redact_text(r.source), redact_text(r.detail)
+        if value is not r.value or source is not r.source or detail is not r.detail:
+            changed[key] = Reading(value, r.reason, source, detail)
+    return facts.merged(changed) if changed else facts
+
+
+def _redact_finding(f: Finding) -> Finding:
+    r = f.remediation
+    rem = Remediation(redact_text(r.text), tuple(redact_text(c) for c in r.commands),
+                      tuple(redact_text(c) for c in r.links))
+    title, detail, evidence = redact_text(f.title), redact_text(f.detail), redact_value(f.evidence)
+    if (title is f.title and detail is f.detail and evidence is f.evidence and rem.text is r.text
+            and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links))):
+        return f
+    return replace(f, title=title, detail=detail, evidence=evidence, remediation=rem)
+
+
+# Characters that are data in JSON but actions on a terminal or in a rendered page: DEL and the
+# C1 controls (U+009B is a one-character CSI), line/paragraph separators and bidi overrides.
+# json.dumps escapes C0 controls itself; these are escaped the same way, so the value is kept.
+_UNSAFE_IN_TEXT = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """``json.dumps`` for output: UTF-8 kept readable, unsafe controls written as ``\\uXXXX``."""
+    text = json.dumps(value, indent=indent, sort_keys=False, ensure_ascii=False)
+    return _UNSAFE_IN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return json_text(report.to_dict()) + "\n"
+
+
+class OutputTargetError(Exception):
+    """``-o`` names something that is not a regular file (a device, a FIFO, a socket, a link to
+    one): refused, never replaced. The message is shown as is."""
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a directory" if stat.S_ISDIR(mode) else "a special file")
+
+
+def _regular_target(path: str | os.PathLike[str]) -> Path:
+    """The file to replace: ``path`` itself, or the regular file a link points to (the link is
+    kept). Raises OutputTargetError for anything else."""
+    target = Path(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None  # a new file (or a dangling link: the file it names is created)
+    if mode is not None and not stat.S_ISREG(mode):
+        via = f" (a link to {os.path.realpath(target)})" if target.is_symlink() else ""
+        raise OutputTargetError(f"{path}{via} is {_kind(mode)}, not a regular file: not replaced. Name a file, or "
+                                "leave out -o to print to standard output")
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file."""
-    target = Path(path)
+    """Write via a temporary file in the same folder and rename: readers never see half a file.
+    Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
+    a complete file, the last one wins."""
+    target = _regular_target(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        _regular_target(target)  # again, just before the rename: it may have changed meanwhile
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -126,8 +210,13 @@ def read_input(path: str, stdin: Any = None, limit: int = MAX_INPUT_BYTES) -> st
     if path == "-":
         import sys
 
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read(limit + 1)
+        stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise ReportError("standard input is closed; pass a file, or redirect one to stdin")
+        try:
+            data = stream.read(limit + 1)
+        except OSError as exc:
+            raise ReportError(f"cannot read standard input ({exc.strerror or exc})") from None
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogateescape")
     else:
@@ -153,17 +242,68 @@ def read_input(path: str, stdin: Any = None, limit: int = MAX_INPUT_BYTES) -> st
             raise ReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:
         raise ReportError(f"input is larger than {limit // (1 << 20)} MiB; a report is far smaller")
-    if not data.strip():
-        raise ReportError(f"{'standard input' if path == '-' else path} is empty")
-    if b"\x00" in data[:8192]:
-        raise ReportError(f"{'standard input' if path == '-' else path} is binary data, not a JSON report or "
-                          "pasted text")
-    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    name = "standard input" if path == "-" else path
+    text = _decode(data)
+    if not text.strip():
+        raise ReportError(f"{name} is empty")
+    head = text[:8192]
+    if "\x00" in head or head.count("\ufffd") > len(head) // 10 + 8:
+        raise ReportError(f"{name} is binary data, not a JSON report or pasted text")
+    return text
+
+
+# Byte-order marks, longest first (UTF-32-LE starts with UTF-16-LE's mark).
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xef\xbb\xbf", "utf-8"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _decode(data: bytes) -> str:
+    """Bytes -> text: UTF-8, or UTF-16/32 by their byte-order mark (PowerShell's `>` and
+    Out-File write UTF-16 LE with one), or BOM-less UTF-16 recognised by the NUL in every other
+    byte of mostly-ASCII text. Undecodable bytes become U+FFFD, never an exception."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(encoding, errors="replace")
+    head = data[:4096]
+    if len(head) >= 8:
+        even, odd = head[0::2], head[1::2]
+        if odd.count(0) >= len(odd) * 0.9 and even.count(0) <= len(even) * 0.1:
+            return data.decode("utf-16-le", errors="replace")
+        if even.count(0) >= len(even) * 0.9 and odd.count(0) <= len(odd) * 0.1:
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when ``value`` nests deeper than ``limit`` (iterative: no recursion to overflow)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _check_counts(facts: Mapping[str, Any], name: str, raw: bool) -> None:
+    """The GPU limit, on a report's fact objects (``raw``) or on parsed Facts."""
+    for key in _GPU_LISTS:
+        entry = facts.get(key)
+        value = (entry.get("value") if isinstance(entry, dict) else None) if raw else (
+            entry.value if entry is not None else None)
+        if isinstance(value, (list, tuple)) and len(value) > MAX_GPUS:
+            raise ReportError(f"{name} lists {len(value):,} GPUs in {key}; envdoctor judges at most {MAX_GPUS:,} "
+                              "GPUs per report. Is this the right file?")
 
 
 def parse_report(text: str, name: str = "input") -> Report | Facts:
     """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
     stripped = text.lstrip()
+    lines = text.count("\n")
+    if lines > MAX_LINES:
+        raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
+                          "Paste the collect_env / nvidia-smi output and the error, not a whole log")
     if stripped.startswith(("{", "[")):
         try:
             data = json.loads(stripped)
@@ -178,9 +318,11 @@ def parse_report(text: str, name: str = "input") -> Report | Facts:
     from .parsers import ParseError, parse_text
 
     try:
-        return parse_text(text)
+        facts = parse_text(text)
     except ParseError as exc:
         raise ReportError(f"{name}: {exc}") from None
+    _check_counts(facts, name, raw=False)
+    return facts
 
 
 def report_from_json(data: Any, name: str = "input") -> Report:
@@ -196,6 +338,12 @@ def report_from_json(data: Any, name: str = "input") -> Report:
         raise ReportError(f"{name} has an invalid schema_version {version}")
     if not isinstance(data.get("facts"), dict):
         raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
+    if _too_deep(data):
+        raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few")
+    findings = data.get("findings")
+    if isinstance(findings, list) and len(findings) > MAX_FINDINGS:
+        raise ReportError(f"{name} has {len(findings):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
+    _check_counts(data["facts"], name, raw=True)
     try:
         return Report.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
