@@ -273,7 +273,7 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
             raise InputError(str(exc)) from None
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-        click.echo(f"envdoctor: wrote {output}", err=True)
+        click.echo(f"envdoctor: wrote {redact_text(output)}", err=True)
     else:
         click.echo(text, nl=False)
 
@@ -377,8 +377,8 @@ def list_checks(as_json: bool) -> None:
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)
-    rows = [{"id": s.id, "title": s.title, "description": s.description, "provider": s.provider,
-             "healthcheck": s.healthcheck} for s in registry]
+    rows = [{"id": s.id, "title": redact_text(s.title), "description": redact_text(s.description),
+             "provider": redact_text(s.provider), "healthcheck": s.healthcheck} for s in registry]
     if as_json:
         import json
 

@@ -93,14 +93,20 @@ def parse_cc(value: Any) -> CC | None:
             return int(value[0]), int(value[1])
         except (TypeError, ValueError):
             return None
-    if isinstance(value, str):
-        text = value.strip()
-        m = re.fullmatch(r"(\d+)\.(\d)", text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(\d)[af]?", text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
+    if isinstance(value, str) and len(value) < 64:
+        return _parse_cc_text(value)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)  # asked per GPU and per table row: few distinct texts
+def _parse_cc_text(value: str) -> CC | None:
+    text = value.strip()
+    m = re.fullmatch(r"(\d+)\.(\d)", text)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(\d)[af]?", text)
+    if m:
+        return int(m.group(1)), int(m.group(2))
     return None
 
 
@@ -112,6 +118,7 @@ def sm(cc: CC) -> str:
     return f"sm_{cc[0]}{cc[1]}"
 
 
+@functools.lru_cache(maxsize=256)
 def variant_cuda(variant: str) -> str | None:
     """``"cu128"`` -> ``"12.8"``; None for cpu/rocm."""
     m = re.fullmatch(r"cu(\d+)(\d)", variant or "")
@@ -433,6 +440,7 @@ def parse_arch_list(items: Iterable[str], origin: str = "torch") -> ArchList:
     return ArchList(tuple(out), origin)
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per GPU by several checks: 20,000 GPUs, a handful of answers
 def arch_list(torch_version: str, variant: str, platform: Platform = "linux_x86_64") -> ArchList | None:
     """The table's arch list for a torch release (``"2.6.0"`` or ``"2.6"``) and variant, or None."""
     minor = minor_of(torch_version)
@@ -510,7 +518,12 @@ def releases() -> Mapping[str, Mapping[str, Any]]:
 
 
 def releases_newest_first() -> list[str]:
-    return sorted(releases(), key=lambda m: version(m) or Version("0"), reverse=True)
+    return list(_releases_sorted())
+
+
+@functools.cache  # per-GPU checks ask for it once per GPU
+def _releases_sorted() -> tuple[str, ...]:
+    return tuple(sorted(releases(), key=lambda m: version(m) or Version("0"), reverse=True))
 
 
 def newest_release() -> str | None:
@@ -727,6 +740,7 @@ def supported_by_newest(cc: CC, platform: Platform = "linux_x86_64") -> bool | N
     return any(runs_on(a, cc, reach_of(a, cuda)).runs for a, cuda in lists)
 
 
+@functools.lru_cache(maxsize=256)
 def toolkit_row(cuda: str) -> Mapping[str, Any] | None:
     """The ``toolkit_targets`` row of a CUDA minor (``"10.2"``, ``"10.2.89"``), or None."""
     minor = minor_of(cuda)

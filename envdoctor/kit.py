@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .model import Facts, Finding, Reading, Remediation, Status, thaw
+from .model import Facts, Finding, Reading, Remediation, Status
 
 __all__ = ["ok", "warn", "fail", "skip", "error", "evidence", "Remediation", "pip_install_torch"]
 
@@ -44,13 +44,30 @@ def error(title: str, detail: str = "", evidence: Mapping[str, Any] | None = Non
     return _make(Status.ERROR, title, detail, evidence, remedy, (), id)
 
 
+#: Evidence shows at most this many items of a list (and four times as many keys of an object):
+#: the facts hold everything, and a finding per check repeating a 20,000-GPU list would make
+#: the output grow with checks x GPUs.
+EVIDENCE_ITEMS = 32
+
+
 def evidence(facts: Facts, *keys: str) -> dict[str, Any]:
     """``{key: value}`` for facts that were read, ``{key: "<reason>: <detail>"}`` for the rest."""
     out: dict[str, Any] = {}
     for key in keys:
         reading: Reading = facts.get(key)
-        out[key] = thaw(reading.value) if reading.ok else reading.describe()
+        out[key] = _capped(reading.value) if reading.ok else reading.describe()
     return out
+
+
+def _capped(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > EVIDENCE_ITEMS * 64:
+        return f"{value[:EVIDENCE_ITEMS * 64]}… ({len(value) - EVIDENCE_ITEMS * 64:,} more characters in the facts)"
+    if isinstance(value, (list, tuple)) and len(value) > EVIDENCE_ITEMS:
+        return [*value[:EVIDENCE_ITEMS], f"… {len(value) - EVIDENCE_ITEMS:,} more in the facts"]
+    if isinstance(value, Mapping) and len(value) > EVIDENCE_ITEMS * 4:
+        items = list(value.items())[:EVIDENCE_ITEMS * 4]
+        return {**dict(items), "…": f"{len(value) - EVIDENCE_ITEMS * 4:,} more in the facts"}
+    return value
 
 
 def pip_install_torch(version: str | None, variant: str, extra: str = "", python: str | None = None) -> str:

@@ -41,11 +41,21 @@ class Status(str, enum.Enum):
 SEVERITY = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _freeze(value: Any) -> Any:
+    """Deep-immutable copy of a JSON value. A mapping this module already froze is returned as
+    is (its contents are frozen too), so evidence drawn from facts costs no copy, whatever its size."""
+    if isinstance(value, _SCALARS) or type(value) is MappingProxyType:
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
+    if isinstance(value, tuple):
+        items = tuple(_freeze(v) for v in value)
+        return value if all(a is b for a, b in zip(items, value)) else items
     return value
 
 

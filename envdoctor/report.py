@@ -131,11 +131,21 @@ def _redact_facts(facts: Facts) -> Facts:
     return facts.merged(changed) if changed else facts
 
 
+#: Longest title / other text of a finding: a 1 MB torch version quoted by every check would
+#: otherwise make every output (and its redaction) grow with checks x that size.
+MAX_TITLE, MAX_TEXT = 500, 20_000
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
 def _redact_finding(f: Finding) -> Finding:
     r = f.remediation
-    rem = Remediation(redact_text(r.text), tuple(redact_text(c) for c in r.commands),
-                      tuple(redact_text(c) for c in r.links))
-    title, detail, evidence = redact_text(f.title), redact_text(f.detail), redact_value(f.evidence)
+    rem = Remediation(redact_text(_clip(r.text, MAX_TEXT)), tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.commands),
+                      tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.links))
+    title, detail = redact_text(_clip(f.title, MAX_TITLE)), redact_text(_clip(f.detail, MAX_TEXT))
+    evidence = redact_value(f.evidence)
     if (title is f.title and detail is f.detail and evidence is f.evidence and rem.text is r.text
             and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links))):
         return f
@@ -300,21 +310,23 @@ def _check_counts(facts: Mapping[str, Any], name: str, raw: bool) -> None:
 def parse_report(text: str, name: str = "input") -> Report | Facts:
     """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
     stripped = text.lstrip()
-    lines = text.count("\n")
-    if lines > MAX_LINES:
-        raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
-                          "Paste the collect_env / nvidia-smi output and the error, not a whole log")
     if stripped.startswith(("{", "[")):
         try:
-            data = json.loads(stripped)
+            data = json.loads(stripped, parse_constant=_not_json, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             if stripped.startswith("{"):
                 raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                                   "was it truncated?") from None
         except RecursionError:
             raise ReportError(f"{name} is nested too deeply to be an envdoctor report") from None
+        except _NotJsonValue as exc:
+            raise ReportError(f"{name} contains {exc}, which is not a JSON value; it was not written by envdoctor") from None
         else:
             return report_from_json(data, name)
+    lines = text.count("\n")
+    if lines > MAX_LINES:
+        raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
+                          "Paste the collect_env / nvidia-smi output and the error, not a whole log")
     from .parsers import ParseError, parse_text
 
     try:
@@ -323,6 +335,23 @@ def parse_report(text: str, name: str = "input") -> Report | Facts:
         raise ReportError(f"{name}: {exc}") from None
     _check_counts(facts, name, raw=False)
     return facts
+
+
+def _not_json(token: str) -> Any:
+    # NaN and Infinity are not JSON (json.dumps writes them, strict readers refuse them): a
+    # report carrying them was not written by envdoctor, and a NaN would pass every range check.
+    raise _NotJsonValue(token)
+
+
+class _NotJsonValue(ValueError):
+    pass
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value - value != 0.0:  # 1e999 reads as inf
+        raise _NotJsonValue(f"{token[:40]} (out of range)")
+    return value
 
 
 def report_from_json(data: Any, name: str = "input") -> Report:
