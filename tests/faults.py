@@ -16,6 +16,35 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# -- canaries: secrets planted where envdoctor reads, searched for in everything it prints ------
+GH = "ghp_CanaryGithubToken00000000000000000"
+HF = "hf_CanaryTokenAAAAAAAAAAAAAAAAAAAA"
+AWS = "AKIACANARY0000000000"
+PASSWORD = "CanaryPassw0rd"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5"
+SK = "sk-CanaryOpenAIKey000000000000"
+PROXY_PASSWORD = "Pr0xyPassw0rd"
+CANARIES = (GH, HF, AWS, PASSWORD, JWT, SK, PROXY_PASSWORD)
+
+
+def canary_env(root: Path | None = None) -> dict[str, str]:
+    """Secrets where envdoctor reads: secret-named variables, token-shaped path entries, URL
+    credentials and key=value secrets in allow-listed variables."""
+    return {
+        "HF_TOKEN": HF,
+        "CUDA_HOME": f"/opt/{GH}/cuda",
+        "LD_LIBRARY_PATH": f"/srv/{AWS}/lib",
+        "TORCH_HOME": f"https://bob:{PASSWORD}@cache.example/torch",
+        "TRITON_CACHE_DIR": f"/tmp/{JWT}",
+        "PYTORCH_KERNEL_CACHE_PATH": f"/home/u/{SK}",
+        "NCCL_DEBUG_FILE": f"/tmp/api_key={PASSWORD}",
+    }
+
+
+def leaked(text: str) -> list[str]:
+    return [c for c in CANARIES if c in text]
+
+
 #: A torch that imports fine: CPU build, no CUDA.
 HEALTHY = """
 __version__ = "2.6.0+cpu"
@@ -70,7 +99,8 @@ TORCH_VARIANTS: dict[str, str] = {
     "cuda-available-no-devices": HEALTHY + "\ncuda.is_available = staticmethod(lambda: True)\ncuda.device_count = staticmethod(lambda: 0)\n",
     "deep-recursion-in-version": HEALTHY + "\nclass V(str):\n    def __str__(self):\n        return str(self)\n__version__ = V('2.6.0')\n",
     "secret-in-error": ("raise ImportError('cannot fetch https://alice:Pr0xyPassw0rd@proxy.corp:3128/simple "
-                        "with token hf_CanaryTokenAAAAAAAAAAAAAAAAAAAA')"),
+                        "with token hf_CanaryTokenAAAAAAAAAAAAAAAAAAAA, api_key=CanaryPassw0rd, "
+                        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5')"),
 }
 
 
