@@ -125,9 +125,16 @@ def _pip(facts: Facts, command: str) -> str:
     return f"{exe} -m {command}" if command.startswith("pip ") else command
 
 
+_PACKAGES: list[tuple[Facts, dict[str, str]]] = []  # the last answer, by Facts identity: four checks ask
+
+
 def _packages(facts: Facts) -> dict[str, str]:
+    if _PACKAGES and _PACKAGES[0][0] is facts:
+        return dict(_PACKAGES[0][1])
     pkgs = facts.value("python.packages") or {}
-    return {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
+    out = {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
+    _PACKAGES[:] = [(facts, out)]
+    return dict(out)
 
 
 def _companion_extras(facts: Facts) -> tuple[str, ...]:
@@ -728,7 +735,8 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
 
 def _pkg_version(pkgs: dict[str, str], stem: str) -> tuple[str, str] | None:
     """The installed ``nvidia-<stem>-cuNN`` (or unsuffixed) distribution and its version."""
-    for name in sorted(pkgs):
+    prefix = f"nvidia-{stem}"
+    for name in sorted(n for n in pkgs if n.startswith(prefix)):
         if re.fullmatch(rf"nvidia-{stem}(-cu\d+)?", name):
             return name, pkgs[name]
     return None
@@ -1225,6 +1233,8 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
 # cuda-major-mix
 
 def _package_cuda_major(name: str, ver: str) -> str | None:
+    if "cu" not in name:  # every pattern below names CUDA; a 600,000-package list is mostly other names
+        return None
     for rx in (r"nvidia-.+-cu(\d+)", r"cupy-cuda(\d+)x", r"jax-cuda(\d+)-(?:plugin|pjrt)", r"jaxlib-cuda(\d+)"):
         m = re.fullmatch(rx, name)
         if m:

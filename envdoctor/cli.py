@@ -203,7 +203,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
                 slow = " (taking unexpectedly long)" if elapsed > 10 else ""
                 status.update(f"probing: {names} {elapsed:.0f}s{slow}")
     else:
-        worker.join()
+        lifecycle.join(worker)
     return result["facts"], result["runs"], checks, warnings
 
 

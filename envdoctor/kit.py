@@ -6,6 +6,7 @@ The runner fills in the finding's id from the check that returned it, so a check
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -55,18 +56,28 @@ def evidence(facts: Facts, *keys: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in keys:
         reading: Reading = facts.get(key)
-        out[key] = _capped(reading.value) if reading.ok else reading.describe()
+        out[key] = capped(reading.value) if reading.ok else reading.describe()
     return out
 
 
-def _capped(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > EVIDENCE_ITEMS * 64:
-        return f"{value[:EVIDENCE_ITEMS * 64]}… ({len(value) - EVIDENCE_ITEMS * 64:,} more characters in the facts)"
-    if isinstance(value, (list, tuple)) and len(value) > EVIDENCE_ITEMS:
-        return [*value[:EVIDENCE_ITEMS], f"… {len(value) - EVIDENCE_ITEMS:,} more in the facts"]
-    if isinstance(value, Mapping) and len(value) > EVIDENCE_ITEMS * 4:
-        items = list(value.items())[:EVIDENCE_ITEMS * 4]
-        return {**dict(items), "…": f"{len(value) - EVIDENCE_ITEMS * 4:,} more in the facts"}
+def capped(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings, lists and objects cut, nested ones too (a few levels)."""
+    if isinstance(value, str):
+        limit = EVIDENCE_ITEMS * 64
+        return value if len(value) <= limit else f"{value[:limit]}… ({len(value) - limit:,} more characters in the facts)"
+    if depth > 3:
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [capped(v, depth + 1) for v in value[:EVIDENCE_ITEMS]]
+        if len(value) > EVIDENCE_ITEMS:
+            items.append(f"… {len(value) - EVIDENCE_ITEMS:,} more in the facts")
+        return value if len(value) <= EVIDENCE_ITEMS and all(a is b for a, b in zip(items, value)) else items
+    if isinstance(value, Mapping):
+        limit = EVIDENCE_ITEMS * 4
+        out = {k: capped(v, depth + 1) for k, v in itertools.islice(value.items(), limit)}
+        if len(value) > limit:
+            out["…"] = f"{len(value) - limit:,} more in the facts"
+        return value if len(value) <= limit and all(out[k] is v for k, v in value.items()) else out
     return value
 
 

@@ -103,6 +103,19 @@ def _on_signal(signum: int, frame: Any) -> None:
     os._exit(SIGNALS.get(signal.Signals(signum), 128 + signum))
 
 
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """``thread.join(timeout)`` in short slices. A signal sent to the process may be delivered to
+    any of its threads; Python runs the handler only on the main thread, and only when that
+    thread gets back to running bytecode, which a plain join (a lock wait) never does until the
+    thread ends. Sliced, the main thread answers a Ctrl-C within a tenth of a second."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while thread.is_alive():
+        step = 0.1 if end is None else min(0.1, end - time.monotonic())
+        if step <= 0:
+            return
+        thread.join(step)
+
+
 def install_signal_handlers() -> None:
     """The one signal path (call from the main thread, before any probe starts)."""
     for sig in SIGNALS:

@@ -93,8 +93,10 @@ class Reading:
         text = self.reason.value
         return f"{text}: {self.detail}" if self.detail else text
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": thaw(self.value)}
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
+        """Plain JSON types; ``thawed=False`` keeps the frozen value as is (no copy) for a writer
+        that can serialise mappings itself (report.json_text)."""
+        out: dict[str, Any] = {"value": thaw(self.value) if thawed else self.value}
         if self.reason is not None:
             out["reason"] = self.reason.value
         if self.source:
@@ -172,8 +174,8 @@ class Facts(Mapping[str, Reading]):
         data.update(other)
         return Facts(data)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {key: self._data[key].to_dict() for key in sorted(self._data)}
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
+        return {key: self._data[key].to_dict(thawed) for key in sorted(self._data)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Facts:

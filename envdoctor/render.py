@@ -199,7 +199,7 @@ def render_markdown(report: Report) -> str:
                 out.append(f"- <{safe(link)}>")
     from .report import json_text
 
-    facts_json = json_text(report.facts.to_dict(), indent=1)
+    facts_json = json_text(report.facts.to_dict(thawed=False), indent=1)
     fence = _fence(facts_json)
     out += ["", "<details><summary>Facts (envdoctor report --json has everything)</summary>", "",
             f"{fence}json", facts_json, fence, "", "</details>", ""]

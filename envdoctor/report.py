@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .kit import capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Reading, Remediation, Status, summarize, worst
-from .redact import redact_text, redact_value
+from .redact import redact_text, redact_tree
 
 #: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -80,7 +81,7 @@ class Report:
         out += [{"what": f"check {f.id}", "why": f.detail or f.title} for f in self.findings if f.status is Status.SKIP]
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
         data = {
             "schema_version": self.schema_version,
             "envdoctor_version": self.envdoctor_version,
@@ -92,7 +93,7 @@ class Report:
             "probes": [p.to_dict() for p in self.probes],
             "not_run": self.not_run(),
             "warnings": list(self.warnings),
-            "facts": self.facts.to_dict(),
+            "facts": self.facts.to_dict(thawed),
         }
         return data  # already redacted (__post_init__)
 
@@ -122,13 +123,22 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
     return EXIT_OK
 
 
+#: Facts objects already redacted (by identity; a few, strongly held): a report loaded for
+#: diagnose becomes a second Report with the same Facts, which need not be scanned again.
+_CLEAN: list[Facts] = []
+
+
 def _redact_facts(facts: Facts) -> Facts:
+    if any(f is facts for f in _CLEAN):
+        return facts
     changed: dict[str, Reading] = {}
     for key, r in facts.items():
-        value, source, detail = redact_value(r.value), redact_text(r.source), redact_text(r.detail)
+        value, source, detail = redact_tree(r.value), redact_text(r.source), redact_text(r.detail)
         if value is not r.value or source is not r.source or detail is not r.detail:
             changed[key] = Reading(value, r.reason, source, detail)
-    return facts.merged(changed) if changed else facts
+    clean = facts.merged(changed) if changed else facts
+    _CLEAN[:] = [clean, *_CLEAN[:3]]
+    return clean
 
 
 #: Longest title / other text of a finding: a 1 MB torch version quoted by every check would
@@ -145,7 +155,9 @@ def _redact_finding(f: Finding) -> Finding:
     rem = Remediation(redact_text(_clip(r.text, MAX_TEXT)), tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.commands),
                       tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.links))
     title, detail = redact_text(_clip(f.title, MAX_TITLE)), redact_text(_clip(f.detail, MAX_TEXT))
-    evidence = redact_value(f.evidence)
+    # Capped here too, whoever built it: a check that writes its own evidence from a 260,000-path fact
+    # must not make every output that big.
+    evidence = redact_tree(capped(f.evidence))
     if (title is f.title and detail is f.detail and evidence is f.evidence and rem.text is r.text
             and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links))):
         return f
@@ -158,14 +170,64 @@ def _redact_finding(f: Finding) -> Finding:
 _UNSAFE_IN_TEXT = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def json_text(value: Any, indent: int | None = 2) -> str:
-    """``json.dumps`` for output: UTF-8 kept readable, unsafe controls written as ``\\uXXXX``."""
-    text = json.dumps(value, indent=indent, sort_keys=False, ensure_ascii=False)
+#: Above this many characters (compact), JSON is written one entry of each top-level object or
+#: list per line: json.dumps with ``indent`` runs in pure Python, four times slower than the
+#: compact C encoder, and a 50 MB report would take seconds just to print.
+_PRETTY_LIMIT = 1 << 20
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):  # a frozen mapping: serialised without a deep copy
+        return dict(value)
+    return str(value)
+
+
+def json_text(value: Any, indent: int = 2) -> str:
+    """``json.dumps`` for output: UTF-8 kept readable, unsafe controls written as ``\\uXXXX``;
+    frozen mappings are written as they are. Big values are laid out by :func:`_layered`."""
+    def dumps(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, default=_plain)
+
+    # Each second-level entry compact, once: their sizes decide the layout, and the big layout
+    # reuses them (a 50 MB report is serialised once).
+    entries: dict[Any, Any] = {}
+    size = 0
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for k, v in items:
+        if isinstance(v, Mapping):
+            entries[k] = [(kk, dumps(vv)) for kk, vv in v.items()]
+        elif isinstance(v, (list, tuple)):
+            entries[k] = [(None, dumps(vv)) for vv in v]
+        else:
+            entries[k] = dumps(v)
+        size += sum(len(e[1]) for e in entries[k]) if isinstance(entries[k], list) else len(entries[k])
+    if size <= _PRETTY_LIMIT or not isinstance(value, (Mapping, list, tuple)):
+        text = json.dumps(value, indent=indent, ensure_ascii=False, default=_plain)
+    else:
+        text = _layered(value, entries, indent)
     return _UNSAFE_IN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _layered(value: Any, entries: Mapping[Any, Any], indent: int) -> str:
+    """Two levels indented, everything deeper compact (each fact, finding or probe on one line)."""
+    one, two = " " * indent, " " * indent * 2
+    lines = []
+    for k, entry in entries.items():
+        v = value[k]
+        head = f"{one}{json.dumps(str(k), ensure_ascii=False)}: " if isinstance(value, Mapping) else one
+        if isinstance(entry, list) and entry:
+            opener, closer = ("{", "}") if isinstance(v, Mapping) else ("[", "]")
+            body = ",\n".join(f"{two}{json.dumps(str(kk), ensure_ascii=False)}: {text}" if kk is not None or
+                              isinstance(v, Mapping) else f"{two}{text}" for kk, text in entry)
+            lines.append(f"{head}{opener}\n{body}\n{one}{closer}")
+        else:
+            lines.append(head + (entry if isinstance(entry, str) else ("{}" if isinstance(v, Mapping) else "[]")))
+    opener, closer = ("{", "}") if isinstance(value, Mapping) else ("[", "]")
+    return opener + "\n" + ",\n".join(lines) + "\n" + closer
+
+
 def to_json(report: Report) -> str:
-    return json_text(report.to_dict()) + "\n"
+    return json_text(report.to_dict(thawed=False)) + "\n"
 
 
 class OutputTargetError(Exception):

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from .. import lifecycle
 from ..host import Host
 from ..model import Facts, ProbeRun, Reading, Reason, missing
 
@@ -140,7 +141,7 @@ def run_probes(
         remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
         if budget is not None:
             remaining = min(remaining, began + budget - time.monotonic())
-        thread.join(timeout=max(remaining, 0.0))
+        lifecycle.join(thread, max(remaining, 0.0))  # sliced: the main thread stays responsive to signals
     with lock:
         closed.set()
         for name, (spec, _) in threads.items():
