@@ -263,9 +263,9 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
     from .render import render_markdown
-    from .report import OutputTargetError, to_json, write_atomic
+    from .report import OutputTargetError, to_json_chunks, write_atomic
 
-    text = to_json(rep) if fmt == "json" else render_markdown(rep)
+    text = to_json_chunks(rep) if fmt == "json" else (render_markdown(rep),)
     if output:
         try:
             write_atomic(output, text)
@@ -275,7 +275,9 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"envdoctor: wrote {redact_text(output)}", err=True)
     else:
-        click.echo(text, nl=False)
+        for piece in text:  # in pieces: a 50 MB report is never encoded in one go
+            for at in range(0, len(piece), 1 << 20):
+                sys.stdout.write(piece[at:at + (1 << 20)])
 
 
 @main.command(context_settings=CONTEXT)

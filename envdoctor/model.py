@@ -47,7 +47,12 @@ _SCALARS = (str, int, float, bool, type(None))
 def _freeze(value: Any) -> Any:
     """Deep-immutable copy of a JSON value. A mapping this module already froze is returned as
     is (its contents are frozen too), so evidence drawn from facts costs no copy, whatever its size."""
-    if isinstance(value, _SCALARS) or type(value) is MappingProxyType:
+    kind = type(value)
+    if kind is dict:  # what json.loads gives: the common case, tested first (ABC checks are slow)
+        return MappingProxyType({k if type(k) is str else str(k): _freeze(v) for k, v in value.items()})
+    if kind is list:
+        return tuple([_freeze(v) for v in value])
+    if kind in _SCALARS or kind is MappingProxyType:
         return value
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})

@@ -62,7 +62,7 @@ _HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "
           "key", "credential", "cookie", "session", "signature", "_pat")
 
 
-def _maybe_secret(text: str) -> bool:
+def may_hold_secret(text: str) -> bool:
     """False when no pattern of this module can match ``text`` (a superset test, lower-cased)."""
     low = text.lower()
     return any(hint in low for hint in _HINTS)
@@ -82,12 +82,12 @@ def redact_tree(value: Any, key: str = "") -> Any:
         blob = json.dumps(value, ensure_ascii=False, default=_plain)
     except (TypeError, ValueError, RecursionError):
         return redact_value(value, key)
-    return redact_value(value, key) if _maybe_secret(blob) else value
+    return redact_value(value, key) if may_hold_secret(blob) else value
 
 
 def redact_text(text: str) -> str:
     """Mask credential-shaped substrings of a free-form string (paths and error texts too)."""
-    if not _maybe_secret(text):
+    if not may_hold_secret(text):
         return text
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for rx in _SECRET_VALUE:

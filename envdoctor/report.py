@@ -11,7 +11,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 from . import __version__
 from .kit import capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Reading, Remediation, Status, summarize, worst
-from .redact import redact_text, redact_tree
+from .redact import may_hold_secret, redact_text, redact_tree
 
 #: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -98,9 +98,13 @@ class Report:
         return data  # already redacted (__post_init__)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+    def from_dict(cls, data: Mapping[str, Any], clean: bool = False) -> Report:
+        """``clean``: the caller proved no string in ``data`` can hold a secret (see parse_report)."""
+        facts = _facts_consuming(data.get("facts") or {})
+        if clean:
+            _CLEAN[:] = [facts, *_CLEAN[:3]]
         return cls(
-            facts=Facts.from_dict(data.get("facts") or {}),
+            facts=facts,
             findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()),
             probes=tuple(ProbeRun.from_dict(p) for p in data.get("probes") or ()),
             created_at=str(data.get("created_at", "")),
@@ -110,6 +114,18 @@ class Report:
             compat_as_of=data.get("compat_as_of"),
             warnings=tuple(str(w) for w in data.get("warnings") or ()),
         )
+
+
+def _facts_consuming(raw: Any) -> Facts:
+    """Facts from a report's ``facts`` object, emptying a plain dict as it goes: each raw fact
+    is dropped once frozen, so a 50 MB report is not held twice at the peak."""
+    if not isinstance(raw, dict):
+        return Facts.from_dict(raw)
+    readings = {}
+    while raw:
+        key, value = raw.popitem()
+        readings[str(key)] = Reading.from_dict(value)
+    return Facts(dict(sorted(readings.items())))
 
 
 def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
@@ -185,6 +201,11 @@ def _plain(value: Any) -> Any:
 def json_text(value: Any, indent: int = 2) -> str:
     """``json.dumps`` for output: UTF-8 kept readable, unsafe controls written as ``\\uXXXX``;
     frozen mappings are written as they are. Big values are laid out by :func:`_layered`."""
+    return "".join(json_chunks(value, indent))
+
+
+def json_chunks(value: Any, indent: int = 2) -> Iterator[str]:
+    """:func:`json_text` in pieces, for a writer that need not hold a 50 MB string twice."""
     def dumps(v: Any) -> str:
         return json.dumps(v, ensure_ascii=False, default=_plain)
 
@@ -202,32 +223,44 @@ def json_text(value: Any, indent: int = 2) -> str:
             entries[k] = dumps(v)
         size += sum(len(e[1]) for e in entries[k]) if isinstance(entries[k], list) else len(entries[k])
     if size <= _PRETTY_LIMIT or not isinstance(value, (Mapping, list, tuple)):
-        text = json.dumps(value, indent=indent, ensure_ascii=False, default=_plain)
+        del entries
+        pieces: Iterable[str] = (json.dumps(value, indent=indent, ensure_ascii=False, default=_plain),)
     else:
-        text = _layered(value, entries, indent)
-    return _UNSAFE_IN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        pieces = _layered(value, entries, indent)
+    for piece in pieces:
+        yield _UNSAFE_IN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", piece) if _UNSAFE_IN_TEXT.search(piece) else piece
 
 
-def _layered(value: Any, entries: Mapping[Any, Any], indent: int) -> str:
+def _layered(value: Any, entries: dict[Any, Any], indent: int) -> Iterator[str]:
     """Two levels indented, everything deeper compact (each fact, finding or probe on one line)."""
     one, two = " " * indent, " " * indent * 2
-    lines = []
-    for k, entry in entries.items():
-        v = value[k]
-        head = f"{one}{json.dumps(str(k), ensure_ascii=False)}: " if isinstance(value, Mapping) else one
+    is_map = isinstance(value, Mapping)
+    yield "{\n" if is_map else "[\n"
+    keys = list(entries)
+    for n, k in enumerate(keys):
+        entry, v = entries.pop(k), value[k]
+        head = f"{one}{json.dumps(str(k), ensure_ascii=False)}: " if is_map else one
+        tail = ",\n" if n < len(keys) - 1 else "\n"
         if isinstance(entry, list) and entry:
-            opener, closer = ("{", "}") if isinstance(v, Mapping) else ("[", "]")
-            body = ",\n".join(f"{two}{json.dumps(str(kk), ensure_ascii=False)}: {text}" if kk is not None or
-                              isinstance(v, Mapping) else f"{two}{text}" for kk, text in entry)
-            lines.append(f"{head}{opener}\n{body}\n{one}{closer}")
+            sub_map = isinstance(v, Mapping)
+            yield head + ("{\n" if sub_map else "[\n")
+            last = len(entry) - 1
+            for i, (kk, text) in enumerate(entry):
+                key = f"{json.dumps(str(kk), ensure_ascii=False)}: " if sub_map else ""
+                yield f"{two}{key}{text}{',' if i < last else ''}\n"
+            yield one + ("}" if sub_map else "]") + tail
         else:
-            lines.append(head + (entry if isinstance(entry, str) else ("{}" if isinstance(v, Mapping) else "[]")))
-    opener, closer = ("{", "}") if isinstance(value, Mapping) else ("[", "]")
-    return opener + "\n" + ",\n".join(lines) + "\n" + closer
+            yield head + (entry if isinstance(entry, str) else ("{}" if isinstance(v, Mapping) else "[]")) + tail
+    yield "}" if is_map else "]"
 
 
 def to_json(report: Report) -> str:
-    return json_text(report.to_dict(thawed=False)) + "\n"
+    return "".join(to_json_chunks(report))
+
+
+def to_json_chunks(report: Report) -> Iterator[str]:
+    yield from json_chunks(report.to_dict(thawed=False))
+    yield "\n"
 
 
 class OutputTargetError(Exception):
@@ -256,7 +289,7 @@ def _regular_target(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(target)) if target.is_symlink() else target
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> None:
     """Write via a temporary file in the same folder and rename: readers never see half a file.
     Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
     a complete file, the last one wins."""
@@ -264,7 +297,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            for piece in ((text,) if isinstance(text, str) else text):
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         _regular_target(target)  # again, just before the rename: it may have changed meanwhile
@@ -348,13 +382,15 @@ def _decode(data: bytes) -> str:
 
 def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """True when ``value`` nests deeper than ``limit`` (iterative: no recursion to overflow)."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    stack = [(value, 1)] if type(value) in (dict, list) else []
     while stack:
         item, depth = stack.pop()
         if depth > limit:
             return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        for child in (item.values() if type(item) is dict else item):
+            kind = type(child)
+            if kind is dict or kind is list:  # what json.loads makes: exact types, no ABC checks
+                stack.append((child, depth + 1))
     return False
 
 
@@ -384,7 +420,11 @@ def parse_report(text: str, name: str = "input") -> Report | Facts:
         except _NotJsonValue as exc:
             raise ReportError(f"{name} contains {exc}, which is not a JSON value; it was not written by envdoctor") from None
         else:
-            return report_from_json(data, name)
+            # No secret can hide in a text without a single hint of one (and without escapes, which
+            # could spell one): then the loaded facts need no redaction scan of their own.
+            clean = "\\" not in stripped and not may_hold_secret(stripped)
+            del stripped, text
+            return report_from_json(data, name, clean)
     lines = text.count("\n")
     if lines > MAX_LINES:
         raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
@@ -416,7 +456,7 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def report_from_json(data: Any, name: str = "input") -> Report:
+def report_from_json(data: Any, name: str = "input", clean: bool = False) -> Report:
     if not isinstance(data, dict):
         raise ReportError(f"{name} is JSON but not an envdoctor report (expected an object)")
     version = data.get("schema_version")
@@ -436,6 +476,6 @@ def report_from_json(data: Any, name: str = "input") -> Report:
         raise ReportError(f"{name} has {len(findings):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
     _check_counts(data["facts"], name, raw=True)
     try:
-        return Report.from_dict(data)
+        return Report.from_dict(data, clean)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{name} is not a well-formed envdoctor report ({type(exc).__name__}: {exc})") from None
