@@ -42,6 +42,10 @@ BASE = {"torch.version": {"value": "2.6.0+cu126"}, "python.version": {"value": "
         "nvml.device_count": {"value": 8}, "nvml.gpus": {"value": [dict(GPU, index=i) for i in range(8)]}}
 
 
+INPUTS = ["floor (small report)", "report 20,000 GPUs", "report 50 MB", "paste 150,000 GPU lines",
+          "paste 4,000,000 empty lines"]
+
+
 def _report(facts: dict[str, object]) -> str:
     return json.dumps({"schema_version": 1, "facts": facts})
 
@@ -59,11 +63,12 @@ def make_inputs(folder: Path) -> dict[str, Path]:
                                                                        for i in range(600_000)}},
                                  "torch.loaded_libraries": {"value": {"cudart": [
                                      f"/opt/conda/envs/train/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/"
-                                     f"libcudart.so.12.{i}" for i in range(260_000)]}}}),
+                                     f"libcudart.so.12.{i}" for i in range(310_000)]}}}),
         "paste 150,000 GPU lines": "PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\nGPU models and "
                                    "configuration:\n" + "".join(f"GPU {i}: NVIDIA H100 80GB HBM3\n" for i in range(150_000)),
         "paste 4,000,000 empty lines": "PyTorch version: 2.6.0+cu126\n" + "\n" * 4_000_000,
     }
+    assert list(inputs) == INPUTS
     paths = {}
     for i, (name, text) in enumerate(inputs.items()):
         path = folder / f"input-{i}.txt"
@@ -84,13 +89,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before", help="a source tree to compare with (put first on PYTHONPATH)")
+    ap.add_argument("--make", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.make:
+        make_inputs(Path(args.make))
+        return 0
     env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
     variants = {"after": dict(env)}
     if args.before:
         variants["before"] = {**env, "PYTHONPATH": os.path.abspath(args.before)}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = make_inputs(Path(tmp))
+        # Made by a child process: a forked child's peak RSS counts the parent's pages before its
+        # exec, so this process must not hold the inputs while measuring.
+        subprocess.run([sys.executable, __file__, "--make", tmp], check=True)
+        paths = {name: Path(tmp) / f"input-{i}.txt" for i, name in enumerate(INPUTS)}
         for name, path in paths.items():
             print(f"input {name}: {path.stat().st_size / 1e6:.1f} MB", flush=True)
         runs: dict[tuple[str, str], list[tuple[float, int, int]]] = {}

@@ -148,9 +148,22 @@ def _packages(facts: Facts) -> dict[str, str]:
     if _PACKAGES and _PACKAGES[0][0] is facts:
         return _PACKAGES[0][1]
     pkgs = facts.value("python.packages") or {}
-    out = {_lower(str(k)): str(v) for k, v in pkgs.items()} if hasattr(pkgs, "items") else {}
+    out = _lowered(pkgs) if hasattr(pkgs, "items") else {}
     _PACKAGES[:] = [(facts, out)]
     return out
+
+
+def _lowered(pkgs: Mapping[Any, Any]) -> dict[str, str]:
+    try:
+        # Names already lower-case and versions strings (what the probe writes): one copy in C.
+        names = "\0".join(pkgs.keys())
+        "".join(pkgs.values())
+        if names == names.lower():
+            out = pkgs.copy() if hasattr(pkgs, "copy") else dict(pkgs)
+            return out if isinstance(out, dict) else dict(out)
+    except TypeError:
+        pass
+    return {_lower(str(k)): str(v) for k, v in pkgs.items()}
 
 
 def _companion_extras(facts: Facts) -> tuple[str, ...]:
@@ -1271,7 +1284,7 @@ def cuda_major_mix(facts: Facts) -> Finding:
     if not pkgs:
         return skip("No package list was read", evidence=ev)
     by_major: dict[str, list[str]] = {}
-    for name, ver in sorted(pkgs.items()):
+    for name, ver in sorted((n, v) for n, v in pkgs.items() if "cu" in n):  # the only names it can judge
         major = _package_cuda_major(name, ver)
         if major:
             by_major.setdefault(major, []).append(name)

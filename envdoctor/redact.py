@@ -69,6 +69,8 @@ def may_hold_secret(text: str) -> bool:
 
 
 def _plain(value: Any) -> Any:
+    if type(value) is MappingProxyType:  # copy() copies the underlying dict in C
+        return value.copy()
     return dict(value) if isinstance(value, Mapping) else str(value)
 
 

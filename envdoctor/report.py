@@ -15,11 +15,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from . import __version__
 from .kit import capped
-from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, Reading, Remediation, Status, summarize, worst
+from .model import (MAX_NESTING, SCHEMA_VERSION, Facts, Finding, ProbeRun, Reading, Remediation, Status, TooDeep,
+                    summarize, worst)
 from .redact import may_hold_secret, redact_text, redact_tree
 
 #: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
@@ -32,8 +34,8 @@ MAX_GPUS = 32_768
 MAX_FINDINGS = 10_000
 #: Lines in a pasted text.
 MAX_LINES = 1_000_000
-#: Nesting of JSON values in a report (a live report nests at most 6 levels).
-MAX_DEPTH = 64
+#: Nesting of JSON values in a report (a live report nests at most 6 levels; model.MAX_NESTING).
+MAX_DEPTH = MAX_NESTING
 _GPU_LISTS = ("nvml.gpus", "torch.devices", "driver.pci_gpus")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -193,7 +195,9 @@ _PRETTY_LIMIT = 1 << 20
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):  # a frozen mapping: serialised without a deep copy
+    if type(value) is MappingProxyType:  # a frozen mapping: its dict copied in C, not item by item
+        return value.copy()
+    if isinstance(value, Mapping):
         return dict(value)
     return str(value)
 
@@ -380,20 +384,6 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when ``value`` nests deeper than ``limit`` (iterative: no recursion to overflow)."""
-    stack = [(value, 1)] if type(value) in (dict, list) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        for child in (item.values() if type(item) is dict else item):
-            kind = type(child)
-            if kind is dict or kind is list:  # what json.loads makes: exact types, no ABC checks
-                stack.append((child, depth + 1))
-    return False
-
-
 def _check_counts(facts: Mapping[str, Any], name: str, raw: bool) -> None:
     """The GPU limit, on a report's fact objects (``raw``) or on parsed Facts."""
     for key in _GPU_LISTS:
@@ -469,13 +459,13 @@ def report_from_json(data: Any, name: str = "input", clean: bool = False) -> Rep
         raise ReportError(f"{name} has an invalid schema_version {version}")
     if not isinstance(data.get("facts"), dict):
         raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
-    if _too_deep(data):
-        raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few")
     findings = data.get("findings")
     if isinstance(findings, list) and len(findings) > MAX_FINDINGS:
         raise ReportError(f"{name} has {len(findings):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
     _check_counts(data["facts"], name, raw=True)
     try:
         return Report.from_dict(data, clean)
+    except TooDeep:  # found while freezing, which walks every value anyway
+        raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{name} is not a well-formed envdoctor report ({type(exc).__name__}: {exc})") from None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.model import Facts, Finding, Reading, Reason, Remediation, Status, missing, ok
+from envdoctor.model import Facts, Finding, Reason, Remediation, Status, missing, ok
 from envdoctor.report import Report, ReportError, parse_report, read_input, to_json
 
 from .faults import alive, fake_torch, pidfile, run_cli
