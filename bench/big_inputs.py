@@ -77,10 +77,11 @@ def make_inputs(folder: Path) -> dict[str, Path]:
     return paths
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB, exit code)."""
+def measure(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in KiB, exit code). Run away from the checkout: ``python -m`` puts
+    the working directory first on sys.path, ahead of PYTHONPATH (``--before``)."""
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     return time.perf_counter() - began, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
 
@@ -98,6 +99,7 @@ def main() -> int:
     variants = {"after": dict(env)}
     if args.before:
         variants["before"] = {**env, "PYTHONPATH": os.path.abspath(args.before)}
+        variants["after"]["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     with tempfile.TemporaryDirectory() as tmp:
         # Made by a child process: a forked child's peak RSS counts the parent's pages before its
         # exec, so this process must not hold the inputs while measuring.
@@ -110,7 +112,7 @@ def main() -> int:
             for name, path in paths.items():
                 for variant, venv in variants.items():
                     cmd = [sys.executable, "-m", "envdoctor", "diagnose", str(path), "--json"]
-                    runs.setdefault((name, variant), []).append(measure(cmd, venv))
+                    runs.setdefault((name, variant), []).append(measure(cmd, venv, tmp))
             print(f"round {r + 1}/{args.runs} done", flush=True)
     floor = statistics.median(w for w, _, _ in runs[("floor (small report)", "after")])
     print(f"\n{'input':30} {'variant':7} {'median s':>9} {'min-max s':>13} {'RSS MB':>7} {'x floor':>8} {'exit':>5}")

@@ -32,7 +32,6 @@ SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
 _lock = threading.RLock()  # re-entrant: the signal handler runs on the main thread, which may hold it
 _children: dict[int, subprocess.Popen[bytes]] = {}
-_abandoned: set[int] = set()
 _ending = threading.Event()
 _reported = threading.Event()  # the output failure was already said
 
@@ -47,12 +46,12 @@ def register(proc: subprocess.Popen[bytes]) -> None:
 
 
 def release(proc: subprocess.Popen[bytes], abandoned: bool = False) -> None:
-    """The child was reaped (or, with ``abandoned``, left behind unkillable: keep its pid)."""
+    """The child was reaped; with ``abandoned`` (left behind unkillable, state D) it stays
+    registered, so the exit tries once more and the signal path names it."""
+    if abandoned and proc.returncode is None:
+        return
     with _lock:
-        if abandoned and proc.returncode is None:
-            _abandoned.add(proc.pid)
-        else:
-            _children.pop(proc.pid, None)
+        _children.pop(proc.pid, None)
 
 
 def _kill_group(pid: int) -> None:
