@@ -33,8 +33,19 @@ class Gpu:
         return self.name or f"GPU {self.index}"
 
 
+_GPUS: list[tuple[Facts, list[Gpu]]] = []  # the last answer, by Facts identity: several checks ask
+
+
 def gpus(facts: Facts) -> list[Gpu]:
     """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
+    if _GPUS and _GPUS[0][0] is facts:
+        return list(_GPUS[0][1])
+    out = _read_gpus(facts)
+    _GPUS[:] = [(facts, out)]
+    return list(out)
+
+
+def _read_gpus(facts: Facts) -> list[Gpu]:
     torch_devs = [d for d in (facts.value("torch.devices") or []) if isinstance(d, Mapping)]
     by_name = {str(d.get("name")): versions.parse_cc(d.get("capability")) for d in torch_devs if d.get("name")}
     out: list[Gpu] = []
@@ -92,9 +103,34 @@ def _exe(facts: Facts) -> str | None:
     return facts.value("python.executable") or None
 
 
+_PACKAGES: list[tuple[Facts, dict[str, str]]] = []  # the last answer, by Facts identity: several checks ask
+
+
+def _lower(name: str) -> str:
+    return name if name.islower() else name.lower()  # lower() copies even a lower-case name
+
+
 def _packages(facts: Facts) -> dict[str, str]:
+    """Distribution name (lower-case) -> version. Shared between checks: read it, never change it."""
+    if _PACKAGES and _PACKAGES[0][0] is facts:
+        return _PACKAGES[0][1]
     pkgs = facts.value("python.packages") or {}
-    return {str(k).lower(): str(v) for k, v in dict(pkgs).items()} if hasattr(pkgs, "items") else {}
+    out = _lowered(pkgs) if hasattr(pkgs, "items") else {}
+    _PACKAGES[:] = [(facts, out)]
+    return out
+
+
+def _lowered(pkgs: Mapping[Any, Any]) -> dict[str, str]:
+    try:
+        # Names already lower-case and versions strings (what the probe writes): one copy in C.
+        names = "\0".join(pkgs.keys())
+        "".join(pkgs.values())
+        if names == names.lower():
+            out = pkgs.copy() if hasattr(pkgs, "copy") else dict(pkgs)
+            return out if isinstance(out, dict) else dict(out)
+    except TypeError:
+        pass
+    return {_lower(str(k)): str(v) for k, v in pkgs.items()}
 
 
 def _companion_extras(facts: Facts) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ from ._torch import _as_of, _exe, _packages, _torch_dist, torch_build
 
 def _pkg_version(pkgs: dict[str, str], stem: str) -> tuple[str, str] | None:
     """The installed ``nvidia-<stem>-cuNN`` (or unsuffixed) distribution and its version."""
-    for name in sorted(pkgs):
+    prefix = f"nvidia-{stem}"
+    for name in sorted(n for n in pkgs if n.startswith(prefix)):
         if re.fullmatch(rf"nvidia-{stem}(-cu\d+)?", name):
             return name, pkgs[name]
     return None

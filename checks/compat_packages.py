@@ -253,6 +253,8 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
 # cuda-major-mix
 
 def _package_cuda_major(name: str, ver: str) -> str | None:
+    if "cu" not in name:  # every pattern below names CUDA; a 600,000-package list is mostly other names
+        return None
     for rx in (r"nvidia-.+-cu(\d+)", r"cupy-cuda(\d+)x", r"jax-cuda(\d+)-(?:plugin|pjrt)", r"jaxlib-cuda(\d+)"):
         m = re.fullmatch(rx, name)
         if m:
@@ -273,7 +275,7 @@ def cuda_major_mix(facts: Facts) -> Finding:
     if not pkgs:
         return skip("No package list was read", evidence=ev)
     by_major: dict[str, list[str]] = {}
-    for name, ver in sorted(pkgs.items()):
+    for name, ver in sorted((n, v) for n, v in pkgs.items() if "cu" in n):  # the only names it can judge
         major = _package_cuda_major(name, ver)
         if major:
             by_major.setdefault(major, []).append(name)

@@ -539,6 +539,13 @@ def nvml_init(facts: Facts) -> CheckResult:
                         gpus=[g.index for g, _ in handle_errors if g.index is not None],
                         remedy=Remediation("Check the kernel log for those GPUs.",
                                            ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "nvidia-smi")))
+        shutdown = init.get("shutdown") if isinstance(init.get("shutdown"), Mapping) else None
+        if shutdown:
+            call = str(shutdown.get("call") or "nvmlShutdown")
+            verb = "hung" if shutdown.get("status") == "timeout" else "crashed"
+            return warn(f"NVML answered, but {call} {verb}", detail=f"{shutdown.get('detail', '')}. Every reading "
+                        f"was complete; a driver that cannot release NVML makes nvidia-smi and monitoring agents hang "
+                        "or crash on exit too.", evidence=ev, remedy=_hang_remedy(call, facts))
         return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(
             "NVML : ", "NVML: "), evidence=ev)
     message = init.get("message") or ""

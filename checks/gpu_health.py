@@ -3,11 +3,12 @@ persistence, compute mode, MIG, Xid events and the NVSwitch fabric."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import remedies
-from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..kit import EVIDENCE_ITEMS, Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import CheckResult, check
 from ..views import VisibleDevices
@@ -77,8 +78,11 @@ def _unsupported(gpus: Iterable[dict[str, Any]], fields: Iterable[str]) -> list[
 
 
 def _gpu_ev(gpus: Iterable[dict[str, Any]], *fields: str) -> dict[str, Any]:
-    return {f"nvml.gpus[{g.get('index')}]": {f: g.get(f, (g.get("missing") or {}).get(f, {}).get("reason"))
-                                            for f in ("name", "pci_bus_id", *fields)} for g in gpus}
+    # The first EVIDENCE_ITEMS GPUs: evidence of a 20,000-GPU report must not repeat every GPU per check.
+    out = {f"nvml.gpus[{g.get('index')}]": {f: g.get(f, (g.get("missing") or {}).get(f, {}).get("reason"))
+                                           for f in ("name", "pci_bus_id", *fields)}
+           for g in itertools.islice(gpus, EVIDENCE_ITEMS)}
+    return out
 
 
 def _resets(gpus: Iterable[dict[str, Any]], note: str = "") -> tuple[str, ...]:

@@ -61,12 +61,25 @@ def suggested_variant(facts: Facts) -> tuple[str, str]:
     return variant, why
 
 
+#: Bytes of other stdout at import above which the import is a flood (host.FLOOD_BYTES).
+FLOOD_BYTES = 1 << 20
+
+
 @check("torch-import", "torch imports in the target interpreter", needs=("torch.version",), judges_failures=True)
 def torch_import(facts: Facts) -> CheckResult:
     reading = facts.get("torch.version")
     py = _python(facts)
     ev = evidence(facts, "torch.version", "python.executable", "python.version")
     if reading.ok:
+        noise = facts.value("torch.import_noise_bytes", 0)
+        if isinstance(noise, int) and not isinstance(noise, bool) and noise >= FLOOD_BYTES:
+            return warn(f"torch {reading.value} imports, but printed {noise / 1e6:.1f} MB on standard output",
+                        detail="Something run at `import torch` (a sitecustomize, a .pth file, a plugin or a debug "
+                        "print in a patched torch) floods stdout; that output breaks tools that read it and slows "
+                        "every start.", evidence=evidence(facts, "torch.version", "torch.import_noise_bytes",
+                                                          "torch.path", "python.executable"),
+                        remedy=Remediation("Find what prints: run the import with output to a file and look at "
+                                           "its start.", (f"{py} -c 'import torch' | head -c 2000",)))
         return ok(f"torch {reading.value} imports", evidence=ev)
     if reading.reason is Reason.ABSENT:
         version, variant, why = suggested_build(facts)

@@ -1,6 +1,20 @@
-"""``python -m envdoctor``."""
+"""``python -m envdoctor`` and the ``envdoctor`` command.
 
-from .cli import main
+The signal path is installed before anything heavy is imported (click, rich): a Ctrl-C in the
+first tenth of a second is then handled like any other, not a KeyboardInterrupt traceback.
+"""
+
+from __future__ import annotations
+
+from . import lifecycle
+
+
+def run() -> None:
+    lifecycle.install_signal_handlers()
+    from .cli import run as cli_run
+
+    cli_run()
+
 
 if __name__ == "__main__":
-    main()
+    run()

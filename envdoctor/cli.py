@@ -10,6 +10,7 @@ Exit codes: 0 no failure, 1 at least one failure (or warning with ``--fail-on wa
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -19,7 +20,8 @@ from typing import Any
 
 import click
 
-from . import __version__
+from . import __version__, lifecycle
+from .redact import redact_text
 from .report import EXIT_INCOMPLETE, EXIT_USAGE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -37,12 +39,70 @@ class Incomplete(click.ClickException):
     exit_code = EXIT_INCOMPLETE
 
 
+class Seconds(click.FloatRange):
+    """A finite number of seconds in a range. ``float("nan")`` passes every comparison-based
+    range check (NaN compares false both ways) and ``inf`` is no deadline at all."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class Interpreter(click.ParamType):
+    """``--python``: an existing executable file, by path or by name on PATH; resolved here so a
+    typo is a usage error (exit 2), not a run whose every torch fact says 'cannot execute'."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        found = text if os.path.sep in text else _which(text)
+        if not found or not os.path.lexists(found):
+            self.fail(f"{text} does not exist" if os.path.sep in text else f"{text} is not on PATH", param, ctx)
+        if os.path.isdir(found):
+            self.fail(f"{text} is a directory, not an interpreter", param, ctx)
+        if not os.path.isfile(found):
+            self.fail(f"{text} does not exist (a broken link?)", param, ctx)
+        if not os.access(found, os.X_OK):
+            self.fail(f"{text} is not executable", param, ctx)
+        return found
+
+
+def run() -> None:
+    """The console entry point: the click group under the one signal path and output layer
+    (see :mod:`envdoctor.lifecycle`); every way out ends the child groups and exits at once."""
+    lifecycle.guard_streams()
+    lifecycle.install_signal_handlers()
+    code = 0
+    try:
+        try:
+            result = main.main(standalone_mode=False)
+            code = result if isinstance(result, int) else 0
+        except click.exceptions.Exit as exc:
+            code = exc.exit_code
+        except click.ClickException as exc:
+            exc.message = redact_text(exc.message)  # type: ignore[misc]  # click declares it Final; we redact it
+            exc.show()
+            code = exc.exit_code
+        except click.Abort:
+            code = 130
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except lifecycle.OutputError as exc:
+        code = lifecycle.report_output_error(exc)
+    lifecycle.finish(code)
+
+
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by `check` and `report` (they collect the same way)."""
     decorators = [
-        click.option("--python", "python", metavar="PATH",
+        click.option("--python", "python", metavar="PATH", type=Interpreter(),
                      help="Target interpreter whose torch is examined (default: this one)."),
-        click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+        click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
                      help="Deadline in seconds per probe (the torch probe gets 6x)."),
         click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
         click.option("--micro-only", is_flag=True, help="Run only the microchecks."),
@@ -94,11 +154,9 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     from .host import Host
     from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
-    if python and not os.path.exists(python) and not _which(python):
-        raise click.BadParameter(f"{python} does not exist", param_hint="--python")
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
-    options = Options(timeout=timeout, python=_which(python) if python else None, micro=not no_micro,
+    options = Options(timeout=timeout, python=python, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
@@ -149,7 +207,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
                 slow = " (taking unexpectedly long)" if elapsed > 10 else ""
                 status.update(f"probing: {names} {elapsed:.0f}s{slow}")
     else:
-        worker.join()
+        lifecycle.join(worker)
     return result["facts"], result["runs"], checks, warnings
 
 
@@ -172,7 +230,7 @@ def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str)
 
 def _emit_warnings(warnings: list[str]) -> None:
     for w in warnings:
-        click.echo(f"envdoctor: warning: {w}", err=True)
+        click.echo(f"envdoctor: warning: {redact_text(w)}", err=True)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -242,16 +300,16 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
     facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
                                              progress=bool(output))
     rep = _judge(facts, checks, runs, warnings, "live")
-    _emit_warnings(warnings)
+    _emit_warnings(list(rep.warnings))
     _write(rep, fmt, output)
     sys.exit(rep.exit_code(fail_on))
 
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
     from .render import render_markdown
-    from .report import to_json, write_atomic
+    from .report import OutputTargetError, to_json_chunks, write_atomic
 
-    text = to_json(rep) if fmt == "json" else render_markdown(rep)
+    text = to_json_chunks(rep) if fmt == "json" else (render_markdown(rep),)
     if output and "%" in output:
         import socket
 
@@ -261,11 +319,15 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
     if output:
         try:
             write_atomic(output, text)
+        except OutputTargetError as exc:
+            raise InputError(str(exc)) from None
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-        click.echo(f"envdoctor: wrote {output}", err=True)
+        click.echo(f"envdoctor: wrote {redact_text(output)}", err=True)
     else:
-        click.echo(text, nl=False)
+        for piece in text:  # in pieces: a 50 MB report is never encoded in one go
+            for at in range(0, len(piece), 1 << 20):
+                sys.stdout.write(piece[at:at + (1 << 20)])
 
 
 @main.command(context_settings=CONTEXT)
@@ -286,7 +348,7 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     try:
         loaded = load(file)
     except ReportError as exc:
-        click.echo(f"envdoctor: error: {exc}", err=True)
+        click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
     runs: tuple[ProbeRun, ...]
     if isinstance(loaded, Facts):
@@ -302,7 +364,7 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
     rep = _judge(facts, checks, runs, warnings, origin)
     if fmt:
-        _emit_warnings(warnings)
+        _emit_warnings(list(rep.warnings))
         _write(rep, fmt, None)
     else:
         from .render import make_console, render_terminal
@@ -312,21 +374,20 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
 
 
 @main.command(context_settings=CONTEXT)
-@click.option("--max-seconds", type=click.FloatRange(0.5, 600), default=5.0, show_default=True,
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True,
               help="Hard time budget; exceeding it is unhealthy.")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
-@click.option("--python", "python", metavar="PATH", help="Target interpreter (for --micro).")
+@click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
 def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
-    unless --micro is given; a hung probe is unhealthy."""
+    unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
+    the line cannot be written (stdout closed or full)."""
     began = time.monotonic()
 
     def watchdog() -> None:
         # The hard budget: whatever is stuck (a D-state child, a wedged thread), we answer.
         time.sleep(max_seconds)
-        sys.stdout.write(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget\n")
-        sys.stdout.flush()
-        os._exit(1)
+        lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget", 1)
 
     threading.Thread(target=watchdog, daemon=True).start()
     from .diagnose import diagnose, select
@@ -335,31 +396,30 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     from .probes import Options, builtin_probes, run_probes
     from .registry import RegistryError, load_registry
     from .render import healthcheck_line
+    from .report import Report
 
     budget = max(0.3, max_seconds - 0.3)
     # Probes get most of the budget for their own deadlines, so a hang is reported by the probe
     # (with the stage it hung in) before the budget itself runs out.
     specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
     scale = max((s.scale for s in specs if not s.micro), default=1.0)
-    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=_which(python) if python else None,
+    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python,
                       micro=micro, device=None, healthcheck=True)
     facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
     try:
         registry = load_registry()
     except RegistryError as exc:
-        click.echo(f"unhealthy: {exc}")
-        sys.exit(1)
+        lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", 1)
     # A microcheck in the healthcheck subset runs only with --micro (after the others).
     checks = [s for s in select(registry, healthcheck=True)[0] if not s.micro]
     if micro:
         checks += [s for s in registry if s.micro and s.healthcheck]
-    findings = diagnose(facts, checks)
+    # Through a Report: the one place every output is redacted.
+    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)), probes=tuple(runs))
     hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
-    healthy, line = healthcheck_line(findings, time.monotonic() - began, hung)
-    click.echo(line)
-    sys.stdout.flush()
+    healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
     # Leave at once: an abandoned child or probe thread must not delay the answer.
-    os._exit(0 if healthy else 1)
+    lifecycle.answer(line, 0 if healthy else 1)
 
 
 @main.command(context_settings=CONTEXT)
@@ -435,8 +495,8 @@ def list_checks(as_json: bool) -> None:
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)
-    rows: list[dict[str, Any]] = [{"id": s.id, "title": s.title, "description": s.description,
-                                   "provider": s.provider, "healthcheck": s.healthcheck, "micro": s.micro}
+    rows: list[dict[str, Any]] = [{"id": s.id, "title": redact_text(s.title), "description": redact_text(s.description),
+                                   "provider": redact_text(s.provider), "healthcheck": s.healthcheck, "micro": s.micro}
                                   for s in registry]
     if as_json:
         import json
@@ -464,4 +524,4 @@ def _healthcheck_cell(row: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -345,6 +345,7 @@ def parse_arch_list(items: Iterable[str], origin: str = "torch") -> ArchList:
     return ArchList(tuple(out), origin)
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per GPU by several checks: 20,000 GPUs, a handful of answers
 def arch_list(torch_version: str, variant: str, platform: Platform = "linux_x86_64") -> ArchList | None:
     """The table's arch list for a torch release (``"2.6.0"`` or ``"2.6"``) and variant, or None."""
     minor = minor_of(torch_version)
@@ -422,7 +423,12 @@ def releases() -> Mapping[str, Mapping[str, Any]]:
 
 
 def releases_newest_first() -> list[str]:
-    return sorted(releases(), key=lambda m: version(m) or Version("0"), reverse=True)
+    return list(_releases_sorted())
+
+
+@functools.cache  # per-GPU checks ask for it once per GPU
+def _releases_sorted() -> tuple[str, ...]:
+    return tuple(sorted(releases(), key=lambda m: version(m) or Version("0"), reverse=True))
 
 
 def newest_release() -> str | None:
@@ -548,6 +554,7 @@ def supported_by_newest(cc: CC, platform: Platform = "linux_x86_64") -> bool | N
     return any(runs_on(a, cc, reach_of(a, cuda)).runs for a, cuda in lists)
 
 
+@functools.lru_cache(maxsize=256)
 def toolkit_row(cuda: str) -> Mapping[str, Any] | None:
     """The ``toolkit_targets`` row of a CUDA minor (``"10.2"``, ``"10.2.89"``), or None."""
     minor = minor_of(cuda)

@@ -101,6 +101,9 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('torch.cudnn_error', 'str|null', ('probe:python',),
        'the text reading the loaded cuDNN\'s version raised (torch\'s "cuDNN version incompatibility …"), null'
        ' when it read fine; older reports: torch.cudnn_version\'s detail (`envdoctor.views.cudnn_error`)'),
+    _k('torch.import_noise_bytes', 'int', ('probe:python',),
+       'bytes the torch child printed on stdout besides its records (what `import torch` and whatever it loads '
+       'printed); over 1 MiB `torch-import` warns of a flood'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
     _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics'),
@@ -166,7 +169,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'null\\|"absent"\\|"denied"\\|"unsupported"\\|"failed", "message": str}`; `message` is NVML\'s own '
        '`nvmlErrorString` text (what nvidia-smi prints after "Failed to initialize NVML: "). Reason '
        '`timeout`/`crashed` when the child hung/died in nvmlInit (detail names the stage); `absent` when '
-       'pynvml cannot be imported'),
+       'pynvml cannot be imported. After a successful init, `"shutdown": {"status": "timeout"\\|"crashed", '
+       '"call": "nvmlShutdown", "detail": str}` is present only when the cleanup call hung or died after '
+       'everything was read'),
     _k('nvml.library_path', 'str', ('probe:nvml',),
        'the `libnvidia-ml` file the child actually mapped (`/proc/self/maps`), e.g. '
        '`…/libnvidia-ml.so.570.124.06`; reason `absent` when it could not be loaded'),

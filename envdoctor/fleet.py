@@ -38,7 +38,7 @@ def load_any(path: str) -> tuple[Any, str]:
     if "#" in path and not os.path.exists(path):
         path, _, rank = path.rpartition("#")
     name = "standard input" if path == "-" else path
-    text = inputs.decode(inputs.read_bytes(path), name)
+    text = inputs.read_text(path)
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import lifecycle
 from .model import Reason
 
 #: Marks a JSON record a child script printed on stdout; anything else on stdout is noise
@@ -33,10 +35,21 @@ from .model import Reason
 CHILD_MARK = "@@envdoctor@@ "
 CHILD_DIR = Path(__file__).resolve().parent / "child"
 MAX_OUTPUT = 8 * 1024 * 1024
+#: One child record (a JSON line) larger than this is dropped and counted, never kept: no probe
+#: prints anything near it (a GPU's record is a few KB), so it can only be a flood.
+MAX_RECORD = 4 * 1024 * 1024
+#: The stderr tail kept from a child (its last words are what explains a crash).
+STDERR_TAIL = 64 * 1024
+#: Seconds a child may spend in a cleanup call (``nvmlShutdown``) once it has said everything
+#: is read; a cleanup that takes longer is reported as hung, not waited for to the deadline.
+CLEANUP_GRACE = 2.0
 _REAP_GRACE = 0.3
 #: Seconds a file read may take: /proc/driver/nvidia and sysfs reads go through the kernel
 #: driver, which blocks the reader for good when the GPU or driver is wedged.
 READ_TIMEOUT = 2.0
+
+#: Non-record stdout from a child above this many bytes is a flood worth saying.
+FLOOD_BYTES = 1 << 20
 
 RunStatus = Literal["ok", "timeout", "crashed", "failed", "absent", "denied"]
 
@@ -73,6 +86,13 @@ class ChildResult:
     stderr: str = ""
     seconds: float = 0.0
     detail: str = ""
+    #: Bytes the child printed on stdout that were not records (a library's banner, or a flood).
+    noise: int = 0
+    #: Records dropped: not JSON, or larger than MAX_RECORD.
+    dropped: int = 0
+    #: The cleanup call (``nvmlShutdown``) the child was in when it hung or died after it had
+    #: reported everything; "" when it finished or never got that far.
+    cleanup: str = ""
 
     @property
     def ok(self) -> bool:
@@ -84,13 +104,16 @@ class ChildResult:
 
     def explain(self) -> str:
         """One line saying what went wrong, for a fact's ``detail``."""
+        flood = f"; it printed {self.noise / 1e6:.1f} MB of other output" if self.noise >= FLOOD_BYTES else ""
         if self.status == "timeout":
             where = f" (stuck in {self.stage})" if self.stage else ""
-            return f"no answer within {self.seconds:.1f} s{where}"
+            if self.cleanup:
+                return f"{self.cleanup} gave no answer within {self.seconds:.1f} s, after everything was read{flood}"
+            return f"no answer within {self.seconds:.1f} s{where}{flood}"
         if self.status == "crashed":
             where = f" during {self.stage}" if self.stage else ""
-            return f"{self.detail}{where}"
-        return self.detail
+            return f"{self.detail}{where}{flood}"
+        return f"{self.detail}{flood}" if self.detail else flood.lstrip("; ")
 
 
 def _signal_name(code: int) -> str:
@@ -249,8 +272,10 @@ class Host:
         timeout: float,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
+        records: Records | None = None,
     ) -> CommandResult:
-        """Run ``argv`` (never through a shell) with a hard deadline."""
+        """Run ``argv`` (never through a shell) with a hard deadline. With ``records``, stdout is
+        parsed as child records while it streams (and not kept), so memory stays bounded."""
         argv = tuple(str(a) for a in argv)
         exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
         if exe is None:
@@ -281,7 +306,11 @@ class Host:
             return CommandResult(argv, "failed", detail=f"cannot execute {exe}: {exc.strerror or exc}")
         except ValueError as exc:  # a NUL byte in an argument or the environment, '=' in a name
             return CommandResult(argv, "failed", detail=f"cannot execute {exe}: {exc}")
-        out, err, rc, timed_out = _collect(proc, timeout, stdin)
+        lifecycle.register(proc)
+        try:
+            out, err, rc, timed_out = _collect(proc, timeout, stdin, records)
+        finally:
+            lifecycle.release(proc, abandoned=proc.returncode is None)
         seconds = time.monotonic() - start
         if timed_out:
             return CommandResult(argv, "timeout", rc, decode(out), decode(err), seconds,
@@ -309,34 +338,111 @@ class Host:
         child_env = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
         if env:
             child_env.update(env)
+        records = Records()
         result = self.run([interpreter, str(path), json.dumps(args if args is not None else {})],
-                          timeout=timeout, env=child_env)
-        data: dict[str, Any] = {}
-        stage = ""
-        for line in result.stdout.splitlines():
-            if not line.startswith(CHILD_MARK):
-                continue
-            try:
-                record = json.loads(line[len(CHILD_MARK):])
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                stage = str(record.pop("_stage", stage) or stage)
-                data.update(record)
-        done = bool(data.pop("_done", False))
+                          timeout=timeout, env=child_env, records=records)
+        data, stage, done = records.data, records.stage, records.done
+        noise, dropped = records.noise, records.dropped
         stderr = result.stderr[-20000:]
         if result.status == "absent":
             return ChildResult("absent", detail=f"interpreter {interpreter} not found")
+        cleanup = records.cleanup if not done else ""
         if result.status in ("timeout", "crashed", "denied"):
-            return ChildResult(result.status, data, stage, result.returncode, stderr, result.seconds, result.detail)
+            return ChildResult(result.status, data, stage, result.returncode, stderr, result.seconds, result.detail,
+                               cleanup=cleanup, noise=noise, dropped=dropped)
         if result.status != "ok":
-            return ChildResult("failed", data, stage, result.returncode, stderr, result.seconds, result.detail)
+            return ChildResult("failed", data, stage, result.returncode, stderr, result.seconds, result.detail, noise=noise, dropped=dropped)
         if not done:
             tail = _last_line(stderr)
             detail = f"child {script} exited with code {result.returncode} before finishing"
             return ChildResult("crashed" if result.returncode not in (0, 1) else "failed", data, stage,
-                               result.returncode, stderr, result.seconds, f"{detail}: {tail}" if tail else detail)
-        return ChildResult("ok", data, stage, result.returncode, stderr, result.seconds)
+                               result.returncode, stderr, result.seconds, f"{detail}: {tail}" if tail else detail,
+                               cleanup=cleanup, noise=noise, dropped=dropped)
+        return ChildResult("ok", data, stage, result.returncode, stderr, result.seconds, noise=noise, dropped=dropped)
+
+
+class Records:
+    """Child records parsed from stdout as it streams: ``CHILD_MARK + json`` lines are merged into
+    ``data`` (``{"_append": {key: item}}`` appends to a list, so a child reports N items in O(N)
+    output); every other byte is counted as ``noise`` and dropped. Memory is bounded by the
+    merged data and one record (at most MAX_RECORD), whatever the child prints."""
+
+    _LINE = re.compile(rb"(?m)^" + re.escape(CHILD_MARK.encode()) + rb"[^\n]*\n")
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.stage = ""
+        self.done = False
+        self.cleanup = ""
+        self.noise = 0
+        self.dropped = 0
+        self.cleanup_started = threading.Event()
+        self._carry = b""
+        self._skipping = False  # inside a line longer than MAX_RECORD
+
+    def feed(self, block: bytes) -> None:
+        if self._skipping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                self.noise += len(block)
+                return
+            self.noise += nl + 1
+            block = block[nl + 1:]
+            self._skipping = False
+        buf = self._carry + block if self._carry else block
+        last = buf.rfind(b"\n")
+        if last < 0:
+            complete, rest = b"", buf
+        else:
+            complete, rest = buf[:last + 1], buf[last + 1:]
+        if complete:
+            kept = 0
+            for match in self._LINE.finditer(complete):
+                kept += match.end() - match.start()
+                self._record(match.group()[len(CHILD_MARK):])
+            self.noise += len(complete) - kept
+        if len(rest) > MAX_RECORD:
+            if rest.startswith(CHILD_MARK.encode()):
+                self.dropped += 1
+            self.noise += len(rest)
+            rest = b""
+            self._skipping = True
+        self._carry = rest
+
+    def close(self) -> None:
+        if self._carry:
+            if self._carry.startswith(CHILD_MARK.encode()):
+                self._record(self._carry[len(CHILD_MARK):])
+            else:
+                self.noise += len(self._carry)
+            self._carry = b""
+
+    def _record(self, raw: bytes) -> None:
+        if len(raw) > MAX_RECORD:
+            self.dropped += 1
+            return
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            self.dropped += 1
+            return
+        if not isinstance(record, dict):
+            self.dropped += 1
+            return
+        self.stage = str(record.pop("_stage", self.stage) or self.stage)
+        if "_cleanup" in record:
+            self.cleanup = self.stage = str(record.pop("_cleanup"))
+            self.cleanup_started.set()
+        appends = record.pop("_append", None)
+        if isinstance(appends, dict):
+            for key, item in appends.items():
+                current = self.data.get(key)
+                if not isinstance(current, list):
+                    current = self.data[key] = []
+                current.append(item)
+        if record.pop("_done", False):
+            self.done = True
+        self.data.update(record)
 
 
 def _last_line(text: str) -> str:
@@ -346,27 +452,60 @@ def _last_line(text: str) -> str:
     return ""
 
 
-def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None) -> tuple[bytes, bytes, int | None, bool]:
+def _read_block(stream: Any) -> bytes:
+    return stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+
+
+def _pump_out(stream: Any, head: list[bytes], records: Records | None) -> None:
+    """stdout: streamed into ``records``, else kept up to MAX_OUTPUT (the rest read and dropped)."""
+    total = 0
+    try:
+        while block := _read_block(stream):
+            if records is not None:
+                records.feed(block)
+            elif total < MAX_OUTPUT:
+                head.append(block[: MAX_OUTPUT - total])
+            total += len(block)
+    except (OSError, ValueError):
+        pass
+    if records is not None:
+        records.close()
+
+
+def _pump_err(stream: Any, tail: list[bytes]) -> None:
+    """stderr: only its last STDERR_TAIL bytes are kept."""
+    size = 0
+    try:
+        while block := _read_block(stream):
+            tail.append(block)
+            size += len(block)
+            while size - len(tail[0]) >= STDERR_TAIL:
+                size -= len(tail.pop(0))
+    except (OSError, ValueError):
+        pass
+
+
+def _kill_and_abandon(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=_REAP_GRACE)
+    except subprocess.TimeoutExpired:
+        pass  # unkillable (D state): abandon it
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None,
+             records: Records | None = None) -> tuple[bytes, bytes, int | None, bool]:
     """Read both pipes in daemon threads and wait up to ``timeout``; on expiry kill the group
-    and abandon it. Daemon readers mean an unkillable child never blocks our exit."""
-    chunks: dict[str, list[bytes]] = {"out": [], "err": []}
-
-    def pump(stream: Any, key: str) -> None:
-        total = 0
-        try:
-            while True:
-                block = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                if not block:
-                    break
-                if total < MAX_OUTPUT:
-                    chunks[key].append(block[: MAX_OUTPUT - total])
-                total += len(block)
-        except (OSError, ValueError):
-            pass
-
+    and abandon it. Daemon readers mean an unkillable child never blocks our exit. stdout is
+    kept up to MAX_OUTPUT (or streamed into ``records``), stderr's last STDERR_TAIL bytes."""
+    head: list[bytes] = []
+    tail: list[bytes] = []
     readers = [
-        threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True),
+        threading.Thread(target=_pump_out, args=(proc.stdout, head, records), daemon=True),
+        threading.Thread(target=_pump_err, args=(proc.stderr, tail), daemon=True),
     ]
     if stdin is not None and proc.stdin is not None:
         # Written from a thread too: a child that never reads its stdin would block a write
@@ -374,23 +513,33 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None)
         readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for t in readers:
         t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=max(timeout, 0.01))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=_REAP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass  # unkillable (D state): abandon it
+    timed_out = not _wait(proc, timeout, records)
+    if timed_out:
+        _kill_and_abandon(proc)
     # The group may have left grandchildren holding the pipes open; don't wait for them.
     for t in readers:
         t.join(timeout=_REAP_GRACE if not timed_out else 0.1)
-    return b"".join(chunks["out"]), b"".join(chunks["err"]), proc.returncode, timed_out
+    return b"".join(head), b"".join(tail)[-STDERR_TAIL:], proc.returncode, timed_out
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, records: Records | None) -> bool:
+    """True when ``proc`` exited in time. Once the child announces a cleanup call, it has at
+    most CLEANUP_GRACE more seconds."""
+    end = time.monotonic() + max(timeout, 0.01)
+    shortened = False
+    while True:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return False
+        step = remaining if records is None else min(remaining, 0.1)
+        try:
+            proc.wait(timeout=step)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        if records is not None and not shortened and records.cleanup_started.is_set():
+            shortened = True
+            end = min(end, time.monotonic() + CLEANUP_GRACE)
 
 
 def _feed(stream: Any, data: bytes) -> None:

@@ -12,15 +12,28 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from . import remedies
-from .model import SCHEMA_VERSION, Facts
+from .model import MAX_NESTING, SCHEMA_VERSION, Facts, TooDeep
+from .redact import may_hold_secret
 from .report import Report, ReportError
 
 #: A saved report is a few hundred KB; refuse absurd inputs before reading them into memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Count limits on what diagnose reads (README, "Limits"): far above any real machine, low enough
+# that judging the largest legal input stays within seconds and bounded memory.
+#: GPUs listed in any one fact of a report or paste (nvml.gpus, torch.devices, driver.pci_gpus).
+MAX_GPUS = 32_768
+#: Findings in a saved report (they are re-judged, not trusted, but still read).
+MAX_FINDINGS = 10_000
+#: Lines in a pasted text.
+MAX_LINES = 1_000_000
+#: Nesting of JSON values in a report (a live report nests at most 6 levels; model.MAX_NESTING).
+MAX_DEPTH = MAX_NESTING
+_GPU_LISTS = ("nvml.gpus", "torch.devices", "driver.pci_gpus")
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
          (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
@@ -29,8 +42,12 @@ _SNIFF = 4096
 
 def load(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> Report | Facts:
     """``path`` (``-`` = standard input) -> a Report (saved JSON) or Facts (pasted text)."""
-    name = "standard input" if path == "-" else path
-    return parse_report(decode(read_bytes(path, stdin, limit), name), name)
+    return parse_report(read_text(path, stdin, limit), "standard input" if path == "-" else path)
+
+
+def read_text(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of ``path`` (``-`` = stdin), in whatever encoding it was saved."""
+    return decode(read_bytes(path, stdin, limit), "standard input" if path == "-" else path)
 
 
 def read_bytes(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -39,8 +56,13 @@ def read_bytes(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT
     if path == "-":
         import sys
 
-        stream: Any = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read(limit + 1)
+        stream: Any = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise ReportError("standard input is closed; pass a file, or redirect one to stdin")
+        try:
+            data = stream.read(limit + 1)
+        except OSError as exc:
+            raise ReportError(f"cannot read standard input ({exc.strerror or exc})") from None
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogateescape")
     else:
@@ -95,34 +117,78 @@ def decode(data: bytes, name: str = "input") -> str:
     text = data[skip:].decode(codec, errors="replace")
     if not text.strip():
         raise ReportError(f"{name} is empty")
-    if "\x00" in text[:_SNIFF]:
+    head = text[:8192]
+    if "\x00" in head or head.count("\ufffd") > len(head) // 10 + 8:
         raise ReportError(f"{name} is binary data, not a JSON report or pasted text")
     return text.lstrip("\ufeff")
 
 
 def parse_report(text: str, name: str = "input") -> Report | Facts:
-    """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text."""
+    """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text. Size and count
+    limits (README, "Limits") and JSON that envdoctor never writes (NaN, Infinity) are refused."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            data = json.loads(stripped)
+            data = json.loads(stripped, parse_constant=_not_json, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             if stripped.startswith("{"):
                 raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                                   "was it truncated?") from None
         except RecursionError:
             raise ReportError(f"{name} is nested too deeply to be an envdoctor report") from None
+        except _NotJsonValue as exc:
+            raise ReportError(f"{name} contains {exc}, which is not a JSON value; it was not written by envdoctor") from None
         else:
-            return report_from_json(data, name)
+            # No secret can hide in a text without a single hint of one (and without escapes, which
+            # could spell one): then the loaded facts need no redaction scan of their own.
+            clean = "\\" not in stripped and not may_hold_secret(stripped)
+            del stripped, text
+            return report_from_json(data, name, clean)
+    lines = text.count("\n")
+    if lines > MAX_LINES:
+        raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
+                          "Paste the collect_env / nvidia-smi output and the error, not a whole log")
     from .parsers import ParseError, parse_text
 
     try:
-        return parse_text(text)
+        facts = parse_text(text)
     except ParseError as exc:
         raise ReportError(f"{name}: {exc}") from None
+    _check_counts(facts, name, raw=False)
+    return facts
 
 
-def report_from_json(data: Any, name: str = "input") -> Report:
+def _check_counts(facts: Mapping[str, Any], name: str, raw: bool) -> None:
+    """The GPU limit, on a report's fact objects (``raw``) or on parsed Facts."""
+    for key in _GPU_LISTS:
+        entry = facts.get(key)
+        value = (entry.get("value") if isinstance(entry, dict) else None) if raw else (
+            entry.value if entry is not None else None)
+        if isinstance(value, (list, tuple)) and len(value) > MAX_GPUS:
+            raise ReportError(f"{name} lists {len(value):,} GPUs in {key}; envdoctor judges at most {MAX_GPUS:,} "
+                              "GPUs per report. Is this the right file?")
+
+
+class _NotJsonValue(ValueError):
+    pass
+
+
+def _not_json(token: str) -> Any:
+    # NaN and Infinity are not JSON (json.dumps writes them, strict readers refuse them): a
+    # report carrying them was not written by envdoctor, and a NaN would pass every range check.
+    raise _NotJsonValue(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value - value != 0.0:  # 1e999 reads as inf
+        raise _NotJsonValue(f"{token[:40]} (out of range)")
+    return value
+
+
+def report_from_json(data: Any, name: str = "input", clean: bool = False) -> Report:
+    """A parsed JSON value -> Report; ``clean``: the text held nothing a secret could be (no redaction
+    scan needed)."""
     if not isinstance(data, dict):
         raise ReportError(f"{name} is JSON but not an envdoctor report (expected an object)")
     version = data.get("schema_version")
@@ -135,7 +201,13 @@ def report_from_json(data: Any, name: str = "input") -> Report:
         raise ReportError(f"{name} has an invalid schema_version {version}")
     if not isinstance(data.get("facts"), dict):
         raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
+    findings = data.get("findings")
+    if isinstance(findings, list) and len(findings) > MAX_FINDINGS:
+        raise ReportError(f"{name} has {len(findings):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
+    _check_counts(data["facts"], name, raw=True)
     try:
-        return Report.from_dict(data)
+        return Report.from_dict(data, clean)
+    except TooDeep:  # found while freezing, which walks every value anyway
+        raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{name} is not a well-formed envdoctor report ({type(exc).__name__}: {exc})") from None

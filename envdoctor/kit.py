@@ -6,10 +6,11 @@ The runner fills in the finding's id from the check that returned it, so a check
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .model import Facts, Finding, Reading, Remediation, Status, thaw
+from .model import Facts, Finding, Reading, Remediation, Status
 
 __all__ = ["ok", "warn", "fail", "skip", "error", "evidence", "Remediation", "pip_install_torch"]
 
@@ -44,13 +45,40 @@ def error(title: str, detail: str = "", evidence: Mapping[str, Any] | None = Non
     return _make(Status.ERROR, title, detail, evidence, remedy, (), id)
 
 
+#: Evidence shows at most this many items of a list (and four times as many keys of an object):
+#: the facts hold everything, and a finding per check repeating a 20,000-GPU list would make
+#: the output grow with checks x GPUs.
+EVIDENCE_ITEMS = 32
+
+
 def evidence(facts: Facts, *keys: str) -> dict[str, Any]:
     """``{key: value}`` for facts that were read, ``{key: "<reason>: <detail>"}`` for the rest."""
     out: dict[str, Any] = {}
     for key in keys:
         reading: Reading = facts.get(key)
-        out[key] = thaw(reading.value) if reading.ok else reading.describe()
+        out[key] = capped(reading.value) if reading.ok else reading.describe()
     return out
+
+
+def capped(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings, lists and objects cut, nested ones too (a few levels)."""
+    if isinstance(value, str):
+        limit = EVIDENCE_ITEMS * 64
+        return value if len(value) <= limit else f"{value[:limit]}… ({len(value) - limit:,} more characters in the facts)"
+    if depth > 3:
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [capped(v, depth + 1) for v in value[:EVIDENCE_ITEMS]]
+        if len(value) > EVIDENCE_ITEMS:
+            items.append(f"… {len(value) - EVIDENCE_ITEMS:,} more in the facts")
+        return value if len(value) <= EVIDENCE_ITEMS and all(a is b for a, b in zip(items, value, strict=False)) else items
+    if isinstance(value, Mapping):
+        limit = EVIDENCE_ITEMS * 4
+        out = {k: capped(v, depth + 1) for k, v in itertools.islice(value.items(), limit)}
+        if len(value) > limit:
+            out["…"] = f"{len(value) - limit:,} more in the facts"
+        return value if len(value) <= limit and all(out[k] is v for k, v in value.items()) else out
+    return value
 
 
 def pip_install_torch(version: str | None, variant: str, extra: str = "", python: str | None = None) -> str:

@@ -61,11 +61,52 @@ class ProbeStatus(str, enum.Enum):
 SEVERITY = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
 
 
-def _freeze(value: Any) -> Any:
+_SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
+#: Deepest nesting a value may have (a live fact nests at most 6 levels). Deeper is refused when
+#: frozen, before anything recursive (rendering, redaction) can overflow on it.
+MAX_NESTING = 64
+
+
+class TooDeep(ValueError):
+    pass
+
+
+def _all_str(values: Iterable[Any]) -> bool:
+    """True when every value is a str: ``join`` checks that in C (a 900,000-entry package list)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
+def _freeze(value: Any, depth: int = 0) -> Any:
+    """Deep-immutable copy of a JSON value. A mapping this module already froze is returned as
+    is (its contents are frozen too), so evidence drawn from facts costs no copy, whatever its size."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES or kind is MappingProxyType:
+        return value
+    if depth >= MAX_NESTING:
+        raise TooDeep(f"a value is nested deeper than {MAX_NESTING} levels")
+    deeper = depth + 1
+    if kind is dict:  # what json.loads gives: the common case, tested first (ABC checks are slow)
+        if len(value) > 64 and _all_str(value.values()) and _all_str(value.keys()):
+            return MappingProxyType(value.copy())  # a big flat object (a package list): one C copy
+        return MappingProxyType({k if type(k) is str else str(k): _freeze(v, deeper) for k, v in value.items()})
+    if kind is list:
+        if len(value) > 64 and _all_str(value):
+            return tuple(value)
+        return tuple([_freeze(v, deeper) for v in value])
     if isinstance(value, Mapping):
-        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
+        return MappingProxyType({str(k): _freeze(v, deeper) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v, deeper) for v in value)
+    if isinstance(value, tuple):
+        items = tuple(_freeze(v, deeper) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=False)) else items
     return value
 
 
@@ -103,8 +144,10 @@ class Reading:
         text = self.reason.value
         return f"{text}: {self.detail}" if self.detail else text
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": thaw(self.value)}
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
+        """Plain JSON types; ``thawed=False`` keeps the frozen value as is (no copy) for a writer
+        that can serialise mappings itself (report.json_text)."""
+        out: dict[str, Any] = {"value": thaw(self.value) if thawed else self.value}
         if self.reason is not None:
             out["reason"] = self.reason.value
         if self.source:
@@ -182,8 +225,8 @@ class Facts(Mapping[str, Reading]):
         data.update(other)
         return Facts(data)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {key: self._data[key].to_dict() for key in sorted(self._data)}
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
+        return {key: self._data[key].to_dict(thawed) for key in sorted(self._data)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Facts:

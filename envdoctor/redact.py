@@ -7,8 +7,10 @@ masked wherever they appear in a report.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -46,12 +48,55 @@ def is_reported(name: str) -> bool:
     return name in ALLOW_NAMES or name.startswith(ALLOW_PREFIXES)
 
 
+# Credentials written as key=value or key: value in free text (a proxy error quoting its URL
+# query, an exception quoting a config line), and HTTP bearer tokens. Bounded runs only.
+_KEYED = re.compile(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
+                    r"private[_-]?key|auth))(?P<sep>[\"']?\s{0,3}[=:]\s{0,3}[\"']?)(?P<value>[^\s\"',;&)}\]]{3,512})")
+_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
+# One cheap scan first: most strings of a report (GPU names, versions, paths) contain none of
+# these, and a 50 MB report has millions of strings. Substring tests on the lower-cased text are
+# ten times faster than one case-insensitive alternation.
+_HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "akia", "xox", "eyj", "://", "bearer",
+          "passw", "pwd", "secret", "token", "api", "access", "private", "auth",
+          # secret-looking variable names (is_secret_name), for a mapping of environment variables
+          "key", "credential", "cookie", "session", "signature", "_pat")
+
+
+def may_hold_secret(text: str) -> bool:
+    """False when no pattern of this module can match ``text`` (a superset test, lower-cased)."""
+    low = text.lower()
+    return any(hint in low for hint in _HINTS)
+
+
+def _plain(value: Any) -> Any:
+    if type(value) is MappingProxyType:  # copy() copies the underlying dict in C
+        return value.copy()
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def redact_tree(value: Any, key: str = "") -> Any:
+    """:func:`redact_value` for a big value: one scan of its JSON text first (C speed), and the
+    walk string by string only when that scan finds a hint. A 50 MB fact with no secret costs
+    one serialisation, not millions of pattern tests."""
+    if isinstance(value, str):
+        return redact_value(value, key)
+    try:
+        blob = json.dumps(value, ensure_ascii=False, default=_plain)
+    except (TypeError, ValueError, RecursionError):
+        return redact_value(value, key)
+    return redact_value(value, key) if may_hold_secret(blob) else value
+
+
 def redact_text(text: str) -> str:
-    """Mask credential-shaped substrings of a free-form string."""
+    """Mask credential-shaped substrings of a free-form string (paths and error texts too)."""
+    if not may_hold_secret(text):
+        return text
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for rx in _SECRET_VALUE:
         text = rx.sub(REDACTED, text)
-    return text
+    text = _KEYED.sub(lambda m: m.group("key") + m.group("sep") + (m.group("value") if m.group("value") == REDACTED
+                                                                      else REDACTED), text)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def select_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -66,11 +111,25 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def redact_value(value: Any, key: str = "") -> Any:
-    """Deep redaction of a JSON value (used on whole reports before they are written)."""
+    """Deep redaction of a JSON-like value. Containers keep their type (a frozen mapping stays
+    frozen) and an unchanged value is returned as the same object, so redacting a big report
+    that holds no secret copies nothing."""
     if isinstance(value, str):
         return REDACTED if key and is_secret_name(key) and is_reported(key) else redact_text(value)
     if isinstance(value, Mapping):
-        return {k: redact_value(v, str(k)) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        changed = False
+        for k, v in value.items():
+            new = redact_value(v, str(k))
+            name = redact_text(k) if isinstance(k, str) else k  # a path can be a key too
+            changed = changed or new is not v or name is not k
+            out[name] = new
+        if not changed:
+            return value
+        return MappingProxyType(out) if isinstance(value, MappingProxyType) else out
     if isinstance(value, (list, tuple)):
-        return [redact_value(v) for v in value]
+        items = [redact_value(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=False)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value

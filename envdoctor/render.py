@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
     from .report import Report
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls (U+009B alone is a CSI on many terminals), line/paragraph separators and
+# bidi overrides (they reorder what is shown around them).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 ICONS = {Status.OK: "✔", Status.WARN: "▲", Status.FAIL: "✖", Status.SKIP: "○", Status.ERROR: "⁉"}
 STYLES = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "dim",
           Status.ERROR: "bold magenta"}
@@ -195,7 +197,9 @@ def render_markdown(report: Report) -> str:
                 out += [f"{fence}sh", body, fence, ""]
             for link in r.links:
                 out.append(f"- <{safe(link)}>")
-    facts_json = json.dumps(report.to_dict()["facts"], indent=1, ensure_ascii=False)
+    from .report import json_text
+
+    facts_json = json_text(report.facts.to_dict(thawed=False), indent=1)
     fence = _fence(facts_json)
     out += ["", "<details><summary>Facts (envdoctor report --json has everything)</summary>", "",
             f"{fence}json", facts_json, fence, "", "</details>", ""]

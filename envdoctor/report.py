@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from . import __version__
-from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Status, summarize, worst
-from .redact import redact_value
+from .kit import capped
+from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
+from .redact import redact_text, redact_tree
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -37,6 +41,17 @@ class Report:
     compat_as_of: str | None = None
     warnings: tuple[str, ...] = ()  # registry/plugin warnings, unknown --only ids, …
 
+    def __post_init__(self) -> None:
+        # The one place every output is redacted: terminal, Markdown, JSON and the healthcheck
+        # line all render a Report, so none of them can show what this did not mask (paths,
+        # error texts, remedies and evidence included, not only environment values).
+        object.__setattr__(self, "facts", _redact_facts(self.facts))
+        object.__setattr__(self, "findings", tuple(_redact_finding(f) for f in self.findings))
+        object.__setattr__(self, "probes", tuple(p if redact_text(p.detail) is p.detail else
+                                                 replace(p, detail=redact_text(p.detail)) for p in self.probes))
+        object.__setattr__(self, "warnings", tuple(redact_text(str(w)) for w in self.warnings))
+        object.__setattr__(self, "origin", redact_text(self.origin))
+
     @property
     def summary(self) -> dict[str, Any]:
         counts = summarize(self.findings)
@@ -47,12 +62,12 @@ class Report:
 
     def not_run(self) -> list[dict[str, str]]:
         """Probes that did not complete and checks that were skipped, with why."""
-        out = [{"what": f"probe {p.name}", "why": p.status.value + (f": {p.detail}" if p.detail else "")}
+        out = [{"what": f"probe {p.name}", "why": p.status + (f": {p.detail}" if p.detail else "")}
                for p in self.probes if p.status is not ProbeStatus.OK]
         out += [{"what": f"check {f.id}", "why": f.detail or f.title} for f in self.findings if f.status is Status.SKIP]
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, thawed: bool = True) -> dict[str, Any]:
         data = {
             "schema_version": self.schema_version,
             "envdoctor_version": self.envdoctor_version,
@@ -64,14 +79,18 @@ class Report:
             "probes": [p.to_dict() for p in self.probes],
             "not_run": self.not_run(),
             "warnings": list(self.warnings),
-            "facts": self.facts.to_dict(),
+            "facts": self.facts.to_dict(thawed),
         }
-        return redact_value(data)
+        return data  # already redacted (__post_init__)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+    def from_dict(cls, data: Mapping[str, Any], clean: bool = False) -> Report:
+        """``clean``: the caller proved no string in ``data`` can hold a secret (see parse_report)."""
+        facts = _facts_consuming(data.get("facts") or {})
+        if clean:
+            _CLEAN[:] = [facts, *_CLEAN[:3]]
         return cls(
-            facts=Facts.from_dict(data.get("facts") or {}),
+            facts=facts,
             findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()),
             probes=tuple(ProbeRun.from_dict(p) for p in data.get("probes") or ()),
             created_at=str(data.get("created_at", "")),
@@ -81,6 +100,18 @@ class Report:
             compat_as_of=data.get("compat_as_of"),
             warnings=tuple(str(w) for w in data.get("warnings") or ()),
         )
+
+
+def _facts_consuming(raw: Any) -> Facts:
+    """Facts from a report's ``facts`` object, emptying a plain dict as it goes: each raw fact
+    is dropped once frozen, so a 50 MB report is not held twice at the peak."""
+    if not isinstance(raw, dict):
+        return Facts.from_dict(raw)
+    readings = {}
+    while raw:
+        key, value = raw.popitem()
+        readings[str(key)] = Reading.from_dict(value)
+    return Facts(dict(sorted(readings.items())))
 
 
 def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
@@ -94,19 +125,171 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
     return EXIT_OK
 
 
+#: Facts objects already redacted (by identity; a few, strongly held): a report loaded for
+#: diagnose becomes a second Report with the same Facts, which need not be scanned again.
+_CLEAN: list[Facts] = []
+
+
+def _redact_facts(facts: Facts) -> Facts:
+    if any(f is facts for f in _CLEAN):
+        return facts
+    changed: dict[str, Reading] = {}
+    for key, r in facts.items():
+        value, source, detail = redact_tree(r.value), redact_text(r.source), redact_text(r.detail)
+        if value is not r.value or source is not r.source or detail is not r.detail:
+            changed[key] = Reading(value, r.reason, source, detail)
+    clean = facts.merged(changed) if changed else facts
+    _CLEAN[:] = [clean, *_CLEAN[:3]]
+    return clean
+
+
+#: Longest title / other text of a finding: a 1 MB torch version quoted by every check would
+#: otherwise make every output (and its redaction) grow with checks x that size.
+MAX_TITLE, MAX_TEXT = 500, 20_000
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _redact_finding(f: Finding) -> Finding:
+    r = f.remediation
+    rem = Remediation(redact_text(_clip(r.text, MAX_TEXT)), tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.commands),
+                      tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.links))
+    title, detail = redact_text(_clip(f.title, MAX_TITLE)), redact_text(_clip(f.detail, MAX_TEXT))
+    # Capped here too, whoever built it: a check that writes its own evidence from a 260,000-path fact
+    # must not make every output that big.
+    evidence = redact_tree(capped(f.evidence))
+    if (title is f.title and detail is f.detail and evidence is f.evidence and rem.text is r.text
+            and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links, strict=False))):
+        return f
+    return replace(f, title=title, detail=detail, evidence=evidence, remediation=rem)
+
+
+# Characters that are data in JSON but actions on a terminal or in a rendered page: DEL and the
+# C1 controls (U+009B is a one-character CSI), line/paragraph separators and bidi overrides.
+# json.dumps escapes C0 controls itself; these are escaped the same way, so the value is kept.
+_UNSAFE_IN_TEXT = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+#: Above this many characters (compact), JSON is written one entry of each top-level object or
+#: list per line: json.dumps with ``indent`` runs in pure Python, four times slower than the
+#: compact C encoder, and a 50 MB report would take seconds just to print.
+_PRETTY_LIMIT = 1 << 20
+
+
+def _plain(value: Any) -> Any:
+    if type(value) is MappingProxyType:  # a frozen mapping: its dict copied in C, not item by item
+        return value.copy()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+def json_text(value: Any, indent: int = 2) -> str:
+    """``json.dumps`` for output: UTF-8 kept readable, unsafe controls written as ``\\uXXXX``;
+    frozen mappings are written as they are. Big values are laid out by :func:`_layered`."""
+    return "".join(json_chunks(value, indent))
+
+
+def json_chunks(value: Any, indent: int = 2) -> Iterator[str]:
+    """:func:`json_text` in pieces, for a writer that need not hold a 50 MB string twice."""
+    def dumps(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, default=_plain)
+
+    # Each second-level entry compact, once: their sizes decide the layout, and the big layout
+    # reuses them (a 50 MB report is serialised once).
+    entries: dict[Any, Any] = {}
+    size = 0
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for k, v in items:
+        if isinstance(v, Mapping):
+            entries[k] = [(kk, dumps(vv)) for kk, vv in v.items()]
+        elif isinstance(v, (list, tuple)):
+            entries[k] = [(None, dumps(vv)) for vv in v]
+        else:
+            entries[k] = dumps(v)
+        size += sum(len(e[1]) for e in entries[k]) if isinstance(entries[k], list) else len(entries[k])
+    if size <= _PRETTY_LIMIT or not isinstance(value, (Mapping, list, tuple)):
+        del entries
+        pieces: Iterable[str] = (json.dumps(value, indent=indent, ensure_ascii=False, default=_plain),)
+    else:
+        pieces = _layered(value, entries, indent)
+    for piece in pieces:
+        yield _UNSAFE_IN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", piece) if _UNSAFE_IN_TEXT.search(piece) else piece
+
+
+def _layered(value: Any, entries: dict[Any, Any], indent: int) -> Iterator[str]:
+    """Two levels indented, everything deeper compact (each fact, finding or probe on one line)."""
+    one, two = " " * indent, " " * indent * 2
+    is_map = isinstance(value, Mapping)
+    yield "{\n" if is_map else "[\n"
+    keys = list(entries)
+    for n, k in enumerate(keys):
+        entry, v = entries.pop(k), value[k]
+        head = f"{one}{json.dumps(str(k), ensure_ascii=False)}: " if is_map else one
+        tail = ",\n" if n < len(keys) - 1 else "\n"
+        if isinstance(entry, list) and entry:
+            sub_map = isinstance(v, Mapping)
+            yield head + ("{\n" if sub_map else "[\n")
+            last = len(entry) - 1
+            for i, (kk, text) in enumerate(entry):
+                key = f"{json.dumps(str(kk), ensure_ascii=False)}: " if sub_map else ""
+                yield f"{two}{key}{text}{',' if i < last else ''}\n"
+            yield one + ("}" if sub_map else "]") + tail
+        else:
+            yield head + (entry if isinstance(entry, str) else ("{}" if isinstance(v, Mapping) else "[]")) + tail
+    yield "}" if is_map else "]"
+
+
 def to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return "".join(to_json_chunks(report))
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+def to_json_chunks(report: Report) -> Iterator[str]:
+    yield from json_chunks(report.to_dict(thawed=False))
+    yield "\n"
+
+
+class OutputTargetError(Exception):
+    """``-o`` names something that is not a regular file (a device, a FIFO, a socket, a link to
+    one): refused, never replaced. The message is shown as is."""
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a directory" if stat.S_ISDIR(mode) else "a special file")
+
+
+def _regular_target(path: str | os.PathLike[str]) -> Path:
+    """The file to replace: ``path`` itself, or the regular file a link points to (the link is
+    kept). Raises OutputTargetError for anything else."""
     target = Path(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None  # a new file (or a dangling link: the file it names is created)
+    if mode is not None and not stat.S_ISREG(mode):
+        via = f" (a link to {os.path.realpath(target)})" if target.is_symlink() else ""
+        raise OutputTargetError(f"{path}{via} is {_kind(mode)}, not a regular file: not replaced. Name a file, or "
+                                "leave out -o to print to standard output")
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
+def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half a file.
+    Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
+    a complete file, the last one wins."""
+    target = _regular_target(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            for piece in ((text,) if isinstance(text, str) else text):
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
+        _regular_target(target)  # again, just before the rename: it may have changed meanwhile
         os.replace(tmp, target)
     except BaseException:
         try:

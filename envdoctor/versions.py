@@ -168,14 +168,20 @@ def parse_cc(value: Any) -> CC | None:
             return int(value[0]), int(value[1])
         except (TypeError, ValueError):
             return None
-    if isinstance(value, str):
-        text = value.strip()
-        m = _CC_DOTTED_RE.fullmatch(text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-        m = _CC_SM_RE.fullmatch(text)
-        if m:
-            return int(m.group(1)), int(m.group(2))
+    if isinstance(value, str) and len(value) < 64:
+        return _parse_cc_text(value)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)  # asked per GPU and per table row: few distinct texts
+def _parse_cc_text(value: str) -> CC | None:
+    text = value.strip()
+    m = _CC_DOTTED_RE.fullmatch(text)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    m = _CC_SM_RE.fullmatch(text)
+    if m:
+        return int(m.group(1)), int(m.group(2))
     return None
 
 
@@ -192,6 +198,7 @@ def sm(cc: CC) -> str:
 # ---------------------------------------------------------------------------------------------
 # PyTorch wheel variants
 
+@functools.lru_cache(maxsize=256)
 def variant_cuda(variant: str | None) -> str | None:
     """``"cu128"`` -> ``"12.8"``; None for ``cpu``/``rocm…``."""
     m = _VARIANT_CUDA_RE.fullmatch(variant or "")

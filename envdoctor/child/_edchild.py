@@ -40,6 +40,18 @@ def stage(name):
     emit(_stage=name)
 
 
+def append(key, item):
+    """Add ``item`` to the list ``key`` on the parent's side: N items cost O(N) output, where
+    re-emitting the whole list after each one cost O(N^2)."""
+    emit(_append={key: item})
+
+
+def cleanup(name):
+    """Everything is reported; ``name`` (e.g. nvmlShutdown) is only cleanup. The parent gives it a
+    short grace and reports a hang in it as such, instead of waiting out the deadline."""
+    emit(_cleanup=name)
+
+
 def done(**record):
     record["_done"] = True
     emit(**record)

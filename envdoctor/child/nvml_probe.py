@@ -9,7 +9,7 @@ is recorded under the GPU's ``missing`` map and the rest is still read.
 
 import sys
 
-from _edchild import args, done, emit, error_text, mapped, stage
+from _edchild import append, args, cleanup, done, emit, error_text, mapped, stage
 
 # NVML return codes (nvml.h) -> (symbolic name, envdoctor reason), from envdoctor/data/errors.json:
 # the parent passes the table in this script's JSON arguments ({"codes": {"9": [name, reason]}}),
@@ -296,16 +296,15 @@ def main():
             system["missing"][key] = exc.info
     emit(system=system)
 
-    gpus = []
+    emit(gpus=[])
     for index in range(system.get("device_count") or 0):
-        gpus.append(read_gpu(index))
-        emit(gpus=gpus)
-    stage("nvmlShutdown")
+        append("gpus", read_gpu(index))
+    cleanup("nvmlShutdown")
     try:
         call("nvmlShutdown")
     except Failure:
         pass
-    done(gpus=gpus)
+    done()
 
 
 if __name__ == "__main__":

@@ -319,6 +319,10 @@ def nvml_readings(result: ChildResult, environ: Mapping[str, str]) -> dict[str, 
         # The child never got past nvmlInit: it hung or crashed there.
         why = missing(result.reason or Reason.FAILED, NVML_SOURCE, result.explain() or "the NVML child reported nothing")
         return {k: why for k in NVML_KEYS}
+    if result.cleanup:
+        # Everything was read, then the cleanup call hung or crashed: a driver in a bad way, said
+        # as such (the readings themselves are complete).
+        init = {**init, "shutdown": {"status": result.status, "call": result.cleanup, "detail": result.explain()}}
     out["nvml.init"] = ok(init, NVML_SOURCE)
     lib = data.get("library_path")
     out["nvml.library_path"] = ok(lib, NVML_SOURCE) if lib else missing(

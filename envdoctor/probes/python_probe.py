@@ -89,6 +89,9 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
     return out
 
 
+NOISE_KEY = "torch.import_noise_bytes"
+
+
 def probe_python(host: Host, options: Options) -> dict[str, Reading]:
     # `check --distributed` hands in its rank child, which runs this same script after its own
     # `import torch`: one import per rank instead of two (Options.extra["torch_probe"]).
@@ -100,10 +103,14 @@ def probe_python(host: Host, options: Options) -> dict[str, Reading]:
                                 python=options.python)
     if result.status == "absent":
         reading = missing(Reason.ABSENT, SOURCE, result.detail)
-        return {k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS)}
-    return readings_from_child(result)
+        return {k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS, NOISE_KEY)}
+    out = readings_from_child(result)
+    # What `import torch` (and whatever it loads) printed besides the child's records: a flood
+    # is reported as one, never mistaken for a failed import.
+    out[NOISE_KEY] = ok(result.noise, SOURCE)
+    return out
 
 
 # torch import alone takes 1-3 s warm and can take 20+ s on a cold network filesystem.
-PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS, scale=6.0, critical=True)
+PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS + (NOISE_KEY,), scale=6.0, critical=True)
 PROBES = [PROBE]

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from .. import lifecycle
 from ..host import Host
 from ..model import Facts, ProbeRun, ProbeStatus, Reading, Reason, missing
 from .spec import Options, ProbeSpec
@@ -79,7 +80,7 @@ def run_probes(
         remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
         if budget is not None:
             remaining = min(remaining, began + budget - time.monotonic())
-        thread.join(timeout=max(remaining, 0.0))
+        lifecycle.join(thread, max(remaining, 0.0))  # sliced: the main thread stays responsive to signals
     with lock:
         closed.set()
         for name, (spec, _) in threads.items():

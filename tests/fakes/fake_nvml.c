@@ -7,6 +7,7 @@
  *   init=18                 return code of nvmlInitWithFlags / nvmlInit_v2 (0 = success)
  *   init_hang=1             nvmlInit never returns (a wedged driver)        (fake_knobs.h)
  *   init_crash=1            nvmlInit dies of SIGSEGV                       (fake_knobs.h)
+ *   shutdown_hang=1         nvmlShutdown never returns (everything else answers)
  *   driver_version=570.124.06   cuda_version=12080   count=2
  *   rc.<function>=N         every call of <function> returns N
  *   gpuI.rc.<function>=N    calls of <function> for GPU I return N
@@ -79,7 +80,11 @@ static nvmlReturn_t do_init(void) {
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return do_init(); }
 nvmlReturn_t nvmlInit_v2(void) { return do_init(); }
 nvmlReturn_t nvmlInit(void) { return do_init(); }
-nvmlReturn_t nvmlShutdown(void) { initialized = 0; return 0; }
+nvmlReturn_t nvmlShutdown(void) {
+    if (fake_cfg_int("shutdown_hang", 0)) fake_hang();
+    initialized = 0;
+    return 0;
+}
 
 /* Texts as NVML's nvmlErrorString prints them (what nvidia-smi shows after
  * "Failed to initialize NVML: "). */

@@ -1,0 +1,525 @@
+#!/usr/bin/env python3
+"""The fault matrix: envdoctor run as a user runs it, against everything that goes wrong.
+
+    python bench/fault_matrix.py [--family F] [--jobs N] [--list]
+
+Families: NVML init and per-GPU error codes, hung/crashing/huge NVML, cuInit codes, broken torch
+packages (raises, hangs, prints, segfaults, os._exit, spawns a child holding stdout), hung /
+crashing / flooding tools on PATH, hostile and huge report files, output streams (full, closed,
+broken pipe, -o onto devices and FIFOs), options (NaN, inf, bad --python), signals at several
+points, concurrent writers. Every scenario runs with canary secrets planted (environment values,
+paths, the working directory) and every output is searched for them.
+
+One line per scenario: verdict, exit code, seconds, family/name, why; then a summary. A verdict
+is PASS when the run ended within its limit, with an expected exit code, no traceback, no leaked
+canary, and the scenario's own condition held. Exit status: 0 when every scenario passed.
+The fast part runs in the tests (tests/test_fault_matrix.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.faults import (  # noqa: E402
+    AWS,
+    GH,
+    HF,
+    JWT,
+    PROXY_PASSWORD,
+    SK,
+    TORCH_VARIANTS,
+    Outcome,
+    alive,
+    canary_env,
+    fake_torch,
+    leaked,
+    pidfile,
+    run_cli,
+)
+
+
+# -- scenarios -----------------------------------------------------------------------------------
+@dataclass
+class Scenario:
+    family: str
+    name: str
+    args: list[str]
+    expect: frozenset[int] = frozenset({0, 1, 3})
+    limit: float = 30.0
+    env: dict[str, str] = field(default_factory=dict)
+    torch: str | None = "healthy"  # fake torch variant on PYTHONPATH (None: the real one)
+    nvml: dict[str, object] | None = None  # fake NVML config (None: no NVML library)
+    cuda: dict[str, object] | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # fake executables first on PATH
+    files: dict[str, bytes] = field(default_factory=dict)  # written under the run folder
+    stdin: bytes | None = None
+    stdout: str = "pipe"  # pipe | full | closed | gone
+    close_stdin: bool = False
+    signal_at: tuple[str, int] | None = None  # ("start"|"pid"|seconds, signum)
+    check: Callable[[Outcome, Path], str] | None = None  # "" when fine, else why not
+    fast: bool = False  # part of the test suite's run
+    concurrent: int = 0  # run this many copies at once
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}/{self.name}"
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    rc: int | None
+    seconds: float
+    ok: bool
+    why: str
+
+
+def _contains(*needles: str) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        missing = [n for n in needles if n not in out.text]
+        return f"output lacks {missing}" if missing else ""
+    return check
+
+
+def _one_line_stderr(prefix: str) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        lines = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        if len(lines) != 1 or not lines[0].startswith(prefix):
+            return f"stderr is not one {prefix!r} line: {lines[:3]}"
+        return ""
+    return check
+
+
+def _children_gone(out: Outcome, folder: Path) -> str:
+    for pid_file in folder.glob("**/pid"):
+        pid = int(pid_file.read_text() or 0)
+        for _ in range(40):
+            if not alive(pid):
+                break
+            time.sleep(0.05)
+        if alive(pid):
+            return f"child {pid} outlived envdoctor"
+    return ""
+
+
+def _all(*checks: Callable[[Outcome, Path], str]) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        for c in checks:
+            why = c(out, folder)
+            if why:
+                return why
+        return ""
+    return check
+
+
+NVML_CODES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 25, 26, 27, 28, 29,
+              999, 42)
+GPU_CALLS = ("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetEccMode", "nvmlDeviceGetName",
+             "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetPciInfo", "nvmlDeviceGetRemappedRows",
+             "nvmlDeviceGetTemperature", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMigMode")
+CUDA_CODES = (1, 2, 3, 34, 35, 46, 100, 101, 200, 304, 801, 802, 804, 999)
+
+
+def _report(facts: dict[str, object], **extra: object) -> bytes:
+    return json.dumps({"schema_version": 1, "facts": facts, **extra}).encode()
+
+
+HEALTHY_FACTS = {"torch.version": {"value": "2.6.0+cu126"}, "python.version": {"value": "3.12.1"},
+                 "nvml.driver_version": {"value": "570.124.06"}}
+
+
+def _hostile_files() -> dict[str, bytes]:
+    deep = "[" * 500 + "]" * 500
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-x", "compute_capability": "9.0",
+           "memory_total": 85 << 30, "memory_used": 1 << 20, "missing": {}}
+    return {
+        "empty": b"",
+        "whitespace": b"   \n\t\n",
+        "binary": b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 16,
+        "invalid-utf8": b"PyTorch version: 2.6.0\xff\xfe\xfa\nCUDA used to build PyTorch: 12.6\n",
+        "utf16-report": b"\xff\xfe" + _report(HEALTHY_FACTS).decode().encode("utf-16-le"),
+        "utf16-bomless-paste": "PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\n".encode("utf-16-le"),
+        "utf32-report": b"\xff\xfe\x00\x00" + _report(HEALTHY_FACTS).decode().encode("utf-32-le"),
+        "truncated-json": _report(HEALTHY_FACTS)[:-7],
+        "json-array": b"[1, 2, 3]",
+        "json-string": b'"hello"',
+        "json-nan": b'{"schema_version": 1, "facts": {"torch.version": {"value": NaN}}}',
+        "json-huge-number": b'{"schema_version": 1, "facts": {"nvml.device_count": {"value": 1e999}}}',
+        "schema-bool": b'{"schema_version": true, "facts": {}}',
+        "schema-future": b'{"schema_version": 99, "facts": {}}',
+        "schema-zero": b'{"schema_version": 0, "facts": {}}',
+        "facts-list": b'{"schema_version": 1, "facts": []}',
+        "fact-not-object": b'{"schema_version": 1, "facts": {"torch.version": "2.6"}}',
+        "fact-bad-reason": b'{"schema_version": 1, "facts": {"torch.version": {"value": null, "reason": "because"}}}',
+        "deep-nesting": ('{"schema_version": 1, "facts": {"torch.version": {"value": ' + deep + '}}}').encode(),
+        "very-deep-nesting": ('{"schema_version": 1, "facts": {"x": {"value": ' + "[" * 100000 + "]" * 100000 + "}}}").encode(),
+        "wrong-types": _report({"nvml.gpus": {"value": "not a list"}, "torch.devices": {"value": 7},
+                                "torch.arch_list": {"value": {"a": 1}}, "nvml.device_count": {"value": "two"},
+                                "nvml.init": {"value": [1, 2]}, "torch.version": {"value": ["2.6"]}}),
+        "gpu-entries-wrong": _report({"nvml.gpus": {"value": [1, "x", None, {"index": "zero"}, {"name": {"a": 1}}]}}),
+        "findings-garbage": _report(HEALTHY_FACTS, findings=[{"id": "x", "status": "bogus"}]),
+        "probes-garbage": _report(HEALTHY_FACTS, probes=[{"name": "x"}]),
+        "huge-string": _report({"torch.version": {"value": "2.6.0" + "x" * (8 << 20)}}),
+        "control-chars": _report({"torch.version": {"value": "2.6.0\x1b[2J\x9b31m\u202e"},
+                                  "nvml.gpus": {"value": [{"index": 0, "name": "\x1b]0;pwned\x07GPU"}]}}),
+        "markup": _report({"torch.version": {"value": "[bold red]2.6[/]"},
+                           "nvml.gpus": {"value": [{"index": 0, "name": "[link=file:///etc/passwd]x[/link]"}]}}),
+        "secrets-in-report": _report({
+            "torch.version": {"value": None, "reason": "failed",
+                              "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF}"},
+            "python.executable": {"value": f"/home/a/{GH}/bin/python"},
+            "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}}}),
+        "secrets-in-paste": (f"PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\n"
+                             f"Python platform: Linux /home/{GH}\nOSError: https://u:{PROXY_PASSWORD}@h/ {SK}\n").encode(),
+        "gpus-20000": _report({**HEALTHY_FACTS, "nvml.gpus": {"value": [dict(gpu, index=i) for i in range(20000)]},
+                               "nvml.device_count": {"value": 20000}}),
+        "gpus-over-limit": _report({"nvml.gpus": {"value": [{"index": i} for i in range(40000)]}}),
+        "findings-over-limit": _report(HEALTHY_FACTS, findings=[{"id": "x", "status": "ok"}] * 20000),
+        "paste-4m-empty-lines": b"PyTorch version: 2.6.0\n" + b"\n" * 4_000_000,
+        "paste-150k-gpu-lines": b"PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\nGPU models and "
+                                b"configuration:\n" + b"".join(b"GPU %d: NVIDIA H100 80GB HBM3\n" % i for i in range(150000)),
+        "paste-one-long-line": b"PyTorch version: 2.6.0 " + b"a" * (20 << 20) + b"\n",
+        "paste-nvidia-smi-garbage": b"+-----+\n| NVIDIA-SMI 570.124.06  Driver Version: \xff\xff  CUDA Version: 99.99 |\n" * 1000,
+        "nothing-recognised": b"hello world\nthis is not a report\n",
+        "over-64mib": b"",  # made sparse at run time
+    }
+
+
+def scenarios() -> list[Scenario]:
+    out: list[Scenario] = []
+    add = out.append
+    hc = ["healthcheck", "--max-seconds", "4"]
+    # NVML init codes
+    for code in NVML_CODES:
+        add(Scenario("nvml-init", f"code-{code}", hc, frozenset({0, 1}), 8, nvml={"init": code}, fast=code == 18))
+    # per-GPU NVML errors
+    for fn in GPU_CALLS:
+        for code in (3, 15, 999):
+            add(Scenario("nvml-gpu", f"{fn}-{code}", hc, frozenset({0, 1}), 8,
+                         nvml={"count": 2, f"gpu0.rc.{fn}": code}, fast=(fn, code) == ("nvmlDeviceGetMemoryInfo", 15)))
+    add(Scenario("nvml", "init-hang", hc, frozenset({1}), 6, nvml={"init_hang": 1}, check=_contains("hung"), fast=True))
+    add(Scenario("nvml", "init-crash", hc, frozenset({1}), 8, nvml={"init_crash": 1}))
+    add(Scenario("nvml", "shutdown-hang", ["check", "--no-micro", "-v"], frozenset({0, 1}), 20,
+                 nvml={"count": 2, "shutdown_hang": 1}, check=_contains("nvmlShutdown hung")))
+    add(Scenario("nvml", "128-gpus", ["report", "--no-micro"], frozenset({0, 1, 3}), 30, nvml={"count": 128},
+                 check=lambda o, f: "" if o.stdout.count(b'"uuid"') >= 128 else "not every GPU reported"))
+    add(Scenario("nvml", "1024-gpus", hc, frozenset({0, 1}), 10, nvml={"count": 1024}))
+    add(Scenario("nvml", "healthy-8", ["check", "--no-micro"], frozenset({0, 1}), 20, nvml={"count": 8}))
+    # cuInit codes
+    for code in CUDA_CODES:
+        add(Scenario("cuda-init", f"code-{code}", hc, frozenset({0, 1}), 8, nvml={"count": 1}, cuda={"init": code},
+                     fast=code == 802))
+    add(Scenario("cuda-init", "hang", hc, frozenset({1}), 6, nvml={"count": 1}, cuda={"init_hang": 1}))
+    add(Scenario("cuda-init", "crash", hc, frozenset({1}), 8, nvml={"count": 1}, cuda={"init_crash": 1}))
+    # broken torch packages
+    expected = {"healthy": {0, 1}, "prints-50mb-then-ok": {0, 1}, "prints-50mb-lines-then-ok": {0, 1}}
+    for variant in TORCH_VARIANTS:
+        checks: list[Callable[[Outcome, Path], str]] = [_children_gone]
+        if variant.startswith("prints-50mb"):
+            checks.append(_contains("imports, but printed"))
+        if variant == "secret-in-error":
+            checks.append(_contains("<redacted>"))
+        add(Scenario("torch", variant, ["check", "--no-micro", "--timeout", "1"],
+                     frozenset(expected.get(variant, {0, 1, 3})), 25, torch=variant, check=_all(*checks),
+                     fast=variant in ("segfaults", "prints-50mb-then-ok", "secret-in-error")))
+    # tools on PATH
+    tools = {
+        "dmesg-hangs": {"dmesg": "exec sleep 60"},
+        "dmesg-floods": {"dmesg": "exec head -c 60000000 /dev/zero | tr '\\0' 'x'"},
+        "dmesg-xid-with-secrets": {"dmesg": f"echo 'NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=python {HF}, GPU has "
+                                            f"fallen off the bus.'"},
+        "dmesg-crashes": {"dmesg": "kill -SEGV $$"},
+        "ldconfig-hangs": {"ldconfig": "exec sleep 60"},
+        "ldconfig-floods": {"ldconfig": "exec yes 'libcuda.so.1 (libc6,x86-64) => /usr/lib/libcuda.so.1'"},
+        "ldd-hangs": {"ldd": "exec sleep 60"},
+        "ldd-garbage": {"ldd": "printf '\\377\\376 garbage\\n\\x1b[2J'"},
+        "nvcc-hangs": {"nvcc": "exec sleep 60"},
+        "nvcc-secret": {"nvcc": f"echo 'Cuda compilation tools, release 12.6, V12.6.77 https://u:{PROXY_PASSWORD}@x'"},
+        "nvidia-smi-hangs": {"nvidia-smi": "exec sleep 60"},
+        "tool-spawns-holder": {"dmesg": "(sleep 30 &) ; echo ok"},
+    }
+    for name, t in tools.items():
+        add(Scenario("tools", name, ["check", "--no-micro", "--timeout", "1"], frozenset({0, 1, 3}), 25, tools=t,
+                     fast=name == "ldconfig-floods"))
+    # hostile report files
+    for name in _hostile_files():
+        ok_codes = {0, 1, 3} if name in ("utf16-report", "utf16-bomless-paste", "utf32-report", "invalid-utf8",
+                                        "control-chars", "markup", "secrets-in-report", "secrets-in-paste", "gpus-20000",
+                                        "wrong-types", "gpu-entries-wrong", "findings-garbage", "huge-string",
+                                        "paste-nvidia-smi-garbage") else {1, 2, 3}
+        for fmt in (["-v"], ["--json"], ["--markdown"]) if name in ("secrets-in-report", "secrets-in-paste",
+                                                                     "control-chars") else ([],):
+            check = None
+            if name == "control-chars":
+                def check(o, f):
+                    return "raw control character in output" if any(
+                                    c in o.stdout.decode("utf-8", "replace") for c in ("\x1b", "\x9b", "\u202e", "\x07")) else ""
+            if name in ("fact-bad-reason", "findings-garbage", "probes-garbage", "paste-150k-gpu-lines",
+                        "paste-one-long-line", "json-nan", "json-huge-number"):
+                ok_codes = {2}  # refused with one line: not an envdoctor report / larger than a paste can be
+            add(Scenario("report-file", name + ("" if not fmt else fmt[0].replace("-", "_")),
+                         ["diagnose", "{files}/" + name, *fmt], frozenset(ok_codes), 20, files={name: b""}, check=check,
+                         fast=name == "utf16-report"))
+    add(Scenario("report-file", "fifo", ["diagnose", "{files}/fifo"], frozenset({2}), 10, files={"fifo": b"FIFO"}))
+    add(Scenario("report-file", "directory", ["diagnose", "{files}"], frozenset({2}), 10))
+    add(Scenario("report-file", "dev-zero", ["diagnose", "/dev/zero"], frozenset({2}), 10))
+    add(Scenario("report-file", "missing", ["diagnose", "{files}/nope"], frozenset({2}), 10))
+    add(Scenario("report-file", "symlink-loop", ["diagnose", "{files}/loop"], frozenset({2}), 10, files={"loop": b"LOOP"}))
+    add(Scenario("report-file", "stdin-report", ["diagnose", "-"], frozenset({0, 1}), 10, stdin=_report(HEALTHY_FACTS)))
+    add(Scenario("report-file", "stdin-closed", ["diagnose", "-"], frozenset({2}), 10, close_stdin=True))
+    # output streams
+    report_file = {"r.json": _report(HEALTHY_FACTS)}
+    for mode in ("full", "closed", "gone"):
+        for args in (["list"], ["list", "--json"], ["diagnose", "{files}/r.json"], ["diagnose", "{files}/r.json", "--json"],
+                     ["diagnose", "{files}/r.json", "--markdown"], ["check", "--no-micro"], ["report", "--no-micro"]):
+            add(Scenario("output", f"{mode}-{'-'.join(a for a in args if not a.startswith('{'))}", args, frozenset({3}), 25,
+                         files=report_file, stdout=mode, check=_contains("envdoctor: error: cannot write to standard output"),
+                         fast=(mode, args) == ("gone", ["diagnose", "{files}/r.json"])))
+        add(Scenario("output", f"{mode}-healthcheck", hc, frozenset({0, 1}), 8, stdout=mode))
+    for target, files in (("fifo", {"fifo": b"FIFO"}), ("link-to-devnull", {"link-to-devnull": b"LINK:/dev/null"}),
+                          ("link-to-fifo", {"fifo": b"FIFO", "link-to-fifo": b"LINK:fifo"}), ("dir", {"dir": b"DIR"})):
+        add(Scenario("output", f"-o-{target}", ["report", "--no-micro", "-o", "{files}/" + target], frozenset({2}), 25,
+                     files=files, fast=target == "link-to-devnull"))
+    add(Scenario("output", "-o-link-to-file", ["report", "--no-micro", "-o", "{files}/link"], frozenset({0, 1}), 25,
+                 files={"real.json": b"old", "link": b"LINK:real.json"},
+                 check=lambda o, f: "" if (f / "files/link").is_symlink() and (f / "files/real.json").read_bytes().startswith(b"{")
+                 else "the link was replaced or the file not written"))
+    add(Scenario("output", "-o-missing-dir", ["report", "--no-micro", "-o", "{files}/no/such/dir/r.json"], frozenset({2}), 25))
+    # options
+    for name, args in (("timeout-nan", ["check", "--timeout", "nan"]), ("timeout-inf", ["check", "--timeout", "inf"]),
+                       ("timeout-neg", ["check", "--timeout", "-1"]), ("timeout-zero", ["report", "--timeout", "0"]),
+                       ("timeout-text", ["check", "--timeout", "soon"]), ("max-seconds-nan", ["healthcheck", "--max-seconds", "nan"]),
+                       ("max-seconds-inf", ["healthcheck", "--max-seconds", "inf"]),
+                       ("python-missing", ["check", "--python", "/nonexistent/python3"]),
+                       ("python-not-on-path", ["check", "--python", "no-such-python"]),
+                       ("python-dir", ["check", "--python", "/tmp"]),
+                       ("python-not-executable", ["check", "--python", "{files}/plain"]),
+                       ("healthcheck-python-missing", ["healthcheck", "--micro", "--python", "/nope/python"]),
+                       ("device-bogus", ["check", "--device", "gpu7"]), ("unknown-option", ["check", "--frobnicate"]),
+                       ("unknown-command", ["frobnicate"]), ("fail-on-bogus", ["check", "--fail-on", "maybe"])):
+        add(Scenario("options", name, args, frozenset({2}), 15, files={"plain": b"not a program"},
+                     fast=name == "timeout-nan"))
+    add(Scenario("options", "unknown-only-id", ["check", "--no-micro", "--only", "no-such-check"], frozenset({0, 1}), 20))
+    # signals
+    hung = {"torch": "hangs", "nvml": {"init_hang": 1}}
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+        name = signal.Signals(sig).name
+        add(Scenario("signals", f"{name}-mid-probe", ["check", "--no-micro", "--timeout", "30"], frozenset({code}), 15,
+                     torch=hung["torch"], nvml=hung["nvml"], signal_at=("pid", sig),
+                     check=_all(_one_line_stderr("envdoctor: interrupted"), _children_gone), fast=sig == signal.SIGINT))
+        add(Scenario("signals", f"{name}-at-start", ["check", "--no-micro"], frozenset({code, 0, 1, -sig}), 15,
+                     signal_at=("0.15", sig)))
+        add(Scenario("signals", f"{name}-report-mid-probe", ["report", "--no-micro", "--timeout", "30"], frozenset({code}), 15,
+                     torch="spawns-daemon-then-hangs", signal_at=("pid", sig), check=_children_gone))
+        add(Scenario("signals", f"{name}-healthcheck", ["healthcheck", "--max-seconds", "10"], frozenset({code}), 15,
+                     nvml=hung["nvml"], signal_at=("1.0", sig)))
+        add(Scenario("signals", f"{name}-diagnose-big", ["diagnose", "{files}/gpus-20000"], frozenset({code, 0, 1}), 15,
+                     files={"gpus-20000": b""}, signal_at=("0.5", sig)))
+    # concurrent writers
+    add(Scenario("concurrency", "4-writers-one-file", ["report", "--no-micro", "-o", "{files}/shared.json"],
+                 frozenset({0, 1}), 40, concurrent=4,
+                 check=lambda o, f: "" if json.loads((f / "files/shared.json").read_text())["schema_version"] == 1
+                 and not list((f / "files").glob(".*.tmp")) else "torn or leftover file"))
+    add(Scenario("concurrency", "3-checks-at-once", ["check", "--no-micro"], frozenset({0, 1}), 40, concurrent=3))
+    return out
+
+
+# -- running -------------------------------------------------------------------------------------
+def _prepare(s: Scenario, folder: Path) -> tuple[list[str], dict[str, str]]:
+    from tests.conftest import compile_shared, make_exe
+
+    files = folder / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    hostile = _hostile_files()
+    for name, content in s.files.items():
+        path = files / name
+        if content == b"FIFO":
+            os.mkfifo(path)
+        elif content == b"DIR":
+            path.mkdir()
+        elif content == b"LOOP":
+            path.symlink_to(path)
+        elif content.startswith(b"LINK:"):
+            path.symlink_to(content[5:].decode())
+        elif name == "over-64mib":
+            with open(path, "wb") as fh:
+                fh.truncate(65 << 20)
+        elif not content and name in hostile:
+            path.write_bytes(hostile[name])
+        else:
+            path.write_bytes(content)
+    env = canary_env(folder)
+    lib_dirs = [env["LD_LIBRARY_PATH"]]
+    fakes = ROOT / "tests" / "fakes"
+    if s.nvml is not None:
+        compile_shared(fakes / "fake_nvml.c", folder / "nvml", "libnvidia-ml.so.1", soname="libnvidia-ml.so.1")
+        (folder / "nvml.cfg").write_text("".join(f"{k}={v}\n" for k, v in s.nvml.items()))
+        env["FAKE_NVML_CONFIG"] = str(folder / "nvml.cfg")
+        lib_dirs.insert(0, str(folder / "nvml"))
+    if s.cuda is not None:
+        compile_shared(fakes / "fake_cuda.c", folder / "cuda", "libcuda.so.1", soname="libcuda.so.1")
+        (folder / "cuda.cfg").write_text("".join(f"{k}={v}\n" for k, v in s.cuda.items()))
+        env["FAKE_CUDA_CONFIG"] = str(folder / "cuda.cfg")
+        lib_dirs.insert(0, str(folder / "cuda"))
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(lib_dirs)
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    if s.tools:
+        for name, script in s.tools.items():
+            make_exe(folder / "bin", name, script)
+        path = str(folder / "bin") + os.pathsep + path
+    env["PATH"] = path
+    pythonpath = [f"/opt/{GH}/site"]
+    if s.torch is not None:
+        pythonpath.insert(0, str(fake_torch(folder, s.torch)))
+    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    env.update(s.env)
+    args = [a.replace("{files}", str(files)) for a in s.args]
+    return args, env
+
+
+def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -> Outcome:
+    cwd = folder / f"work-{SK}"
+    cwd.mkdir(exist_ok=True)
+    preexec = None
+    stdout = None
+    if s.stdout == "closed":
+        preexec = lambda: os.close(1)  # noqa: E731
+        stdout = subprocess.DEVNULL
+    elif s.close_stdin:
+        preexec = lambda: os.close(0)  # noqa: E731
+    signal_after = None
+    if s.signal_at:
+        when, signum = s.signal_at
+        if when == "pid":
+            pid_file = pidfile(folder / f"torch-{s.torch}")
+            signal_after = (lambda: pid_file.exists(), signum)
+        else:
+            signal_after = (float(when), signum)
+    if s.stdout == "full":
+        with open("/dev/full", "wb") as full:
+            return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, preexec=preexec, cwd=str(cwd),
+                           stdout=full.fileno(), signal_after=signal_after)
+    if s.stdout == "gone":
+        return _run_reader_gone(args, env, s.limit, str(cwd))
+    return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, preexec=preexec, cwd=str(cwd), stdout=stdout,
+                   signal_after=signal_after)
+
+
+def _run_reader_gone(args: list[str], env: dict[str, str], limit: float, cwd: str) -> Outcome:
+    from tests.faults import cli_env
+
+    began = time.monotonic()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before the first byte (`| head -0`)
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", *args], stdout=write_end, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=cli_env(env), cwd=cwd)
+    os.close(write_end)
+    try:
+        _, err = proc.communicate(timeout=limit)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        timed_out = True
+    return Outcome(proc.returncode, b"", err or b"", time.monotonic() - began, timed_out)
+
+
+def run_scenario(s: Scenario, base: Path) -> Result:
+    folder = Path(tempfile.mkdtemp(prefix=f"{s.family}-", dir=base))
+    try:
+        args, env = _prepare(s, folder)
+    except Exception as exc:  # noqa: BLE001 - a broken scenario is a failed row, not a crashed matrix
+        return Result(s, None, 0.0, False, f"setup failed: {type(exc).__name__}: {exc}")
+    if s.concurrent:
+        with ThreadPoolExecutor(s.concurrent) as pool:
+            outs = list(pool.map(lambda _: _run_once(s, folder, args, env), range(s.concurrent)))
+    else:
+        outs = [_run_once(s, folder, args, env)]
+    seconds = max(o.seconds for o in outs)
+    for out in outs:
+        why = _judge(s, out, folder)
+        if why:
+            return Result(s, out.rc, seconds, False, why)
+    return Result(s, outs[0].rc, seconds, True, "")
+
+
+def _judge(s: Scenario, out: Outcome, folder: Path) -> str:
+    text = out.text
+    if out.timed_out:
+        return f"HANG: no exit within {s.limit:g} s"
+    if "Traceback" in text or "Exception ignored" in text:
+        return "traceback: " + text[text.find("Traceback"):][:200].replace("\n", " | ")
+    inputs = set(_hostile_files())  # planted on purpose; everything else there was written by envdoctor
+    written = "".join(p.read_text("utf-8", "replace") for p in (folder / "files").glob("*")
+                      if p.is_file() and not p.is_symlink() and p.stat().st_size < (64 << 20) and p.name not in inputs)
+    found = leaked(text + written)
+    if found:
+        return f"LEAK: {found}"
+    if out.rc not in s.expect:
+        last = out.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return f"exit {out.rc}, expected {sorted(s.expect)}: {last[0][:160]}"
+    if s.check is not None:
+        return s.check(out, folder)
+    return ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", action="append", help="only these families (repeatable)")
+    ap.add_argument("--fast", action="store_true", help="only the scenarios the tests run")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    chosen = [s for s in scenarios() if (not args.family or s.family in args.family) and (not args.fast or s.fast)]
+    if args.list:
+        for s in chosen:
+            print(s.id)
+        return 0
+    began = time.monotonic()
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix=f"envdoctor-faults-{GH}-") as base:
+        serial = [s for s in chosen if s.concurrent or s.signal_at]
+        parallel = [s for s in chosen if s not in serial]
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for r in pool.map(lambda s: run_scenario(s, Path(base)), parallel):
+                results.append(r)
+                _print(r)
+        for s in serial:
+            r = run_scenario(s, Path(base))
+            results.append(r)
+            _print(r)
+    failed = [r for r in results if not r.ok]
+    families = sorted({r.scenario.family for r in results})
+    print(f"\n{len(results)} scenarios in {len(families)} families, {len(results) - len(failed)} passed, "
+          f"{len(failed)} failed; hangs {sum('HANG' in r.why for r in failed)}, tracebacks "
+          f"{sum(r.why.startswith('traceback') for r in failed)}, leaks {sum('LEAK' in r.why for r in failed)}; "
+          f"slowest {max((r.seconds for r in results), default=0):.1f} s; total {time.monotonic() - began:.0f} s")
+    for fam in families:
+        rs = [r for r in results if r.scenario.family == fam]
+        print(f"  {fam:12} {sum(r.ok for r in rs):3}/{len(rs)}")
+    return 1 if failed else 0
+
+
+def _print(r: Result) -> None:
+    rc = "-" if r.rc is None else str(r.rc)
+    print(f"{'PASS' if r.ok else 'FAIL'}  rc={rc:>3}  {r.seconds:6.2f}s  {r.scenario.id}" + (f"  {r.why}" if r.why else ""),
+          flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

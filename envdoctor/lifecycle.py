@@ -1,0 +1,265 @@
+"""How the envdoctor process ends: its child process groups, signals, its output streams, exit codes.
+
+Probe children run in their own sessions (so a wedged driver call cannot take the terminal with
+it), which also means the terminal's Ctrl-C never reaches them: envdoctor must end them itself.
+Every child group is registered here while it lives; one signal path (SIGINT, SIGTERM, SIGHUP)
+kills every registered group, notes those that do not die (stuck in the kernel, D state), prints
+one line and exits ``128 + signal``. The normal exit goes through :func:`finish` too, so a
+probe that was abandoned past its deadline never outlives the run.
+
+Output: stdout and stderr are wrapped once at start (:func:`guard_streams`). A write to stdout
+that fails (a full disk, a closed stream, a reader that went away: ``EPIPE``) raises
+:class:`OutputError`, which the entry point turns into one line on stderr and exit 3
+(``EXIT_INCOMPLETE``: the output is incomplete). A failing stderr is dropped silently: there is
+nowhere left to say it.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, NoReturn
+
+EXIT_INCOMPLETE = 3
+#: Exit codes of the signal path: 128 + the signal number, as shells report them.
+SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+_lock = threading.RLock()  # re-entrant: the signal handler runs on the main thread, which may hold it
+_children: dict[int, subprocess.Popen[bytes]] = {}
+_ending = threading.Event()
+_reported = threading.Event()  # the output failure was already said
+
+
+# -- child process groups ----------------------------------------------------------------------
+def register(proc: subprocess.Popen[bytes]) -> None:
+    """Track a child that leads its own process group (``start_new_session=True``)."""
+    with _lock:
+        _children[proc.pid] = proc
+    if _ending.is_set():  # started while the signal path was already ending everything
+        _kill_group(proc.pid)
+
+
+def release(proc: subprocess.Popen[bytes], abandoned: bool = False) -> None:
+    """The child was reaped; with ``abandoned`` (left behind unkillable, state D) it stays
+    registered, so the exit tries once more and the signal path names it."""
+    if abandoned and proc.returncode is None:
+        return
+    with _lock:
+        _children.pop(proc.pid, None)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def end_children(grace: float = 0.5) -> tuple[int, list[int]]:
+    """SIGKILL every registered group and reap what dies within ``grace`` seconds.
+    Returns (groups ended, pids that did not die: stuck in the kernel)."""
+    with _lock:
+        procs = list(_children.values())
+    for proc in procs:
+        _kill_group(proc.pid)
+    deadline = time.monotonic() + grace
+    stuck: list[int] = []
+    for proc in procs:
+        while True:
+            try:
+                if proc.poll() is not None:
+                    break
+            except OSError:
+                break
+            if time.monotonic() >= deadline:
+                stuck.append(proc.pid)
+                break
+            time.sleep(0.01)
+    with _lock:
+        for proc in procs:
+            if proc.pid not in stuck:
+                _children.pop(proc.pid, None)
+    return len(procs) - len(stuck), stuck
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _ending.is_set():
+        return
+    _ending.set()
+    ended, stuck = end_children()
+    name = signal.Signals(signum).name
+    line = f"envdoctor: interrupted by {name}; ended {ended} probe process group(s)"
+    if stuck:
+        line += (f"; {len(stuck)} stuck in the kernel (state D) could not be ended: pid "
+                 + ", ".join(map(str, stuck)))
+    _write_fd(2, line + "\n")
+    os._exit(SIGNALS.get(signal.Signals(signum), 128 + signum))
+
+
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """``thread.join(timeout)`` in short slices. A signal sent to the process may be delivered to
+    any of its threads; Python runs the handler only on the main thread, and only when that
+    thread gets back to running bytecode, which a plain join (a lock wait) never does until the
+    thread ends. Sliced, the main thread answers a Ctrl-C within a tenth of a second."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while thread.is_alive():
+        step = 0.1 if end is None else min(0.1, end - time.monotonic())
+        if step <= 0:
+            return
+        thread.join(step)
+
+
+def install_signal_handlers() -> None:
+    """The one signal path (call from the main thread, before any probe starts)."""
+    for sig in SIGNALS:
+        try:
+            signal.signal(sig, _on_signal)
+        except (OSError, ValueError):  # not the main thread, or a platform without SIGHUP
+            pass
+
+
+# -- output streams ------------------------------------------------------------------------------
+class OutputError(Exception):
+    """stdout cannot take the output; ``str()`` is the one line shown."""
+
+
+def _write_fd(fd: int, text: str) -> None:
+    try:
+        os.write(fd, text.encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+        return "the reader closed the pipe"
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc.strerror or os.strerror(exc.errno)
+    return str(exc) or type(exc).__name__
+
+
+class GuardedStream(io.TextIOBase):
+    """A text stream whose failures are :class:`OutputError` (stdout) or dropped (stderr)."""
+
+    def __init__(self, stream: Any, name: str, strict: bool) -> None:
+        super().__init__()
+        self._stream = stream
+        self._name = name
+        self._strict = strict
+        self.broken = stream is None
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self._stream, "errors", None)
+
+    def _fail(self, exc: BaseException | None) -> None:
+        self.broken = True
+        if self._strict:
+            why = "it is closed" if exc is None else _describe(exc)
+            raise OutputError(f"cannot write to {self._name} ({why}); the output is incomplete") from None
+
+    def write(self, text: str) -> int:
+        if self.broken:
+            self._fail(None)
+            return 0
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return 0
+
+    def flush(self) -> None:
+        if self.broken:
+            if self._strict and self._stream is None:
+                self._fail(None)
+            return
+        try:
+            self._stream.flush()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self._stream.isatty())
+        except (AttributeError, OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise io.UnsupportedOperation("closed")
+        return int(self._stream.fileno())
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:  # interpreter shutdown closes sys.stdout: never the real one twice
+        pass
+
+
+def guard_streams() -> None:
+    """Wrap stdout/stderr once. A closed fd 0/1/2 is reopened on /dev/null first, so a file we
+    open later can never land on it (and get the report written into it)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
+    if not isinstance(sys.stdout, GuardedStream):
+        sys.stdout = GuardedStream(sys.stdout, "standard output", strict=True)
+    if not isinstance(sys.stderr, GuardedStream):
+        sys.stderr = GuardedStream(sys.stderr, "standard error", strict=False)
+
+
+def report_output_error(exc: OutputError) -> int:
+    if not _reported.is_set():
+        _reported.set()
+        _write_fd(2, f"envdoctor: error: {exc}\n")
+    return EXIT_INCOMPLETE
+
+
+def finish(code: int) -> NoReturn:
+    """Flush, end every child group still registered, and leave at once: an abandoned probe
+    thread or an executor waiting on a hung child must not delay the exit."""
+    try:
+        sys.stdout.flush()
+    except OutputError as exc:
+        code = report_output_error(exc)
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - nowhere left to report it
+        pass
+    end_children(grace=0.2)
+    os._exit(code)
+
+
+def answer(line: str, code: int) -> NoReturn:
+    """Print one verdict line and exit with ``code`` whatever happens to the line: for
+    ``healthcheck`` the exit code is the answer (Docker and Kubernetes read only that), so a
+    closed or full stdout loses the line, never the verdict."""
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except OutputError:
+        pass
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    end_children(grace=0.2)
+    os._exit(code)
