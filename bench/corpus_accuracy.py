@@ -30,6 +30,7 @@ class Outcome:
     fails: tuple[str, ...]
     top_warn: str = ""  # first warning, shown when nothing fails (a paste too short to prove a fail)
     kind: str = "report"  # "report" (collect_env and/or nvidia-smi) or "messages" (torch's own lines, a banner)
+    shape: str = ""  # the case's shape of text, as cases.json records it
 
     @property
     def correct(self) -> bool:
@@ -46,12 +47,13 @@ def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: igno
     try:
         facts = parse_text(text)
     except ParseError as exc:
-        return Outcome(case["file"], case["expected"], f"parse-error: {exc}", (), kind=kind)
+        return Outcome(case["file"], case["expected"], f"parse-error: {exc}", (), kind=kind,
+                       shape=case.get("shape", ""))
     findings = sort_findings(diagnose(facts, registry))
     fails = tuple(f.id for f in findings if f.status is Status.FAIL)
     warns = [f.id for f in findings if f.status is Status.WARN]
     return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails, warns[0] if warns else "",
-                   kind)
+                   kind, case.get("shape", ""))
 
 
 def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | int]]:
@@ -71,6 +73,7 @@ def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | in
         "broken_accuracy": right / len(broken) if broken else 1.0,
         "broken_top_problem_right": top_problem,
         "root_causes": len({o.expected for o in broken}),
+        "shapes": len({o.shape for o in outcomes}),
         "healthy": len(healthy),
         "healthy_with_fail": false_fails,
         # The same bar split by what the paste holds: a collect_env / nvidia-smi report, or only
@@ -83,6 +86,23 @@ def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | in
     return outcomes, stats
 
 
+def breakdown(outcomes: list[Outcome], by: str) -> dict[str, tuple[int, int, int]]:
+    """``shape`` or ``expected`` -> (cases, right, healthy cases with a fail)."""
+    rows: dict[str, list[int]] = {}
+    for o in outcomes:
+        row = rows.setdefault(getattr(o, by) or "?", [0, 0, 0])
+        row[0] += 1
+        row[1] += o.correct
+        row[2] += o.expected == HEALTHY and bool(o.fails)
+    return {k: (v[0], v[1], v[2]) for k, v in sorted(rows.items())}
+
+
+def _print_breakdown(title: str, rows: dict[str, tuple[int, int, int]]) -> None:
+    print(f"\n{title:32}  cases  right  accuracy  healthy-fails")
+    for name, (n, right, false_fails) in rows.items():
+        print(f"{name:32}  {n:5}  {right:5}  {100 * right / n:7.0f}%  {false_fails:13}")
+
+
 def main(argv: list[str]) -> int:
     outcomes, stats = evaluate()
     if "--json" in argv:
@@ -93,6 +113,8 @@ def main(argv: list[str]) -> int:
     for o in outcomes:
         rest = ", ".join(f for f in o.fails[1:]) or "-"
         print(f"{o.file:{width}}  {o.expected:24}  {o.got[:24]:24}  {'✓' if o.correct else '✗'}   {o.kind:8}  {rest}")
+    _print_breakdown("shape", breakdown(outcomes, "shape"))
+    _print_breakdown("cause (expected)", breakdown(outcomes, "expected"))
     print()
     print(f"broken cases: {stats['broken_right']}/{stats['broken']} right "
           f"({100 * stats['broken_accuracy']:.0f}%, bar 90%)")
@@ -100,7 +122,7 @@ def main(argv: list[str]) -> int:
           f"torch's messages only: {stats['broken_messages_right']}/{stats['broken_messages']}")
     print(f"healthy cases: {stats['healthy_with_fail']}/{stats['healthy']} with a fail (bar 0)")
     print(f"cases: {stats['cases']} ({stats['broken']} broken over {stats['root_causes']} root causes, "
-          f"{stats['healthy']} healthy)")
+          f"{stats['healthy']} healthy, {stats['shapes']} shapes)")
     print(f"supplementary: {stats['broken_top_problem_right']}/{stats['broken']} broken cases have the expected "
           "check as their first problem (first fail, else first warning)")
     return 0

@@ -51,9 +51,9 @@ def _k(key: str, type: FactType, producers: tuple[str, ...], doc: str) -> FactKe
 # not in nvidia_smi.KEYS; host.container / host.container_evidence / container.gpus_requested
 # are written for pastes by parsers/__init__.py.
 _ENTRIES: tuple[FactKey, ...] = (
-    _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text'),
+    _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text', 'parser:statements'),
        '`"Linux"` / `"Windows"` / `"Darwin"`'),
-    _k('host.distro', 'str|null', ('probe:host', 'parser:collect_env'),
+    _k('host.distro', 'str|null', ('probe:host', 'parser:collect_env', 'parser:statements'),
        '`"Debian GNU/Linux 12 (bookworm)"` (PRETTY_NAME)'),
     _k('host.kernel', 'str', ('probe:host', 'parser:collect_env'),
        '`"6.8.0-45-generic"`'),
@@ -74,7 +74,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'null when not in a container'),
     _k('host.container_evidence', 'list', ('probe:host', 'parser:parse_text'),
        'list of strings (`"/.dockerenv exists"`, …)'),
-    _k('host.wsl', 'bool', ('probe:host', 'parser:collect_env'),
+    _k('host.wsl', 'bool', ('probe:host', 'parser:collect_env', 'parser:statements'),
        'bool'),
     _k('host.shm_size', 'int', ('probe:host',),
        'bytes of `/dev/shm`'),
@@ -84,13 +84,13 @@ _ENTRIES: tuple[FactKey, ...] = (
        'object name → value, allow-listed and redacted (`"<redacted>"`)'),
     _k('python.executable', 'str', ('probe:python',),
        'path'),
-    _k('python.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:parse_text'),
+    _k('python.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:parse_text', 'parser:statements'),
        '`"3.11.7"`'),
     _k('python.implementation', 'str', ('probe:python',),
        '`"CPython"`'),
     _k('python.packages', 'object', ('probe:python', 'parser:collect_env', 'parser:packages'),
        'object dist name (normalised, lower-case, `-`) → version, relevant ones only'),
-    _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages'),
+    _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements'),
        '`"2.6.0+cu126"`; reason `absent` when torch is not installed, `failed` when its import raised '
        '(detail = the error text)'),
     _k('torch.import_error', 'str|null', ('probe:python',),
@@ -102,13 +102,13 @@ _ENTRIES: tuple[FactKey, ...] = (
        ' when it read fine; older reports: torch.cudnn_version\'s detail (`envdoctor.views.cudnn_error`)'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
-    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics'),
+    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements'),
        '`"12.6"` or null for a CPU build (`torch.version.cuda`)'),
     _k('torch.hip_version', 'str|null', ('probe:python', 'parser:collect_env'),
        'string or null'),
     _k('torch.debug', 'bool', ('probe:python', 'parser:collect_env'),
        'bool'),
-    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics'),
+    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements'),
        'bool'),
     _k('torch.cuda_available_messages', 'list', ('probe:python', 'parser:collect_env'),
        'list of warning/error texts torch emitted while answering'),
@@ -118,7 +118,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'int'),
     _k('torch.arch_list', 'list', ('probe:python', 'parser:collect_env'),
        '`["sm_50", …, "sm_90"]` (`torch.cuda.get_arch_list()`, may include `compute_90`)'),
-    _k('torch.cudnn_version', 'int|null', ('probe:python', 'parser:collect_env'),
+    _k('torch.cudnn_version', 'int|null', ('probe:python', 'parser:collect_env', 'parser:statements'),
        'int as torch reports it (`90100`) or null; reason `failed` with torch\'s error text (e.g. "cuDNN '
        'version incompatibility: PyTorch was compiled against (8, 3, 2) but found runtime version (8, 0, '
        '3)"). From a paste: read from that message when it was pasted'),
@@ -134,7 +134,7 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('torch.cudnn_build_version', 'str|null', ('probe:python', 'parser:collect_env'),
        '`"9.1.0"`: the cuDNN torch was compiled against (`torch._C._cudnn.getCompileVersion()`), null for a '
        'build without cuDNN'),
-    _k('torch.nccl_version', 'str|null', ('probe:python', 'parser:collect_env'),
+    _k('torch.nccl_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:statements'),
        '`"2.21.5"` or null'),
     _k('torch.devices', 'list', ('probe:python', 'parser:collect_env', 'parser:ultralytics'),
        'list of `{"index", "name", "capability": [maj, min], "total_memory"}`'),
@@ -169,7 +169,7 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('nvml.library_path', 'str', ('probe:nvml',),
        'the `libnvidia-ml` file the child actually mapped (`/proc/self/maps`), e.g. '
        '`…/libnvidia-ml.so.570.124.06`; reason `absent` when it could not be loaded'),
-    _k('nvml.driver_version', 'str', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi'),
+    _k('nvml.driver_version', 'str', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements'),
        '`"570.124.06"`; when nvmlInit failed: the init error\'s reason, detail `nvmlInit failed: NAME '
        '(message)`'),
     _k('nvml.cuda_driver_version', 'int|null', ('probe:nvml', 'parser:nvidia_smi'),

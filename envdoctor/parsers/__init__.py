@@ -15,7 +15,7 @@ import re
 
 from ..model import Facts, Reading, Reason, missing, ok
 from ..registry import validate_fact_keys
-from . import collect_env, nvidia_smi, packages, signatures, ultralytics
+from . import collect_env, nvidia_smi, packages, signatures, statements, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -25,6 +25,7 @@ PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evi
 PARSERS: dict[str, tuple[str, ...]] = {
     "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
     "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
+    "statements": statements.KEYS,
 }
 for _name, _keys in PARSERS.items():
     validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
@@ -136,6 +137,17 @@ def detect_formats(text: str) -> list[str]:
     return found
 
 
+#: Facts that only give context: a text holding nothing else has no evidence.
+_CONTEXT_ONLY = frozenset({"host.os", "host.distro", "python.version"})
+
+
+def _has_evidence(readings: dict[str, Reading]) -> bool:
+    """A fact about the GPU stack was read, or a read that failed was shown (collect_env's "Could not
+    collect" is not one). The OS or Python alone ("OS: Linux") says nothing a check can judge."""
+    return any(key not in _CONTEXT_ONLY and r.ok or (r.reason is not None and r.reason.value in ("failed", "absent")
+                        and r.detail not in ("Could not collect", "No CUDA")) for key, r in readings.items())
+
+
 def parse_text(text: str) -> Facts:
     """Facts from a pasted report. Raises :class:`ParseError` (one clear line) for anything else."""
     if not isinstance(text, str):
@@ -161,13 +173,6 @@ def _parse(text: str) -> Facts:
     is_smi = nvidia_smi.looks_like(lines)
     is_banner = not is_collect_env and ultralytics.looks_like(lines)
     is_list = not is_collect_env and packages.looks_like(lines)
-    is_messages = not (is_collect_env or is_smi or is_banner or is_list) and signatures.has_messages(lines)
-    if not (is_collect_env or is_smi or is_banner or is_list or is_messages):
-        printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
-        what = "binary or garbled data" if printable < 0.9 else "text"
-        raise ParseError(f"not an environment report: the {what} has no collect_env fields "
-                         "('PyTorch version: …', 'Is CUDA available: …'), no nvidia-smi table "
-                         "('NVIDIA-SMI … Driver Version: …') and none of torch's CUDA warnings")
     readings: dict[str, Reading] = {}
     if is_collect_env:
         readings.update(collect_env.parse(lines))
@@ -185,9 +190,11 @@ def _parse(text: str) -> Facts:
         for key, reading in packages.parse(lines).items():
             readings.setdefault(key, reading)
     if not is_collect_env:
-        # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
-        # often pasted next to nvidia-smi without a collect_env block: they still are facts.
+        # Evidence wherever it appears: every line is offered to the signature table (torch's,
+        # CUDA's, NCCL's, the loader's and the system tools' own lines); collect_env reads them itself.
         signatures.scan_messages(lines, readings)
+    # Version statements in any list form; a report's own reading wins over a statement.
+    statements.parse(lines, readings)
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
         # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
         banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)
@@ -205,8 +212,14 @@ def _parse(text: str) -> Facts:
             requested = _gpus_requested(lines)
             if requested is not None:
                 readings["container.gpus_requested"] = ok(requested[0], "paste", requested[1])
+    if not _has_evidence(readings):
+        printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
+        what = "binary or garbled data" if printable < 0.9 else "text"
+        raise ParseError(f"no environment evidence in the {what}: envdoctor looks for version statements "
+                         "('torch: 2.3.1', 'Driver Version: 550.54'), collect_env or nvidia-smi output, and the "
+                         "messages torch, CUDA, cuDNN, NCCL, the loader, the kernel and the container runtime print")
     source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
-              else "package list" if is_list else "torch messages")
+              else "package list" if is_list else "the pasted text")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")
