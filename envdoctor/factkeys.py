@@ -51,6 +51,27 @@ def _k(key: str, type: FactType, producers: tuple[str, ...], doc: str) -> FactKe
 # not in nvidia_smi.KEYS; host.container / host.container_evidence / container.gpus_requested
 # are written for pastes by parsers/__init__.py.
 _ENTRIES: tuple[FactKey, ...] = (
+    # Evidence read from pasted text by envdoctor/parsers/evidence.py (judged by checks/evidence.py).
+    _k('torch.shm_errors', 'list', ('parser:evidence',),
+       'DataLoader shared-memory failures as printed ("Unexpected bus error encountered in worker … (shm)", '
+       '"unable to write to file </torch_…>")'),
+    _k('nccl.socket_errors', 'list', ('parser:evidence',),
+       'NCCL bootstrap lines saying it found no usable socket interface ("Bootstrap : no socket interface found")'),
+    _k('nccl.socket_ifname', 'str', ('parser:evidence',),
+       'NCCL_SOCKET_IFNAME as the text shows it (`"eth0"`, `"=enp90s0np0"`, `"^lo,docker"`)'),
+    _k('launch.nproc_per_node', 'int', ('parser:evidence',),
+       '`--nproc_per_node` of a torchrun / torch.distributed.launch line'),
+    _k('launch.visible_devices', 'list', ('parser:evidence',),
+       'the CUDA_VISIBLE_DEVICES prefix of that launch line, as a list of strings'),
+    _k('launch.command', 'str', ('parser:evidence',),
+       'the launch line itself (first 200 characters)'),
+    _k('cuda.invalid_device_ordinal', 'str', ('parser:evidence',),
+       'CUDA\'s "invalid device ordinal" line as printed'),
+    _k('toolkit.build_errors', 'list', ('parser:evidence',),
+       'extension-build lines saying no CUDA toolkit was found ("CUDA_HOME environment variable is not set", '
+       '"nvcc: not found")'),
+    _k('libs.missing_dlls', 'list', ('parser:evidence',),
+       'DLLs Windows could not load, a name or the path torch printed ("cudnn_ops_infer64_8.dll")'),
     _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text', 'parser:statements'),
        '`"Linux"` / `"Windows"` / `"Darwin"`'),
     _k('host.distro', 'str|null', ('probe:host', 'parser:collect_env', 'parser:statements'),
@@ -157,7 +178,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'was read and holds no NVIDIA GPU; reason `absent` when `/sys/bus/pci/devices` does not exist'),
     _k('driver.pci_scanned', 'int', ('probe:driver',),
        'int: how many PCI devices were examined (what makes "no NVIDIA GPU" certain)'),
-    _k('driver.xid_events', 'list', ('probe:kernel-log',),
+    _k('driver.xid_events', 'list', ('probe:kernel-log', 'parser:evidence'),
        'list of `{"pci", "code": int, "text", "line"}` from `dmesg` (kernel ring buffer, last 50); reason '
        '`denied` under `kernel.dmesg_restrict`, `absent` without dmesg, `timeout`'),
     _k('nvml.init', 'object', ('probe:nvml', 'parser:nvidia_smi'),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.parsers import parse_text
+from envdoctor.parsers import evidence, parse_text
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
@@ -54,7 +54,7 @@ def test_every_paste_parses(case: dict) -> None:
     judgeable = ("torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.init", "torch.devices",
                  "torch.arch_list", "cuda.init", "cuda.driver_version", "torch.library_errors", "nvml.gpus",
                  "torch.cudnn_version", "driver.kernel_module_version", "container.cuda_requirement",
-                 "torch.companion_cuda")
+                 "torch.companion_cuda", *evidence.KEYS)
     failed_reads = [facts.get(k).reason for k in ("nvml.driver_version", "cuda.init")]
     assert any(facts.get(k).ok for k in judgeable) or any(r is not None and r.value in ("failed", "absent")
                                                             for r in failed_reads), case["file"]

@@ -25,8 +25,9 @@ def _scan(lines: list[str], out: dict[str, Reading] | None = None) -> dict[str, 
     return {key: reading.to_dict() for key, reading in readings.items()}
 
 
-def test_every_corpus_case_was_recorded() -> None:
-    assert set(RECORDED) == {c["file"] for c in CASES}
+def test_every_recorded_case_is_still_in_the_corpus() -> None:
+    # Cases added after the move (issue 10's shapes) are judged by tests/test_corpus.py instead.
+    assert set(RECORDED) <= {c["file"] for c in CASES}
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))

@@ -15,7 +15,7 @@ import re
 
 from ..model import Facts, Reading, Reason, missing, ok
 from ..registry import validate_fact_keys
-from . import collect_env, nvidia_smi, packages, signatures, statements, ultralytics
+from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -25,7 +25,7 @@ PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evi
 PARSERS: dict[str, tuple[str, ...]] = {
     "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
     "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
-    "statements": statements.KEYS,
+    "statements": statements.KEYS, "evidence": evidence.KEYS,
 }
 for _name, _keys in PARSERS.items():
     validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
@@ -167,8 +167,8 @@ def parse_text(text: str) -> Facts:
                          "paste to envdoctor") from exc
 
 
-def _parse(text: str) -> Facts:
-    lines = _clean(text)
+def _read_reports(lines: list[str]) -> tuple[dict[str, Reading], str]:
+    """The readings of every report format the text holds, and the name of the first one."""
     is_collect_env = collect_env.looks_like(lines)
     is_smi = nvidia_smi.looks_like(lines)
     is_banner = not is_collect_env and ultralytics.looks_like(lines)
@@ -189,6 +189,15 @@ def _parse(text: str) -> Facts:
     if is_list:
         for key, reading in packages.parse(lines).items():
             readings.setdefault(key, reading)
+    source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
+              else "package list" if is_list else "the pasted text")
+    return readings, source
+
+
+def _parse(text: str) -> Facts:
+    lines = _clean(text)
+    readings, source = _read_reports(lines)
+    is_collect_env = source == "collect_env"
     if not is_collect_env:
         # Evidence wherever it appears: every line is offered to the signature table (torch's,
         # CUDA's, NCCL's, the loader's and the system tools' own lines); collect_env reads them itself.
@@ -218,8 +227,6 @@ def _parse(text: str) -> Facts:
         raise ParseError(f"no environment evidence in the {what}: envdoctor looks for version statements "
                          "('torch: 2.3.1', 'Driver Version: 550.54'), collect_env or nvidia-smi output, and the "
                          "messages torch, CUDA, cuDNN, NCCL, the loader, the kernel and the container runtime print")
-    source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
-              else "package list" if is_list else "the pasted text")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")

@@ -1,0 +1,160 @@
+"""Evidence from the lines system tools, launchers and libraries print, read by the line-signature
+table (:data:`envdoctor.parsers.signatures.LINE_SIGNATURES`): each matcher here finds one stable
+sentence and each writer records what it says in the scan's ``evidence`` map; :func:`write` turns
+that into facts. Nothing here decides anything: the checks in ``checks/evidence.py`` judge.
+
+The sentences and where they come from (their fixed words are matched, never one thread's text):
+
+* DataLoader workers losing their shared memory — torch/utils/data/_utils/signal_handling.py /
+  worker.py: "ERROR: Unexpected bus error encountered in worker. This might be caused by
+  insufficient shared memory (shm)", "DataLoader worker (pid N) is killed by signal: Bus error",
+  and torch's storage sharing: "unable to write to file </torch_…>", "unable to open shared memory
+  object </torch_…>".
+* NCCL's bootstrap: "Bootstrap : no socket interface found" (src/bootstrap.cc), "NCCL_SOCKET_IFNAME
+  set by environment to X" (src/misc/socket.cc), ncclSocketInit's "is neither AF_INET(2) nor AF_INET6(10)".
+* The kernel (dmesg, journalctl): "NVRM: Xid (PCI:0000:02:00): 79, …" and "… has fallen off the bus",
+  written as ``driver.xid_events`` exactly as the kernel-log probe writes them (the gpu-xid check judges).
+* Launch lines: ``torchrun`` / ``python -m torch.distributed.launch|run`` with ``--nproc_per_node``
+  (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
+* torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found".
+* Windows loaders: "Could not locate cudnn_ops_infer64_8.dll", "Could not load library X.dll",
+  torch's "Error loading \"…\\X.dll\" or one of its dependencies".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..model import Reading, ok
+from ..probes.nvidia import parse_xid
+
+SOURCE = "pasted text"
+KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
+        "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
+        "libs.missing_dlls")
+
+# -- matchers ---------------------------------------------------------------------------------------
+_SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
+                     r"|unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </?torch"
+                     r"|unable to open shared memory object </torch", re.IGNORECASE)
+_NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
+                               r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET")
+_IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
+_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
+                        re.IGNORECASE)
+_LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
+_NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
+_VISIBLE_RE = re.compile(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
+_ORDINAL_RE = re.compile(r"invalid device ordinal", re.IGNORECASE)
+_TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found"
+                         r"|\bnvcc\b.{0,20}No such file or directory|could not find nvcc", re.IGNORECASE)
+_DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading \"([^\"]{0,300}?\.dll)\"",
+                     re.IGNORECASE)
+
+
+def _shm(text: str) -> str | None:
+    return text.strip()[:200] if _SHM_RE.search(text) else None
+
+
+def _nccl_no_iface(text: str) -> str | None:
+    if "Bootstrap" not in text and "ncclSocketInit" not in text and "NCCL_SOCKET_IFNAME" not in text:
+        return None
+    return text.strip()[:200] if _NCCL_NO_IFACE_RE.search(text) else None
+
+
+def _ifname(text: str) -> re.Match[str] | None:
+    return _IFNAME_RE.search(text) if "NCCL_SOCKET_IFNAME" in text else None
+
+
+def _xid(text: str) -> list[dict[str, Any]] | None:
+    """Xid events in the probe's own shape (probes/nvidia.py's parse_xid reads the same lines from dmesg);
+    the kernel's "… has fallen off the bus" without its Xid line is the condition Xid 79 names."""
+    if "NVRM" in text and "Xid" in text and (events := parse_xid(text)):
+        return events
+    if "fallen off" in text and (m := _FALLEN_RE.search(text)):
+        return [{"pci": m.group(1), "code": 79, "text": "GPU has fallen off the bus.", "line": text.strip()[:400]}]
+    return None
+
+
+def _launch(text: str) -> dict[str, Any] | None:
+    if "nproc" not in text or not _LAUNCH_RE.search(text):
+        return None
+    m = _NPROC_RE.search(text)
+    if m is None:
+        return None
+    found: dict[str, Any] = {"nproc": int(m.group(1)), "command": text.strip()[:200]}
+    if (v := _VISIBLE_RE.search(text)) is not None:
+        found["visible"] = [d.strip() for d in v.group(2).split(",") if d.strip()]
+    return found
+
+
+def _ordinal(text: str) -> bool:
+    return bool(_ORDINAL_RE.search(text)) if "ordinal" in text else False
+
+
+def _toolkit(text: str) -> str | None:
+    return text.strip()[:200] if ("CUDA_HOME" in text or "nvcc" in text) and _TOOLKIT_RE.search(text) else None
+
+
+def _dll(text: str) -> list[str] | None:
+    if ".dll" not in text.lower():
+        return None
+    names = [m.group(1) or m.group(2) for m in _DLL_RE.finditer(text)]
+    return names or None
+
+
+# -- writers ------------------------------------------------------------------------------------------
+def _append(key: str) -> Callable[[Any, str, Any], None]:
+    def write(scan: Any, _text: str, found: Any) -> None:
+        values = scan.evidence.setdefault(key, [])
+        for value in found if isinstance(found, list) else [found]:
+            if value not in values and len(values) < 50:
+                values.append(value)
+    return write
+
+
+def _write_ifname(scan: Any, _text: str, m: re.Match[str]) -> None:
+    scan.evidence.setdefault("nccl.socket_ifname", m.group(1).strip())
+
+
+def _write_launch(scan: Any, _text: str, found: dict[str, Any]) -> None:
+    scan.evidence.setdefault("launch", found)
+
+
+def _write_ordinal(scan: Any, text: str, _found: bool) -> None:
+    scan.evidence.setdefault("cuda.invalid_device_ordinal", text.strip()[:200])
+
+
+#: (name, matcher, writer) of each sentence, in the order the signature table tries them.
+SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], None]], ...] = (
+    ("dataloader-shm", _shm, _append("torch.shm_errors")),
+    ("nccl-no-socket-interface", _nccl_no_iface, _append("nccl.socket_errors")),
+    ("nccl-socket-ifname", _ifname, _write_ifname),
+    ("kernel-xid", _xid, _append("driver.xid_events")),
+    ("launch-command", _launch, _write_launch),
+    ("invalid-device-ordinal", _ordinal, _write_ordinal),
+    ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
+    ("windows-dll", _dll, _append("libs.missing_dlls")),
+)
+
+
+def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """The facts of what the signatures found."""
+    for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
+                "libs.missing_dlls"):
+        if found.get(key):
+            out[key] = ok(found[key], SOURCE, "lines pasted in the text")
+    if "nccl.socket_ifname" in found:
+        out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
+    if "cuda.invalid_device_ordinal" in found:
+        out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
+    if launch := found.get("launch"):
+        out["launch.nproc_per_node"] = ok(launch["nproc"], SOURCE, f"from `{launch['command'][:120]}`")
+        out["launch.command"] = ok(launch["command"], SOURCE)
+        if "visible" in launch:
+            out["launch.visible_devices"] = ok(launch["visible"], SOURCE, "the launch line's CUDA_VISIBLE_DEVICES")
+
+
+__all__ = ["KEYS", "SIGNATURES", "SOURCE", "write"]

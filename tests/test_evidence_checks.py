@@ -1,0 +1,95 @@
+"""The evidence a ticket's lines carry (DataLoader shm, NCCL bootstrap, Xid 79, launch lines,
+extension builds, Windows DLLs) becomes facts, and checks/evidence.py judges them with an exact remedy."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.model import Status
+from envdoctor.parsers import parse_text
+from envdoctor.registry import load_registry
+
+
+def _top(text: str):  # type: ignore[no-untyped-def]
+    findings = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+    fails = [f for f in findings if f.status is Status.FAIL]
+    return fails[0] if fails else None
+
+
+def test_a_dataloader_bus_error_in_a_kubernetes_pod_gets_a_memory_emptydir() -> None:
+    text = ("$ kubectl logs trainer-0\nRuntimeError: DataLoader worker (pid 4211) is killed by signal: Bus error. "
+            "It is possible that dataloader's workers are out of shared memory.\n")
+    top = _top(text)
+    assert top is not None and top.id == "dataloader-shm"
+    assert "medium: Memory" in top.remediation.commands[0]
+
+
+def test_unable_to_write_a_torch_shm_file_in_docker_gets_shm_size() -> None:
+    text = "root@0123456789ab:/ws# python train.py\nRuntimeError: unable to write to file </torch_81_2279834148_0>\n"
+    top = _top(text)
+    assert top is not None and top.id == "dataloader-shm"
+    assert top.remediation.commands == ("docker run --shm-size=16g …", "docker run --ipc=host …")
+
+
+def test_nccl_without_a_socket_interface_names_the_forced_ifname() -> None:
+    text = ("host:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ib0\n"
+            "host:1:1 [0] bootstrap.cc:37 NCCL WARN Bootstrap : no socket interface found\n")
+    top = _top(text)
+    assert top is not None and top.id == "nccl-socket-interface"
+    assert any(c.startswith("unset NCCL_SOCKET_IFNAME") and "'ib0'" in c for c in top.remediation.commands)
+
+
+@pytest.mark.parametrize("line, pci", [
+    ("[ 12.3] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", "0000:3b:00"),
+    ("Jun 02 kernel: NVRM: GPU at PCI:0000:c1:00: has fallen off the bus.", None),
+])
+def test_xid_79_and_fallen_off_the_bus_are_the_kernel_log_probes_facts(line: str, pci: str | None) -> None:
+    top = _top(line + "\n")
+    assert top is not None and top.id == "gpu-xid"
+    assert "Xid 79" in top.remediation.text
+    if pci:
+        assert pci in top.detail
+
+
+def test_an_application_xid_is_a_warning_not_a_fallen_gpu() -> None:
+    facts = parse_text("[ 5.1] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception\n")
+    found = [f for f in diagnose(facts, load_registry(plugins=False)) if f.id == "gpu-xid"]
+    assert found and found[0].status is Status.WARN
+
+
+def test_more_ranks_than_visible_gpus_rewrites_the_launch_line() -> None:
+    top = _top("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=4 train.py --cfg a.yaml\n")
+    assert top is not None and top.id == "launch-ranks"
+    assert top.remediation.commands == ("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py --cfg a.yaml",)
+
+
+def test_as_many_ranks_as_gpus_is_fine_and_no_count_skips() -> None:
+    registry = load_registry(plugins=False)
+    fine = [f for f in diagnose(parse_text("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 t.py\n"), registry)
+            if f.id == "launch-ranks"]
+    assert fine[0].status is Status.OK
+    unknown = [f for f in diagnose(parse_text("torchrun --nproc_per_node=8 t.py\n"), registry) if f.id == "launch-ranks"]
+    assert unknown[0].status is Status.SKIP
+
+
+def test_cuda_home_missing_installs_torchs_own_cuda() -> None:
+    text = ("torch: 2.3.1+cu121\nOSError: CUDA_HOME environment variable is not set. "
+            "Please set it to your CUDA install root.\n")
+    top = _top(text)
+    assert top is not None and top.id == "cuda-toolkit-missing"
+    assert top.remediation.commands[0].startswith("conda install -c nvidia/label/cuda-12.1.0 cuda-toolkit")
+
+
+def test_a_missing_cudnn_8_dll_on_windows() -> None:
+    top = _top("Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!\n")
+    assert top is not None and top.id == "cudnn-dll-missing"
+    assert top.remediation.commands[0].startswith("pip install nvidia-cudnn-cu12==8.9.7.29")
+
+
+def test_torchs_own_cudnn_dll_means_reinstalling_torch() -> None:
+    text = ('OSError: [WinError 126] The specified module could not be found. Error loading '
+            '"C:\\venv\\lib\\site-packages\\torch\\lib\\cudnn_adv_infer64_8.dll" or one of its dependencies.\n')
+    top = _top(text)
+    assert top is not None and top.id == "cudnn-dll-missing"
+    assert "--force-reinstall torch" in top.remediation.commands[0]
