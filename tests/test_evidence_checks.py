@@ -93,3 +93,18 @@ def test_torchs_own_cudnn_dll_means_reinstalling_torch() -> None:
     top = _top(text)
     assert top is not None and top.id == "cudnn-dll-missing"
     assert "--force-reinstall torch" in top.remediation.commands[0]
+
+
+def test_a_sentence_wrapped_onto_two_lines_is_read_once_joined() -> None:
+    text = "RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus\nerror. It is possible that ...\n"
+    top = _top(text)
+    assert top is not None and top.id == "dataloader-shm"
+
+
+def test_a_long_log_is_not_joined_pairwise_beyond_short_lines() -> None:
+    # Only short adjacent lines are joined, so a long payload line cannot create a match across lines.
+    text = "x" * 400 + " DataLoader worker (pid 9) is killed by signal: Bus\nerror.\n"
+    from envdoctor.parsers import ParseError
+
+    with pytest.raises(ParseError):
+        parse_text(text)

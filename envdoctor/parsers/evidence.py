@@ -40,7 +40,8 @@ _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pi
                      r"|unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </?torch"
                      r"|unable to open shared memory object </torch", re.IGNORECASE)
 _NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
-                               r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET")
+                               r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET"
+                               r"|Socket creation failed\s*:\s*Address family not supported")
 _IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
 _FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
                         re.IGNORECASE)
@@ -49,8 +50,9 @@ _NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
 _VISIBLE_RE = re.compile(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
 _ORDINAL_RE = re.compile(r"invalid device ordinal", re.IGNORECASE)
 _TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found"
-                         r"|\bnvcc\b.{0,20}No such file or directory|could not find nvcc", re.IGNORECASE)
-_DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading \"([^\"]{0,300}?\.dll)\"",
+                         r"|\bnvcc\b.{0,20}No such file or directory|No such file or directory: '[^']{0,200}/nvcc'"
+                         r"|could not find nvcc", re.IGNORECASE)
+_DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
                      re.IGNORECASE)
 
 
@@ -59,7 +61,7 @@ def _shm(text: str) -> str | None:
 
 
 def _nccl_no_iface(text: str) -> str | None:
-    if "Bootstrap" not in text and "ncclSocketInit" not in text and "NCCL_SOCKET_IFNAME" not in text:
+    if not any(w in text for w in ("Bootstrap", "ncclSocketInit", "NCCL_SOCKET_IFNAME", "Socket creation failed")):
         return None
     return text.strip()[:200] if _NCCL_NO_IFACE_RE.search(text) else None
 
@@ -140,6 +142,44 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
 )
 
 
+#: Lines longer than this are not joined with their neighbour (a log payload, not a wrapped sentence).
+_WRAP_LINE = 300
+
+
+def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
+    """The sentences a terminal, an issue form or a mail client wrapped onto two lines ("killed by
+    signal: Bus" / "error."): every matcher whose fact no single line gave is run once more on each
+    pair of adjacent short lines. Linear in the text."""
+    wanted = [(name, find, put) for name, find, put in SIGNATURES if name in _REWRAPPED and not _has(found, name)]
+    if not wanted:
+        return
+    previous = ""
+    for line in lines:
+        line = line.strip()
+        if previous and line and len(previous) < _WRAP_LINE and len(line) < _WRAP_LINE:
+            pair = f"{previous} {line}"
+            for _name, find, put in wanted:
+                if hit := find(pair):
+                    put(_Found(found), pair, hit)
+        previous = line
+
+
+# Signature name -> the scan key its writer fills.
+_REWRAPPED = {"dataloader-shm": "torch.shm_errors", "nccl-no-socket-interface": "nccl.socket_errors",
+              "cuda-home-missing": "toolkit.build_errors", "windows-dll": "libs.missing_dlls"}
+
+
+def _has(found: dict[str, Any], name: str) -> bool:
+    return bool(found.get(_REWRAPPED[name]))
+
+
+class _Found:
+    """The writers' view of a scan: they write into ``evidence``."""
+
+    def __init__(self, evidence: dict[str, Any]) -> None:
+        self.evidence = evidence
+
+
 def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     """The facts of what the signatures found."""
     for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
@@ -157,4 +197,4 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out["launch.visible_devices"] = ok(launch["visible"], SOURCE, "the launch line's CUDA_VISIBLE_DEVICES")
 
 
-__all__ = ["KEYS", "SIGNATURES", "SOURCE", "write"]
+__all__ = ["KEYS", "SIGNATURES", "SOURCE", "rewrapped", "write"]

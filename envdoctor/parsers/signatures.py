@@ -306,6 +306,7 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     if "torch.cuda_available" in out or scan.messages:
         out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
     _write_devices(scan, out)
+    _evidence.rewrapped(list(lines), scan.evidence)
     _evidence.write(scan.evidence, out)
 
 
