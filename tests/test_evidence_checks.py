@@ -108,3 +108,13 @@ def test_a_long_log_is_not_joined_pairwise_beyond_short_lines() -> None:
 
     with pytest.raises(ParseError):
         parse_text(text)
+
+
+def test_a_long_log_is_read_at_its_head_and_its_tail() -> None:
+    from envdoctor.parsers import HEAD_LINES, TAIL_LINES
+
+    filler = "".join(f"step {i} loss 0.{i}\n" for i in range(HEAD_LINES + TAIL_LINES + 5_000))
+    text = "torch==2.3.1\n" + filler + "RuntimeError: unable to write to file </torch_1_2_3>\n"
+    facts = parse_text(text)
+    assert facts.get("torch.version").value == "2.3.1"
+    assert facts.get("torch.shm_errors").ok

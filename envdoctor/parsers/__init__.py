@@ -35,6 +35,10 @@ for _name, _keys in PARSERS.items():
 MAX_CHARS = 4_000_000
 #: lscpu's "Flags" line is ~1.5 KB; longer lines are cut so no line-level regex runs long.
 MAX_LINE = 8_000
+#: A ticket is a few thousand lines at most; a longer text is a log. Its head (where collect_env and
+#: the command sit) and its tail (where the decisive error sits) are read, the middle is dropped, so
+#: the cost of any text is bounded (bench/hostile_paste.py: 4 MB of any shape in under 2 s).
+HEAD_LINES, TAIL_LINES = 2_000, 8_000
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
@@ -109,7 +113,10 @@ def _clean(text: str) -> list[str]:
     # Text pasted through word processors and chat apps gets typographic quotes ("couldn‘t").
     text = text.replace("\u2018", "'").replace("\u2019", "'")
     lines: list[str] = []
-    for raw in text.splitlines():
+    raws = text.splitlines()
+    if len(raws) > HEAD_LINES + TAIL_LINES:
+        raws = [*raws[:HEAD_LINES], "", *raws[-TAIL_LINES:]]
+    for raw in raws:
         line = raw[:MAX_LINE]
         line = _QUOTE_RE.sub("", line)
         if _FENCE_RE.match(line):

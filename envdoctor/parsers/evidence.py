@@ -154,13 +154,16 @@ def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
     if not wanted:
         return
     previous = ""
+    seen: set[str] = set()
     for line in lines:
         line = line.strip()
         if previous and line and len(previous) < _WRAP_LINE and len(line) < _WRAP_LINE:
             pair = f"{previous} {line}"
-            for _name, find, put in wanted:
-                if hit := find(pair):
-                    put(_Found(found), pair, hit)
+            if pair not in seen:
+                seen.add(pair)
+                for _name, find, put in wanted:
+                    if hit := find(pair):
+                        put(_Found(found), pair, hit)
         previous = line
 
 

@@ -293,8 +293,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     driver's CUDA version from 'driver too old', CUDA error codes, cuDNN versions, loader errors,
     container-runtime requirements), written into ``out``."""
     scan = Scan()
-    for line in lines:
-        _scan_line(line.strip(), scan)
+    # A line repeated (every rank printing the same warning, a log looping) says nothing new.
+    for line in dict.fromkeys(line.strip() for line in lines):
+        _scan_line(line, scan)
     for sig in PASTE_SIGNATURES:
         sig.read(lines, scan, out)
     _write_container(scan, out)

@@ -116,7 +116,7 @@ def _value(fact: str, value: str) -> object | None:
 def statements(lines: Sequence[str]) -> dict[str, list[tuple[object, str]]]:
     """Every statement in the text: fact -> [(value, the line)], in order of appearance."""
     found: dict[str, list[tuple[object, str]]] = {}
-    for line in lines:
+    for line in dict.fromkeys(lines):
         split = split_statement(line)
         if split is None:
             continue
