@@ -59,6 +59,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'NCCL bootstrap lines saying it found no usable socket interface ("Bootstrap : no socket interface found")'),
     _k('nccl.socket_ifname', 'str', ('parser:evidence',),
        'NCCL_SOCKET_IFNAME as the text shows it (`"eth0"`, `"=enp90s0np0"`, `"^lo,docker"`)'),
+    _k('driver.fabricmanager_service', 'str', ('parser:evidence',),
+       'the nvidia-fabricmanager systemd unit as shown: `"active"`, `"inactive"`, `"failed"`, `"not-found"`, '
+       '`"masked"`'),
     _k('launch.nproc_per_node', 'int', ('parser:evidence',),
        '`--nproc_per_node` of a torchrun / torch.distributed.launch line'),
     _k('launch.visible_devices', 'list', ('parser:evidence',),

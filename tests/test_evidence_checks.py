@@ -118,3 +118,20 @@ def test_a_long_log_is_read_at_its_head_and_its_tail() -> None:
     facts = parse_text(text)
     assert facts.get("torch.version").value == "2.3.1"
     assert facts.get("torch.shm_errors").ok
+
+
+@pytest.mark.parametrize("text, state", [
+    ("● nvidia-fabricmanager.service - NVIDIA fabric manager service\n"
+     "     Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled)\n"
+     "     Active: failed (Result: exit-code) since Mon 2024-01-01 10:00:00 UTC\n", "failed"),
+    ("Unit nvidia-fabricmanager.service could not be found.\n", "not-found"),
+])
+def test_a_stopped_fabric_manager_service_is_the_fabric_managers_fault(text: str, state: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "fabric-manager" and state in top.title
+    assert "sudo systemctl enable --now nvidia-fabricmanager" in top.remediation.commands
+
+
+def test_a_running_fabric_manager_is_no_fault() -> None:
+    text = "● nvidia-fabricmanager.service - NVIDIA fabric manager service\n     Active: active (running) since Mon\n"
+    assert _top(text) is None

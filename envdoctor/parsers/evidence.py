@@ -33,7 +33,7 @@ from ..probes.nvidia import parse_xid
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls")
+        "libs.missing_dlls", "driver.fabricmanager_service")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -54,6 +54,34 @@ _TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:
                          r"|could not find nvcc", re.IGNORECASE)
 _DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
                      re.IGNORECASE)
+
+
+# systemd about the fabric manager: "Job for nvidia-fabricmanager.service failed", "Unit
+# nvidia-fabricmanager.service could not be found.", and `systemctl status`'s "Active: failed (…)" /
+# "Active: inactive (dead)" under the unit's "● nvidia-fabricmanager.service - …" header.
+_FM_UNIT = "nvidia-fabricmanager"
+_FM_LINE_RE = re.compile(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
+                         r"inactive)", re.IGNORECASE)
+_ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
+
+
+def _fabricmanager(text: str) -> str | None:
+    if _FM_UNIT in text:
+        m = _FM_LINE_RE.search(text)
+        return {"could not be found": "not-found", "not found": "not-found", "is masked": "masked"}.get(
+            m.group(1).lower(), m.group(1).lower()) if m else "unit"
+    m = _ACTIVE_RE.match(text) if "Active:" in text else None
+    return f"active:{m.group(1)}" if m else None
+
+
+def _write_fabricmanager(scan: Any, _text: str, state: str) -> None:
+    if state == "unit":
+        scan.evidence["_fm_unit"] = True  # the next "Active:" line is this unit's
+    elif state.startswith("active:"):
+        if scan.evidence.pop("_fm_unit", False):
+            scan.evidence.setdefault("driver.fabricmanager_service", state.split(":", 1)[1])
+    else:
+        scan.evidence.setdefault("driver.fabricmanager_service", state)
 
 
 def _shm(text: str) -> str | None:
@@ -139,6 +167,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("invalid-device-ordinal", _ordinal, _write_ordinal),
     ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
     ("windows-dll", _dll, _append("libs.missing_dlls")),
+    ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
 )
 
 
@@ -191,6 +220,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(found[key], SOURCE, "lines pasted in the text")
     if "nccl.socket_ifname" in found:
         out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
+    if "driver.fabricmanager_service" in found:
+        out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
+                                                 "systemd about nvidia-fabricmanager, as pasted")
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
     if launch := found.get("launch"):
