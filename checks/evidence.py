@@ -125,3 +125,20 @@ def cudnn_dll_missing(facts: Facts) -> Finding:
                 evidence=ev,
                 remedy=Remediation("Install the cuDNN the DLL name asks for and put its bin folder on PATH.",
                                    remedies.cudnn_dlls(cudnn[0], in_torch), (remedies.CUDNN_ARCHIVE,)))
+
+
+@check("wsl-version", "WSL 2, where CUDA works (WSL 1 has no GPU)", needs=("host.kernel",))
+def wsl_version(facts: Facts) -> Finding:
+    ev = evidence(facts, "host.kernel", "host.wsl")
+    kernel = facts.value("host.kernel") if facts.get("host.kernel").ok else None
+    if not kernel or "microsoft" not in str(kernel).lower():
+        return skip("Not WSL (or the kernel is not shown)", evidence=ev)
+    if "microsoft-standard" in str(kernel).lower() or "wsl2" in str(kernel).lower():
+        return ok(f"WSL 2 (kernel {kernel})", detail="CUDA reaches Linux through the Windows driver's "
+                  "/usr/lib/wsl/lib/libcuda.so; never install a Linux NVIDIA driver inside WSL.", evidence=ev)
+    return fail(f"This is WSL 1 (kernel {kernel}): it has no GPU access",
+                detail="WSL 1 translates Linux system calls and exposes no GPU; CUDA needs WSL 2 with the Windows "
+                       "NVIDIA driver. Installing a Linux NVIDIA driver or DKMS module inside WSL never helps.",
+                evidence=ev,
+                remedy=Remediation("Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
+                                   remedies.wsl2_convert(), (remedies.WSL_CUDA_GUIDE,)))

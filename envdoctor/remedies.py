@@ -217,3 +217,10 @@ def cudnn_dlls(dll: str, in_torch: bool) -> tuple[str, ...]:
         return ("pip install \"nvidia-cudnn-cu12>=9,<10\"   # cuDNN 9, whose DLLs are *64_9.dll",
                 "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%")
     return (f"# install cuDNN from {CUDNN_ARCHIVE} and add its bin folder to PATH",)
+
+
+def wsl2_convert() -> tuple[str, ...]:
+    """WSL 1 -> WSL 2, run in Windows (PowerShell); the GPU then reaches Linux through /usr/lib/wsl/lib."""
+    return ("wsl -l -v   # in PowerShell: the VERSION column says 1 or 2",
+            "wsl --set-version <distro name from that list> 2",
+            "wsl --set-default-version 2")

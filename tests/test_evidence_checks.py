@@ -135,3 +135,17 @@ def test_a_stopped_fabric_manager_service_is_the_fabric_managers_fault(text: str
 def test_a_running_fabric_manager_is_no_fault() -> None:
     text = "● nvidia-fabricmanager.service - NVIDIA fabric manager service\n     Active: active (running) since Mon\n"
     assert _top(text) is None
+
+
+def test_a_wsl1_kernel_anywhere_means_converting_to_wsl2() -> None:
+    top = _top("$ uname -r\n4.4.0-19041-Microsoft\ntorch: 2.1.0+cu121\n")
+    assert top is not None and top.id == "wsl-version"
+    assert any(c.startswith("wsl --set-version") for c in top.remediation.commands)
+
+
+def test_a_wsl2_kernel_is_fine() -> None:
+    facts = parse_text("- Platform: Linux-5.15.153.1-microsoft-standard-WSL2-x86_64-with-glibc2.35\n"
+                       "- PyTorch version (GPU?): 2.3.1+cu121 (True)\n")
+    found = [f for f in diagnose(facts, load_registry(plugins=False)) if f.id == "wsl-version"]
+    assert found and found[0].status is Status.OK
+    assert facts.get("host.kernel").value == "5.15.153.1-microsoft-standard-WSL2"

@@ -33,7 +33,7 @@ from ..probes.nvidia import parse_xid
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls", "driver.fabricmanager_service")
+        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -82,6 +82,22 @@ def _write_fabricmanager(scan: Any, _text: str, state: str) -> None:
             scan.evidence.setdefault("driver.fabricmanager_service", state.split(":", 1)[1])
     else:
         scan.evidence.setdefault("driver.fabricmanager_service", state)
+
+
+# A WSL kernel release wherever it is printed (uname -r, Python's platform string, dkms): WSL 1 reports
+# "4.4.0-<Windows build>-Microsoft", WSL 2 "<x.y.z>-microsoft-standard[-WSL2]".
+_WSL_KERNEL_RE = re.compile(r"\b(\d+\.\d+\.\d+(?:[.-]\d+)*-(?:Microsoft|microsoft-standard(?:-WSL2)?))(?![\w-]*-WSL2)")
+
+
+def _wsl_kernel(text: str) -> str | None:
+    if "icrosoft" not in text:
+        return None
+    m = _WSL_KERNEL_RE.search(text)
+    return m.group(1) if m else None
+
+
+def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
+    scan.evidence.setdefault("host.kernel", kernel)
 
 
 def _shm(text: str) -> str | None:
@@ -168,6 +184,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
+    ("wsl-kernel", _wsl_kernel, _write_kernel),
 )
 
 
@@ -223,6 +240,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if "driver.fabricmanager_service" in found:
         out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
                                                  "systemd about nvidia-fabricmanager, as pasted")
+    if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
+        out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
+        out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
     if launch := found.get("launch"):
