@@ -31,6 +31,12 @@ class Outcome:
     top_warn: str = ""  # first warning, shown when nothing fails (a paste too short to prove a fail)
     kind: str = "report"  # "report" (collect_env and/or nvidia-smi) or "messages" (torch's own lines, a banner)
     shape: str = ""  # the case's shape of text, as cases.json records it
+    remedy: str = ""  # what the thread says to do (a phrase the top finding's remedy must contain), "" if none
+    said: str = ""  # the top failing finding's remedy: its words and commands
+
+    @property
+    def remedy_right(self) -> bool:
+        return self.correct and self.remedy.lower() in self.said.lower()
 
     @property
     def correct(self) -> bool:
@@ -52,8 +58,10 @@ def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: igno
     findings = sort_findings(diagnose(facts, registry))
     fails = tuple(f.id for f in findings if f.status is Status.FAIL)
     warns = [f.id for f in findings if f.status is Status.WARN]
+    top = next((f for f in findings if f.status is Status.FAIL), None)
+    said = " ".join([top.remediation.text, *top.remediation.commands]) if top is not None else ""
     return Outcome(case["file"], case["expected"], fails[0] if fails else HEALTHY, fails, warns[0] if warns else "",
-                   kind, case.get("shape", ""))
+                   kind, case.get("shape", ""), case.get("remedy", ""), said)
 
 
 def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | int]]:
@@ -74,6 +82,10 @@ def evaluate(corpus: Path = CORPUS) -> tuple[list[Outcome], dict[str, float | in
         "broken_top_problem_right": top_problem,
         "root_causes": len({o.expected for o in broken}),
         "shapes": len({o.shape for o in outcomes}),
+        # The exact remedy, where the thread gives one (cases.json's `remedy`): the right top finding
+        # and its remedy names what the thread did.
+        "with_remedy": sum(bool(o.remedy) for o in broken),
+        "remedy_right": sum(o.remedy_right for o in broken if o.remedy),
         "healthy": len(healthy),
         "healthy_with_fail": false_fails,
         # The same bar split by what the paste holds: a collect_env / nvidia-smi report, or only
@@ -106,7 +118,8 @@ def _print_breakdown(title: str, rows: dict[str, tuple[int, int, int]]) -> None:
 def main(argv: list[str]) -> int:
     outcomes, stats = evaluate()
     if "--json" in argv:
-        print(json.dumps({"cases": [asdict(o) | {"correct": o.correct} for o in outcomes], "stats": stats}, indent=1))
+        print(json.dumps({"cases": [asdict(o) | {"correct": o.correct, "remedy_right": o.remedy_right}
+                                    for o in outcomes], "stats": stats}, indent=1))
         return 0
     width = max(len(o.file) for o in outcomes)
     print(f"{'case':{width}}  {'expected':24}  {'top fail':24}  ok  {'paste':8}  other fails")
@@ -120,6 +133,12 @@ def main(argv: list[str]) -> int:
           f"({100 * stats['broken_accuracy']:.0f}%, bar 90%)")
     print(f"  of which collect_env/nvidia-smi reports: {stats['broken_reports_right']}/{stats['broken_reports']}; "
           f"torch's messages only: {stats['broken_messages_right']}/{stats['broken_messages']}")
+    if stats["with_remedy"]:
+        print(f"exact remedy where the thread gives one: {stats['remedy_right']}/{stats['with_remedy']} "
+              f"({100 * stats['remedy_right'] / stats['with_remedy']:.0f}%, bar 80%)")
+        missed = [o.file for o in outcomes if o.remedy and not o.remedy_right]
+        if missed:
+            print("  remedy missed: " + ", ".join(missed))
     print(f"healthy cases: {stats['healthy_with_fail']}/{stats['healthy']} with a fail (bar 0)")
     print(f"cases: {stats['cases']} ({stats['broken']} broken over {stats['root_causes']} root causes, "
           f"{stats['healthy']} healthy, {stats['shapes']} shapes)")

@@ -212,7 +212,8 @@ def cudnn_dlls(dll: str, in_torch: bool) -> tuple[str, ...]:
     major = dll.rsplit("_", 1)[-1].split(".")[0] if "_" in dll else ""
     if major == "8":
         return ("pip install nvidia-cudnn-cu12==8.9.7.29   # cuDNN 8, whose DLLs are *64_8.dll",
-                "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%")
+                "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%",
+                "# a cuDNN 8 installed from NVIDIA's zip also needs zlibwapi.dll on PATH (its Windows install guide)")
     if major == "9":
         return ("pip install \"nvidia-cudnn-cu12>=9,<10\"   # cuDNN 9, whose DLLs are *64_9.dll",
                 "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%")

@@ -88,6 +88,9 @@ def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
     if any(signatures.NGC_NO_DRIVER in line for line in lines):
         return "docker", f"the start-up banner of an NVIDIA container image (\"{signatures.NGC_NO_DRIVER}\")"
+    if any(line.startswith("Server Version: version.Info{") for line in lines):
+        # `kubectl version` answered by a cluster: the workload in the ticket runs in its pods.
+        return "kubernetes", "`kubectl version` output names the cluster's server version"
     for line in lines:
         if _REPORT_LINE_RE.search(line):
             if _COMPOSE_LOG_RE.match(line):
