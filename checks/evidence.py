@@ -142,3 +142,17 @@ def wsl_version(facts: Facts) -> Finding:
                 evidence=ev,
                 remedy=Remediation("Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
                                    remedies.wsl2_convert(), (remedies.WSL_CUDA_GUIDE,)))
+
+
+@check("nccl-p2p-acs", "GPU peer-to-peer is not routed through ACS/IOMMU", needs=("pci.acs_enabled",))
+def nccl_p2p_acs(facts: Facts) -> Finding:
+    ev = evidence(facts, "pci.acs_enabled")
+    if not _shown(facts, "pci.acs_enabled"):
+        return skip("No PCIe ACS state shown", evidence=ev)
+    count = facts.value("pci.acs_enabled")
+    return fail(f"PCIe Access Control Services is on ({count} bridge line{'s' if count != 1 else ''} with SrcValid+)",
+                detail="With ACS on, peer-to-peer traffic between GPUs under a PCIe switch is redirected to the root "
+                       "complex / IOMMU: NCCL's P2P transfers hang or crawl (NCCL troubleshooting, PCI ACS).",
+                evidence=ev,
+                remedy=Remediation("Disable ACS on the PCIe bridges (and keep it off across reboots).",
+                                   remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))

@@ -62,6 +62,8 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('driver.fabricmanager_service', 'str', ('parser:evidence',),
        'the nvidia-fabricmanager systemd unit as shown: `"active"`, `"inactive"`, `"failed"`, `"not-found"`, '
        '`"masked"`'),
+    _k('pci.acs_enabled', 'int', ('parser:evidence',),
+       'how many distinct `lspci -vvv` ACSCtl lines shown have SrcValid+ (ACS on: P2P goes through the IOMMU)'),
     _k('launch.nproc_per_node', 'int', ('parser:evidence',),
        '`--nproc_per_node` of a torchrun / torch.distributed.launch line'),
     _k('launch.visible_devices', 'list', ('parser:evidence',),

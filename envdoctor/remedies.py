@@ -225,3 +225,11 @@ def wsl2_convert() -> tuple[str, ...]:
     return ("wsl -l -v   # in PowerShell: the VERSION column says 1 or 2",
             "wsl --set-version <distro name from that list> 2",
             "wsl --set-default-version 2")
+
+
+def disable_acs() -> tuple[str, ...]:
+    """ACS off on every PCIe bridge that has it (NCCL's troubleshooting guide), until the next boot."""
+    return ("for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
+            "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
+            "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
+            "export NCCL_P2P_DISABLE=1   # meanwhile: NCCL avoids peer-to-peer (slower, no hang)")

@@ -149,3 +149,16 @@ def test_a_wsl2_kernel_is_fine() -> None:
     found = [f for f in diagnose(facts, load_registry(plugins=False)) if f.id == "wsl-version"]
     assert found and found[0].status is Status.OK
     assert facts.get("host.kernel").value == "5.15.153.1-microsoft-standard-WSL2"
+
+
+def test_acs_on_a_pcie_bridge_is_the_p2p_cause() -> None:
+    top = _top("$ sudo lspci -vvv | grep ACSCtl\n    ACSCtl: SrcValid+ TransBlk- ReqRedir- CmpltRedir-\n")
+    assert top is not None and top.id == "nccl-p2p-acs"
+    assert "ECAP_ACS+0x6.w=0000" in top.remediation.commands[0]
+
+
+def test_acs_off_everywhere_is_no_evidence_of_a_fault() -> None:
+    from envdoctor.parsers import ParseError
+
+    with pytest.raises(ParseError):
+        parse_text("    ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir-\n")

@@ -33,7 +33,7 @@ from ..probes.nvidia import parse_xid
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl")
+        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -98,6 +98,20 @@ def _wsl_kernel(text: str) -> str | None:
 
 def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
     scan.evidence.setdefault("host.kernel", kernel)
+
+
+# `lspci -vvv`'s ACS control of a PCIe bridge: "ACSCtl: SrcValid+ TransBlk- ReqRedir- …". With ACS on, GPU
+# peer-to-peer traffic is redirected through the IOMMU/root complex and NCCL's P2P hangs or crawls
+# (NCCL's troubleshooting guide, "PCI Access Control Services").
+_ACS_RE = re.compile(r"ACSCtl:\s*SrcValid\+")
+
+
+def _acs(text: str) -> bool:
+    return "ACSCtl" in text and bool(_ACS_RE.search(text))
+
+
+def _write_acs(scan: Any, _text: str, _found: bool) -> None:
+    scan.evidence["pci.acs_enabled"] = scan.evidence.get("pci.acs_enabled", 0) + 1
 
 
 def _shm(text: str) -> str | None:
@@ -185,6 +199,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
+    ("pci-acs", _acs, _write_acs),
 )
 
 
@@ -243,6 +258,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
+    if found.get("pci.acs_enabled"):
+        out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
+                                    "(distinct lines; repeated identical lines count once)")
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
     if launch := found.get("launch"):
