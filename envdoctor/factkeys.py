@@ -128,7 +128,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        ' when it read fine; older reports: torch.cudnn_version\'s detail (`envdoctor.views.cudnn_error`)'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
-    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements'),
+    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:evidence'),
        '`"12.6"` or null for a CPU build (`torch.version.cuda`)'),
     _k('torch.hip_version', 'str|null', ('probe:python', 'parser:collect_env'),
        'string or null'),

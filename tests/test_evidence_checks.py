@@ -162,3 +162,17 @@ def test_acs_off_everywhere_is_no_evidence_of_a_fault() -> None:
 
     with pytest.raises(ParseError):
         parse_text("    ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir-\n")
+
+
+def test_torch_saying_it_is_not_compiled_with_cuda_is_a_cpu_build() -> None:
+    text = ('    raise AssertionError("Torch not compiled with CUDA enabled")\n'
+            "AssertionError: Torch not compiled with CUDA enabled\n")
+    top = _top(text)
+    assert top is not None and top.id == "torch-cpu-build"
+    assert any("download.pytorch.org/whl/cu" in c for c in top.remediation.commands)
+
+
+def test_on_macos_not_compiled_with_cuda_is_no_cuda_reinstall() -> None:
+    text = "OS: Darwin\nAssertionError: Torch not compiled with CUDA enabled\n"
+    top = _top(text)
+    assert top is None or top.id != "torch-cpu-build"

@@ -33,7 +33,8 @@ from ..probes.nvidia import parse_xid
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled")
+        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
+        "torch.cuda_version")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -112,6 +113,18 @@ def _acs(text: str) -> bool:
 
 def _write_acs(scan: Any, _text: str, _found: bool) -> None:
     scan.evidence["pci.acs_enabled"] = scan.evidence.get("pci.acs_enabled", 0) + 1
+
+
+#: torch's own words when CUDA is asked of a CPU-only build (torch/cuda/__init__.py, _lazy_init).
+NOT_COMPILED = "Torch not compiled with CUDA enabled"
+
+
+def _not_compiled(text: str) -> str | None:
+    return text.strip()[:200] if NOT_COMPILED in text else None
+
+
+def _write_not_compiled(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("_not_compiled", line)
 
 
 def _shm(text: str) -> str | None:
@@ -200,6 +213,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
+    ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
 )
 
 
@@ -258,6 +272,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
+    if found.get("_not_compiled") and not (out.get("torch.cuda_version") and out["torch.cuda_version"].ok):
+        # torch saying so is torch.version.cuda being None: the program asked a CPU-only build for CUDA.
+        out["torch.cuda_version"] = ok(None, SOURCE, f"torch raised \"{NOT_COMPILED}\": {found['_not_compiled']!r}")
     if found.get("pci.acs_enabled"):
         out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
                                     "(distinct lines; repeated identical lines count once)")
