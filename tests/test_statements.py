@@ -67,3 +67,12 @@ def test_one_piece_of_evidence_is_judged_and_the_rest_is_not_in_report() -> None
     assert facts.get("torch.cuda_version").value == "12.1"
     assert facts.get("nvml.driver_version").reason is not None
     assert facts.get("nvml.driver_version").reason.value == "not_in_report"
+
+
+def test_a_path_is_no_version_and_collect_envs_own_labels_keep_their_meaning() -> None:
+    # collect_env's "cuDNN version" is a file search (libs.cudnn_copies), never torch's cuDNN; the
+    # digits of a path ("…\\CUDA\\v12.5\\bin\\cudnn_ops64_9.dll") are not a version of anything stated.
+    text = ("PyTorch version: 2.5.0+cu124\nIs debug build: False\nCUDA used to build PyTorch: 12.4\n"
+            "cuDNN version: C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.5\\bin\\cudnn_ops64_9.dll\n")
+    assert parse_text(text).get("torch.cudnn_version").ok is False
+    assert "torch.cudnn_version" not in _values("torch: 2.3.1\ncuDNN: /usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2\n")

@@ -213,7 +213,7 @@ def _parse(text: str) -> Facts:
         # CUDA's, NCCL's, the loader's and the system tools' own lines); collect_env reads them itself.
         signatures.scan_messages(lines, readings)
     # Version statements in any list form; a report's own reading wins over a statement.
-    statements.parse(lines, readings)
+    statements.parse(lines, readings, statements.COLLECT_ENV_OWN if is_collect_env else frozenset())
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
         # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
         banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)

@@ -89,8 +89,19 @@ def split_statement(line: str) -> tuple[str, str] | None:
     return _norm(key), value
 
 
+#: collect_env labels whose meaning differs from the statement's: its "cuDNN version" is a search for
+#: libcudnn files (libs.cudnn_copies), not the cuDNN torch loads.
+COLLECT_ENV_OWN = frozenset({"cudnn version"})
+
+_PATH_RE = re.compile(r"[\\/]")
+
+
 def _value(fact: str, value: str) -> object | None:
     low = value.lower()
+    if fact != "host.os" and _PATH_RE.search(value.split()[0] if value.split() else value):
+        # A path ("C:\\…\\CUDA\\v12.5\\bin\\cudnn_ops64_9.dll", "/usr/lib/…/libcudnn.so.8") names a file,
+        # not the version of the thing: its digits belong to something else.
+        return None
     if fact == "host.os":
         return next((name for word, name in _OS_WORDS if word in low), None)
     if fact == "torch.cuda_available":
@@ -113,12 +124,14 @@ def _value(fact: str, value: str) -> object | None:
     return version
 
 
-def statements(lines: Sequence[str]) -> dict[str, list[tuple[object, str]]]:
-    """Every statement in the text: fact -> [(value, the line)], in order of appearance."""
+def statements(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> dict[str, list[tuple[object, str]]]:
+    """Every statement in the text: fact -> [(value, the line)], in order of appearance. ``reserved``:
+    labels a report parser already read with their own meaning (collect_env's "cuDNN version" is a
+    file search, not torch's cuDNN), skipped here."""
     found: dict[str, list[tuple[object, str]]] = {}
     for line in dict.fromkeys(lines):
         split = split_statement(line)
-        if split is None:
+        if split is None or (reserved and " ".join(line.split(":", 1)[0].lower().split()) in reserved):
             continue
         fact = _SYNONYMS.get(split[0])
         if fact is None:
@@ -144,9 +157,9 @@ def has_statements(lines: Sequence[str]) -> bool:
     return bool(statements(lines))
 
 
-def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
+def parse(lines: Sequence[str], readings: dict[str, Reading], reserved: frozenset[str] = frozenset()) -> None:
     """Write each stated fact into ``readings`` unless a report already read it; keep conflicts as evidence."""
-    for fact, said in statements(lines).items():
+    for fact, said in statements(lines, reserved).items():
         if fact == "host.distro" and "host.os" in readings and readings["host.os"].ok \
                 and readings["host.os"].source != SOURCE:
             continue
@@ -164,4 +177,4 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
         readings[fact] = ok(value, SOURCE, detail)
 
 
-__all__ = ["KEYS", "SOURCE", "has_statements", "parse", "split_statement", "statements"]
+__all__ = ["COLLECT_ENV_OWN", "KEYS", "SOURCE", "has_statements", "parse", "split_statement", "statements"]
