@@ -102,7 +102,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'list of strings (`"/.dockerenv exists"`, …)'),
     _k('host.wsl', 'bool', ('probe:host', 'parser:collect_env', 'parser:statements', 'parser:evidence'),
        'bool'),
-    _k('host.shm_size', 'int', ('probe:host',),
+    _k('host.shm_size', 'int', ('probe:host', 'parser:evidence'),
        'bytes of `/dev/shm`'),
     _k('host.is_root', 'bool', ('probe:host',),
        'bool'),
@@ -166,7 +166,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'list of `{"index", "name", "capability": [maj, min], "total_memory"}`'),
     _k('torch.loaded_libraries', 'object', ('probe:python',),
        '(issue 3) family → list of mapped file paths from `/proc/self/maps`'),
-    _k('driver.kernel_module_version', 'str', ('probe:driver', 'parser:collect_env'),
+    _k('driver.kernel_module_version', 'str', ('probe:driver', 'parser:collect_env', 'parser:evidence'),
        '`"570.124.06"` from `/proc/driver/nvidia/version` (proprietary or open module text), else '
        '`/sys/module/nvidia/version`; reason `absent` when neither exists (module not loaded), `denied` when'
        ' unreadable'),
@@ -286,7 +286,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`nvcc` on PATH, `/usr/local/cuda`); `detail` says which rule. Informational'),
     _k('toolkit.nvcc_path', 'str', ('probe:libraries',),
        '`$CUDA_HOME/bin/nvcc` when executable, else `nvcc` on PATH; reason `absent` when none'),
-    _k('toolkit.nvcc_version', 'str', ('probe:libraries', 'parser:collect_env'),
+    _k('toolkit.nvcc_version', 'str', ('probe:libraries', 'parser:collect_env', 'parser:evidence'),
        '`"13.0.88"` from `nvcc --version` (the toolkit that builds extensions, never "the runtime")'),
     _k('micro.run', 'object', ('probe:micro',),
        '`{"status": "ok"\\|"timeout"\\|"crashed"\\|…, "seconds", "deadline", "stage" (last step announced), '

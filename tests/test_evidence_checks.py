@@ -176,3 +176,23 @@ def test_on_macos_not_compiled_with_cuda_is_no_cuda_reinstall() -> None:
     text = "OS: Darwin\nAssertionError: Torch not compiled with CUDA enabled\n"
     top = _top(text)
     assert top is None or top.id != "torch-cpu-build"
+
+
+@pytest.mark.parametrize("line, key, value", [
+    ("Cuda compilation tools, release 11.0, V11.0.221", "toolkit.nvcc_version", "11.0.221"),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024",
+     "driver.kernel_module_version", "550.90.07"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  (dvs-builder@U16)",
+     "driver.kernel_module_version", "570.124.06"),
+    ("shm              64M     0   64M   0% /dev/shm", "host.shm_size", 64 << 20),
+])
+def test_system_tool_output_is_its_fact(line: str, key: str, value: object) -> None:
+    assert parse_text(line + "\n").get(key).value == value
+
+
+def test_a_small_dev_shm_shown_next_to_a_bus_error_is_in_the_finding() -> None:
+    text = ("$ df -h /dev/shm\nshm   64M  0  64M  0% /dev/shm\n"
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n")
+    top = _top(text)
+    assert top is not None and top.id == "dataloader-shm"
+    assert top.evidence["host.shm_size"] == 64 << 20

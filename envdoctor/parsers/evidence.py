@@ -34,7 +34,7 @@ SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
-        "torch.cuda_version")
+        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -127,6 +127,31 @@ def _write_not_compiled(scan: Any, _text: str, line: str) -> None:
     scan.evidence.setdefault("_not_compiled", line)
 
 
+# System tools whose output is one fact each:
+# `nvcc --version`:               "Cuda compilation tools, release 11.0, V11.0.221"
+# `cat /proc/driver/nvidia/version`: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 …"
+#                                  (the open module: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.…")
+# `df -h /dev/shm`:               "shm   64M  0  64M  0% /dev/shm" (also "tmpfs … /dev/shm")
+_NVCC_RE = re.compile(r"Cuda compilation tools, release \d+\.\d+, V(\d+\.\d+\.\d+)")
+_NVRM_RE = re.compile(r"NVRM version: NVIDIA UNIX (?:Open )?(?:\w+ )*?Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+_DF_SHM_RE = re.compile(r"^\S+\s+(\d+(?:\.\d+)?)([KMGT]i?)\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _tool_fact(text: str) -> tuple[str, Any] | None:
+    if "Cuda compilation tools" in text and (m := _NVCC_RE.search(text)):
+        return "toolkit.nvcc_version", m.group(1)
+    if "NVRM version" in text and (m := _NVRM_RE.search(text)):
+        return "driver.kernel_module_version", m.group(1)
+    if text.endswith("/dev/shm") and (m := _DF_SHM_RE.match(text)):
+        return "host.shm_size", int(float(m.group(1)) * _UNITS[m.group(2)[0]])
+    return None
+
+
+def _write_tool_fact(scan: Any, _text: str, found: tuple[str, Any]) -> None:
+    scan.evidence.setdefault("tools", {}).setdefault(found[0], found[1])
+
+
 def _shm(text: str) -> str | None:
     return text.strip()[:200] if _SHM_RE.search(text) else None
 
@@ -214,6 +239,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
+    ("tool-output", _tool_fact, _write_tool_fact),
 )
 
 
@@ -275,6 +301,11 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if found.get("_not_compiled") and not (out.get("torch.cuda_version") and out["torch.cuda_version"].ok):
         # torch saying so is torch.version.cuda being None: the program asked a CPU-only build for CUDA.
         out["torch.cuda_version"] = ok(None, SOURCE, f"torch raised \"{NOT_COMPILED}\": {found['_not_compiled']!r}")
+    for key, value in found.get("tools", {}).items():
+        if not (out.get(key) and out[key].ok):
+            out[key] = ok(value, SOURCE, {"toolkit.nvcc_version": "`nvcc --version` as pasted",
+                                          "driver.kernel_module_version": "/proc/driver/nvidia/version as pasted",
+                                          "host.shm_size": "`df -h /dev/shm` as pasted"}[key])
     if found.get("pci.acs_enabled"):
         out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
                                     "(distinct lines; repeated identical lines count once)")
