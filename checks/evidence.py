@@ -94,7 +94,7 @@ def launch_ranks(facts: Facts) -> Finding:
 @check("cuda-toolkit-missing", "A CUDA toolkit is there for extensions that compile",
        needs=("toolkit.build_errors",))
 def cuda_toolkit_missing(facts: Facts) -> Finding:
-    ev = evidence(facts, "toolkit.build_errors", "torch.cuda_version", "toolkit.nvcc_version")
+    ev = evidence(facts, "toolkit.build_errors", "torch.cuda_version", "toolkit.nvcc_version", "host.os")
     if not _shown(facts, "toolkit.build_errors"):
         return skip("No extension build failure shown", evidence=ev)
     cuda = facts.value("torch.cuda_version") if facts.get("torch.cuda_version").ok else None
@@ -104,7 +104,7 @@ def cuda_toolkit_missing(facts: Facts) -> Finding:
                        "code with nvcc from CUDA_HOME; the torch wheel carries the CUDA runtime, not the compiler.",
                 evidence=ev,
                 remedy=Remediation(f"Install a CUDA toolkit{match} and point CUDA_HOME at it.",
-                                   remedies.cuda_toolkit_install(cuda),
+                                   remedies.cuda_toolkit_install(cuda, facts.value("host.os") == "Windows"),
                                    (remedies.CONDA_CUDA_TOOLKIT, remedies.CUDA_ARCHIVE)))
 
 

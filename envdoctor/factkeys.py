@@ -77,7 +77,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '"nvcc: not found")'),
     _k('libs.missing_dlls', 'list', ('parser:evidence',),
        'DLLs Windows could not load, a name or the path torch printed ("cudnn_ops_infer64_8.dll")'),
-    _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text', 'parser:statements'),
+    _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text', 'parser:statements', 'parser:evidence'),
        '`"Linux"` / `"Windows"` / `"Darwin"`'),
     _k('host.distro', 'str|null', ('probe:host', 'parser:collect_env', 'parser:statements'),
        '`"Debian GNU/Linux 12 (bookworm)"` (PRETTY_NAME)'),

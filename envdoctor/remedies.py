@@ -188,8 +188,15 @@ def launch_nproc(command: str | None, gpus: int | None) -> str:
     return f"torchrun --nproc_per_node={value} …"
 
 
-def cuda_toolkit_install(cuda: str | None) -> tuple[str, ...]:
+def cuda_toolkit_install(cuda: str | None, windows: bool = False) -> tuple[str, ...]:
     """A CUDA toolkit (nvcc, headers) of torch's own CUDA version, and CUDA_HOME pointing at it."""
+    if windows:
+        version = cuda or "<torch.version.cuda>"
+        return (("python -c \"import torch; print(torch.version.cuda)\"   # the CUDA version the toolkit must match",)
+                if not cuda else ()) + (
+            f"# install the CUDA {version} toolkit for Windows: {CUDA_ARCHIVE}",
+            f"setx CUDA_HOME \"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{version}\"   "
+            "# then open a new terminal")
     if not cuda:
         return ("python -c \"import torch; print(torch.version.cuda)\"   # the CUDA version the toolkit must match",
                 "conda install -c nvidia/label/cuda-<that version>.0 cuda-toolkit   # or NVIDIA's installer: "

@@ -196,3 +196,14 @@ def test_a_small_dev_shm_shown_next_to_a_bus_error_is_in_the_finding() -> None:
     top = _top(text)
     assert top is not None and top.id == "dataloader-shm"
     assert top.evidence["host.shm_size"] == 64 << 20
+
+
+def test_a_windows_traceback_gets_a_windows_toolkit_remedy() -> None:
+    text = ('  File "C:\\Users\\u\\venv\\Lib\\site-packages\\torch\\utils\\cpp_extension.py", line 1, in x\n'
+            "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n"
+            "torch: 2.3.1+cu121\n")
+    facts = parse_text(text)
+    assert facts.get("host.os").value == "Windows"
+    top = _top(text)
+    assert top is not None and top.id == "cuda-toolkit-missing"
+    assert any(c.startswith("setx CUDA_HOME") and "v12.1" in c for c in top.remediation.commands)

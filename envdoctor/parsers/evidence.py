@@ -34,7 +34,7 @@ SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
-        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size")
+        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -152,6 +152,19 @@ def _write_tool_fact(scan: Any, _text: str, found: tuple[str, Any]) -> None:
     scan.evidence.setdefault("tools", {}).setdefault(found[0], found[1])
 
 
+# A Python traceback frame or a prompt on a drive letter ('File "C:\…\torch\__init__.py"', "PS J:\x>",
+# "(.venv) D:\ComfyUI>") was printed on Windows.
+_WINDOWS_PATH_RE = re.compile(r'^(?:File "|PS |\([^)]*\) )?[A-Za-z]:\\[^"]*(?:"|>)')
+
+
+def _windows(text: str) -> bool:
+    return ":\\" in text and bool(_WINDOWS_PATH_RE.match(text))
+
+
+def _write_windows(scan: Any, text: str, _found: bool) -> None:
+    scan.evidence.setdefault("_windows", text.strip()[:120])
+
+
 def _shm(text: str) -> str | None:
     return text.strip()[:200] if _SHM_RE.search(text) else None
 
@@ -240,6 +253,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("pci-acs", _acs, _write_acs),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
     ("tool-output", _tool_fact, _write_tool_fact),
+    ("windows-path", _windows, _write_windows),
 )
 
 
@@ -301,6 +315,8 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if found.get("_not_compiled") and not (out.get("torch.cuda_version") and out["torch.cuda_version"].ok):
         # torch saying so is torch.version.cuda being None: the program asked a CPU-only build for CUDA.
         out["torch.cuda_version"] = ok(None, SOURCE, f"torch raised \"{NOT_COMPILED}\": {found['_not_compiled']!r}")
+    if found.get("_windows") and not (out.get("host.os") and out["host.os"].ok):
+        out["host.os"] = ok("Windows", SOURCE, f"a Windows path in the text: {found['_windows']!r}")
     for key, value in found.get("tools", {}).items():
         if not (out.get(key) and out[key].ok):
             out[key] = ok(value, SOURCE, {"toolkit.nvcc_version": "`nvcc --version` as pasted",
