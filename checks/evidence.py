@@ -71,11 +71,23 @@ def _gpu_count(facts: Facts) -> tuple[int | None, str]:
 def launch_ranks(facts: Facts) -> Finding:
     ev = evidence(facts, "launch.nproc_per_node", "launch.visible_devices", "launch.command",
                   "cuda.invalid_device_ordinal", "torch.device_count", "nvml.device_count")
+    ordinal = facts.value("cuda.invalid_device_ordinal") if facts.get("cuda.invalid_device_ordinal").ok else None
     if not facts.get("launch.nproc_per_node").ok:
-        return skip("No launch command shown", evidence=ev)
+        if not ordinal:
+            return skip("No launch command shown", evidence=ev)
+        # CUDA's "invalid device ordinal": a process asked for a GPU index that does not exist. In
+        # tickets that is almost always a launcher starting one rank per GPU it assumes
+        # (--nproc_per_node, num_processes, mp.spawn(nprocs=…)) on a machine with fewer.
+        return fail("A process asked for a GPU that does not exist (invalid device ordinal)",
+                    detail=f"CUDA answered {ordinal!r}: the device index a process selected (usually LOCAL_RANK, "
+                           "one per launched rank) is not below the number of visible GPUs.",
+                    evidence=ev,
+                    remedy=Remediation("Launch one rank per visible GPU (torchrun's `gpu` counts them), or fix the "
+                                       "device index / CUDA_VISIBLE_DEVICES the script selects.",
+                                       (remedies.launch_nproc(None, None),
+                                        "nvidia-smi -L   # the GPUs this machine has"), (remedies.TORCHRUN_DOC,)))
     nproc = facts.value("launch.nproc_per_node")
     gpus, counted = _gpu_count(facts)
-    ordinal = facts.value("cuda.invalid_device_ordinal") if facts.get("cuda.invalid_device_ordinal").ok else None
     command = facts.value("launch.command") if facts.get("launch.command").ok else None
     if gpus is not None and nproc <= gpus:
         return ok(f"{nproc} ranks per node for {gpus} GPUs", evidence=ev)

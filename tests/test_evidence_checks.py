@@ -207,3 +207,9 @@ def test_a_windows_traceback_gets_a_windows_toolkit_remedy() -> None:
     top = _top(text)
     assert top is not None and top.id == "cuda-toolkit-missing"
     assert any(c.startswith("setx CUDA_HOME") and "v12.1" in c for c in top.remediation.commands)
+
+
+def test_invalid_device_ordinal_alone_is_a_rank_asking_for_a_missing_gpu() -> None:
+    top = _top("RuntimeError: CUDA error: invalid device ordinal\n")
+    assert top is not None and top.id == "launch-ranks"
+    assert top.remediation.commands[0] == "torchrun --nproc_per_node=gpu …"
