@@ -10,6 +10,7 @@ that order is the order findings are shown in. Inside this folder import sibling
 BUILTIN: tuple[str, ...] = (
     "host",
     "launch",
+    "evidence",
     "driver",
     "gpu_health",
     "libraries",

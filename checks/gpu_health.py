@@ -441,8 +441,10 @@ _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "co
        needs=("nvml.gpus",), owns=("cuda.init:802",))
 def fabric_manager(facts: Facts) -> CheckResult:
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
+    service = facts.value("driver.fabricmanager_service") if facts.get("driver.fabricmanager_service").ok else None
+    stopped = service in ("inactive", "failed", "not-found", "masked")
     none = _no_gpus(facts)
-    if none and not cuda_802:
+    if none and not cuda_802 and not stopped:
         return none
     gpus = _gpus(facts) if none is None else []
     ev = _gpu_ev(gpus, "fabric")
@@ -471,6 +473,11 @@ def fabric_manager(facts: Facts) -> CheckResult:
         return warn("The NVSwitch fabric is still being set up", detail=", ".join(_label(g) for g in in_progress) +
                     ": fabric state 'in progress'. CUDA returns 802 until it completes (usually seconds after boot).",
                     evidence=ev, gpus=[g["index"] for g in in_progress], remedy=remedy)
+    if stopped and not cuda_802:
+        ev.update(evidence(facts, "driver.fabricmanager_service"))
+        return fail(f"The fabric manager service is {service}", detail=f"systemd shows nvidia-fabricmanager "
+                    f"{service}; on NVSwitch systems (HGX/DGX) CUDA fails with error 802 \"system not yet initialized\" "
+                    "until it runs, with exactly the driver's version.", evidence=ev, remedy=remedy)
     if cuda_802:
         message = (facts.value("cuda.init") or {}).get("message") or "system not yet initialized"
         return fail("CUDA error 802: the fabric manager is not running", detail=f"cuInit returned 802 \"{message}\"; "

@@ -119,7 +119,11 @@ def torch_import(facts: Facts) -> CheckResult:
 @check("torch-cpu-build", "torch is a CUDA build when an NVIDIA GPU is present",
        needs=("torch.version", "torch.cuda_version"))
 def torch_cpu_build(facts: Facts) -> CheckResult:
-    if not facts.get("torch.version").ok:
+    # torch's own "Torch not compiled with CUDA enabled" (a paste) says torch.version.cuda is None
+    # even when the version itself is not shown.
+    said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and \
+        "not compiled with CUDA" in (facts.get("torch.cuda_version").detail or "")
+    if not facts.get("torch.version").ok and not said_cpu:
         return skip("torch not available", detail=facts.get("torch.version").describe())
     ev = evidence(facts, "torch.version", "torch.cuda_version", "torch.hip_version", "nvml.device_count",
                   "driver.pci_gpus")
@@ -157,6 +161,10 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
     if present:
         return fail("torch is a CPU-only build but an NVIDIA GPU is present", detail=f"{detail} ({why}.)",
                     evidence=ev, remedy=remedy)
+    if said_cpu and present is None and facts.value("host.os") != "Darwin":
+        # The program asked for CUDA and this build cannot give it: that is the failure the user saw.
+        return fail("torch is a CPU-only build and the program asked it for CUDA",
+                    detail=f"{detail} ({facts.get('torch.cuda_version').detail}.)", evidence=ev, remedy=remedy)
     return warn("torch is a CPU-only build", detail=f"{detail} ({why}.)", evidence=ev, remedy=remedy)
 
 

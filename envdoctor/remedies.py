@@ -9,6 +9,7 @@ The PyTorch wheel index base comes from the compatibility table (``index.base`` 
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 
@@ -144,3 +145,104 @@ def torch_source_build(arch: str, cuda: str | None) -> tuple[str, ...]:
             f"export TORCH_CUDA_ARCH_LIST={arch} CUDA_HOME=/usr/local/cuda" + (f"-{cuda}" if cuda else "")
             + "   # a toolkit that targets it",
             "pip install -r requirements.txt && python setup.py develop")
+
+
+# ---------------------------------------------------------------------------------------------
+# Evidence in pasted text: shared memory, NCCL, launchers, the CUDA toolkit, Windows DLLs
+
+PYTORCH_DOCKER_SHM = "https://github.com/pytorch/pytorch#docker-image"
+DOCKER_SHM_DOC = "https://docs.docker.com/reference/cli/docker/container/run/#shm-size"
+K8S_EMPTYDIR_DOC = "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"
+NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"
+NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+TORCHRUN_DOC = "https://pytorch.org/docs/stable/elastic/run.html"
+CUDA_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
+CONDA_CUDA_TOOLKIT = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#conda-installation"
+CUDNN_ARCHIVE = "https://developer.nvidia.com/rdp/cudnn-archive"
+WSL_CUDA_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+
+
+def shm_commands(container: str | None) -> tuple[str, ...]:
+    """A larger /dev/shm where it lives: the container's start command, a Kubernetes pod spec, the host."""
+    if container == "kubernetes":
+        return ("# in the pod spec:\nvolumes:\n- name: dshm\n  emptyDir: {medium: Memory, sizeLimit: 16Gi}\n"
+                "# and in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",)
+    if container:
+        return ("docker run --shm-size=16g …", "docker run --ipc=host …")
+    return ("df -h /dev/shm   # how large it is now",
+            "docker run --shm-size=16g …   # in a container (or --ipc=host)",
+            "sudo mount -o remount,size=16G /dev/shm   # on the host")
+
+
+def nccl_socket_ifname(current: str | None) -> tuple[str, ...]:
+    """List the interfaces, then point NCCL at one that exists (or stop forcing one that does not)."""
+    commands = ["ip -brief address   # the interfaces this machine has, with their addresses"]
+    if current:
+        commands.append(f"unset NCCL_SOCKET_IFNAME   # {current!r} matches no interface here; NCCL picks one itself")
+    commands.append("export NCCL_SOCKET_IFNAME=<interface from the list, e.g. eth0 or ens5>")
+    return tuple(commands)
+
+
+def launch_nproc(command: str | None, gpus: int | None) -> str:
+    """The launch line with ``--nproc_per_node`` set to the GPUs it can see (``gpu``: torchrun counts them)."""
+    value = str(gpus) if gpus else "gpu"
+    if command:
+        fixed = re.sub(r"--nproc([_-])per\1node(=|\s+)\d+", lambda m: f"--nproc{m.group(1)}per{m.group(1)}node"
+                       f"{m.group(2)}{value}", command)
+        if fixed != command:
+            return fixed.rstrip(" \\")
+    return f"torchrun --nproc_per_node={value} …"
+
+
+def cuda_toolkit_install(cuda: str | None, windows: bool = False) -> tuple[str, ...]:
+    """A CUDA toolkit (nvcc, headers) of torch's own CUDA version, and CUDA_HOME pointing at it."""
+    if windows:
+        version = cuda or "<torch.version.cuda>"
+        return (("python -c \"import torch; print(torch.version.cuda)\"   # the CUDA version the toolkit must match",)
+                if not cuda else ()) + (
+            f"# install the CUDA {version} toolkit for Windows: {CUDA_ARCHIVE}",
+            f"setx CUDA_HOME \"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{version}\"   "
+            "# then open a new terminal")
+    if not cuda:
+        return ("python -c \"import torch; print(torch.version.cuda)\"   # the CUDA version the toolkit must match",
+                "conda install -c nvidia/label/cuda-<that version>.0 cuda-toolkit   # or NVIDIA's installer: "
+                + CUDA_ARCHIVE,
+                "export CUDA_HOME=$CONDA_PREFIX   # or /usr/local/cuda-<that version>")
+    major = int(cuda.split(".")[0]) if cuda.split(".")[0].isdigit() else 0
+    if major >= 11:
+        return (f"conda install -c nvidia/label/cuda-{cuda}.0 cuda-toolkit   # nvcc and headers of CUDA {cuda}",
+                "export CUDA_HOME=$CONDA_PREFIX")
+    return (f"# install the CUDA {cuda} toolkit from {CUDA_ARCHIVE}",
+            f"export CUDA_HOME=/usr/local/cuda-{cuda}")
+
+
+def cudnn_dlls(dll: str, in_torch: bool) -> tuple[str, ...]:
+    """The cuDNN DLLs a Windows program could not find: torch's own (reinstall the CUDA wheel) or a
+    separate runtime's (cuDNN of the DLL's major version, its bin folder on PATH)."""
+    if in_torch:
+        return (pip_install(None, "torch", force=True) + "   # the CUDA wheel ships its cuDNN DLLs in torch\\lib;"
+                " pick the index for your CUDA at " + PYTORCH_GET_STARTED,)
+    major = dll.rsplit("_", 1)[-1].split(".")[0] if "_" in dll else ""
+    if major == "8":
+        return ("pip install nvidia-cudnn-cu12==8.9.7.29   # cuDNN 8, whose DLLs are *64_8.dll",
+                "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%",
+                "# a cuDNN 8 installed from NVIDIA's zip also needs zlibwapi.dll on PATH (its Windows install guide)")
+    if major == "9":
+        return ("pip install \"nvidia-cudnn-cu12>=9,<10\"   # cuDNN 9, whose DLLs are *64_9.dll",
+                "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%")
+    return (f"# install cuDNN from {CUDNN_ARCHIVE} and add its bin folder to PATH",)
+
+
+def wsl2_convert() -> tuple[str, ...]:
+    """WSL 1 -> WSL 2, run in Windows (PowerShell); the GPU then reaches Linux through /usr/lib/wsl/lib."""
+    return ("wsl -l -v   # in PowerShell: the VERSION column says 1 or 2",
+            "wsl --set-version <distro name from that list> 2",
+            "wsl --set-default-version 2")
+
+
+def disable_acs() -> tuple[str, ...]:
+    """ACS off on every PCIe bridge that has it (NCCL's troubleshooting guide), until the next boot."""
+    return ("for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
+            "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
+            "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
+            "export NCCL_P2P_DISABLE=1   # meanwhile: NCCL avoids peer-to-peer (slower, no hang)")

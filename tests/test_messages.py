@@ -259,8 +259,12 @@ def test_no_kernel_image_with_a_known_gpu_blames_the_wheel_unless_no_wheel_exist
     assert first_fail(old) == "gpu-eol"
 
 
-def test_garbage_is_still_refused() -> None:
+def test_a_lone_torch_message_is_judged_and_garbage_is_still_refused() -> None:
+    # Issue 10: one piece of evidence is judged (what it lacks stays not_in_report); only text
+    # without any evidence is refused.
     from envdoctor.parsers import ParseError
 
-    with pytest.raises(ParseError, match="not an environment report"):
-        parse_text("RuntimeError: CUDA error: no kernel image is available for execution on the device")
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    assert parse_text(line).get("torch.cuda_available_messages").value == (line,)
+    with pytest.raises(ParseError, match="no environment evidence"):
+        parse_text("RuntimeError: something went wrong in my training loop")

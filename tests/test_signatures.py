@@ -36,18 +36,24 @@ def _record(names: list[str]) -> None:
     path.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def test_every_corpus_case_was_recorded() -> None:
-    files = {c["file"] for c in CASES}
-    assert not files - set(RECORDED), (f"corpus cases without a recorded scan: {sorted(files - set(RECORDED))}; "
-                                       "record them with: python -m tests.test_signatures --record FILE…")
-    assert not set(RECORDED) - files, f"recorded scans of cases not in cases.json: {sorted(set(RECORDED) - files)}"
+def test_every_recorded_case_is_still_in_the_corpus() -> None:
+    # Cases added after the move (issue 10's shapes) are judged by tests/test_corpus.py instead.
+    assert set(RECORDED) <= {c["file"] for c in CASES}
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_the_table_reads_what_the_old_scanner_read(name: str) -> None:
+    from envdoctor.parsers import evidence
+
     lines = _clean((CORPUS / name).read_text(encoding="utf-8", errors="replace"))
-    assert _scan(lines) == RECORDED[name]["facts"]
-    assert signatures.has_messages(lines) is RECORDED[name]["has_messages"]
+    scanned = _scan(lines)
+    # Everything the old scanner read is read the same; issue 10's evidence signatures may add facts
+    # of their own keys (nvcc --version, /proc/driver/nvidia/version lines inside an old paste).
+    assert {k: v for k, v in scanned.items() if k in RECORDED[name]["facts"]} == RECORDED[name]["facts"]
+    added = set(scanned) - set(RECORDED[name]["facts"])
+    assert added <= set(evidence.KEYS)
+    # A paste becomes "a report on its own" only through a fact one of the new signatures read.
+    assert signatures.has_messages(lines) is (RECORDED[name]["has_messages"] or bool(added))
 
 
 def test_signatures_are_named_once_and_flagged_consistently() -> None:
@@ -75,7 +81,8 @@ def test_an_evidence_line_alone_is_a_report_and_writes_its_fact(line: str, key: 
 
 
 def test_a_message_without_a_fact_is_kept_but_is_no_report() -> None:
-    line = "AssertionError: Torch not compiled with CUDA enabled"
+    # ("Torch not compiled with CUDA enabled" carries a fact since issue 10: torch.version.cuda is None.)
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
     assert not signatures.has_messages([line])
     assert _scan([line])["torch.cuda_available_messages"]["value"] == [line]
 

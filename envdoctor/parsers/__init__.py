@@ -15,7 +15,7 @@ import re
 
 from ..model import Facts, Reading, Reason, missing, ok
 from ..registry import validate_fact_keys
-from . import collect_env, nvidia_smi, packages, signatures, ultralytics
+from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -25,6 +25,7 @@ PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evi
 PARSERS: dict[str, tuple[str, ...]] = {
     "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
     "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
+    "statements": statements.KEYS, "evidence": evidence.KEYS,
 }
 for _name, _keys in PARSERS.items():
     validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
@@ -34,6 +35,10 @@ for _name, _keys in PARSERS.items():
 MAX_CHARS = 4_000_000
 #: lscpu's "Flags" line is ~1.5 KB; longer lines are cut so no line-level regex runs long.
 MAX_LINE = 8_000
+#: A ticket is a few thousand lines at most; a longer text is a log. Its head (where collect_env and
+#: the command sit) and its tail (where the decisive error sits) are read, the middle is dropped, so
+#: the cost of any text is bounded (bench/hostile_paste.py: 4 MB of any shape in under 2 s).
+HEAD_LINES, TAIL_LINES = 2_000, 8_000
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
@@ -83,6 +88,9 @@ def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
     if any(signatures.NGC_NO_DRIVER in line for line in lines):
         return "docker", f"the start-up banner of an NVIDIA container image (\"{signatures.NGC_NO_DRIVER}\")"
+    if any(line.startswith("Server Version: version.Info{") for line in lines):
+        # `kubectl version` answered by a cluster: the workload in the ticket runs in its pods.
+        return "kubernetes", "`kubectl version` output names the cluster's server version"
     for line in lines:
         if _REPORT_LINE_RE.search(line):
             if _COMPOSE_LOG_RE.match(line):
@@ -108,7 +116,10 @@ def _clean(text: str) -> list[str]:
     # Text pasted through word processors and chat apps gets typographic quotes ("couldn‘t").
     text = text.replace("\u2018", "'").replace("\u2019", "'")
     lines: list[str] = []
-    for raw in text.splitlines():
+    raws = text.splitlines()
+    if len(raws) > HEAD_LINES + TAIL_LINES:
+        raws = [*raws[:HEAD_LINES], "", *raws[-TAIL_LINES:]]
+    for raw in raws:
         line = raw[:MAX_LINE]
         line = _QUOTE_RE.sub("", line)
         if _FENCE_RE.match(line):
@@ -136,6 +147,17 @@ def detect_formats(text: str) -> list[str]:
     return found
 
 
+#: Facts that only give context: a text holding nothing else has no evidence.
+_CONTEXT_ONLY = frozenset({"host.os", "host.distro", "python.version"})
+
+
+def _has_evidence(readings: dict[str, Reading]) -> bool:
+    """A fact about the GPU stack was read, or a read that failed was shown (collect_env's "Could not
+    collect" is not one). The OS or Python alone ("OS: Linux") says nothing a check can judge."""
+    return any(key not in _CONTEXT_ONLY and r.ok or (r.reason is not None and r.reason.value in ("failed", "absent")
+                        and r.detail not in ("Could not collect", "No CUDA")) for key, r in readings.items())
+
+
 def parse_text(text: str) -> Facts:
     """Facts from a pasted report. Raises :class:`ParseError` (one clear line) for anything else."""
     if not isinstance(text, str):
@@ -155,9 +177,43 @@ def parse_text(text: str) -> Facts:
                          "paste to envdoctor") from exc
 
 
-def _paste_context(lines: list[str], readings: dict[str, Reading]) -> None:
-    """What any paste may say about where it ran: Python's banner (platform, version) and the container
-    evidence of the commands it shows."""
+def _read_reports(lines: list[str]) -> tuple[dict[str, Reading], str]:
+    """The readings of every report format the text holds, and the name of the first one."""
+    is_collect_env = collect_env.looks_like(lines)
+    is_smi = nvidia_smi.looks_like(lines)
+    is_banner = not is_collect_env and ultralytics.looks_like(lines)
+    is_list = not is_collect_env and packages.looks_like(lines)
+    readings: dict[str, Reading] = {}
+    if is_collect_env:
+        readings.update(collect_env.parse(lines))
+    if is_smi:
+        smi = nvidia_smi.parse(lines)
+        for key, reading in smi.items():
+            # nvidia-smi's own table is the better source for nvml.* (it has the driver's CUDA
+            # version and memory), unless it failed where collect_env's own call worked.
+            if reading.ok or key not in readings or not readings[key].ok:
+                readings[key] = reading
+    if is_banner:
+        for key, reading in ultralytics.parse(lines).items():
+            readings.setdefault(key, reading)
+    if is_list:
+        for key, reading in packages.parse(lines).items():
+            readings.setdefault(key, reading)
+    source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
+              else "package list" if is_list else "the pasted text")
+    return readings, source
+
+
+def _parse(text: str) -> Facts:
+    lines = _clean(text)
+    readings, source = _read_reports(lines)
+    is_collect_env = source == "collect_env"
+    if not is_collect_env:
+        # Evidence wherever it appears: every line is offered to the signature table (torch's,
+        # CUDA's, NCCL's, the loader's and the system tools' own lines); collect_env reads them itself.
+        signatures.scan_messages(lines, readings)
+    # Version statements in any list form; a report's own reading wins over a statement.
+    statements.parse(lines, readings, statements.COLLECT_ENV_OWN if is_collect_env else frozenset())
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
         # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
         banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)
@@ -175,44 +231,12 @@ def _paste_context(lines: list[str], readings: dict[str, Reading]) -> None:
             requested = _gpus_requested(lines)
             if requested is not None:
                 readings["container.gpus_requested"] = ok(requested[0], "paste", requested[1])
-
-
-def _parse(text: str) -> Facts:
-    lines = _clean(text)
-    is_collect_env = collect_env.looks_like(lines)
-    is_smi = nvidia_smi.looks_like(lines)
-    is_banner = not is_collect_env and ultralytics.looks_like(lines)
-    is_list = not is_collect_env and packages.looks_like(lines)
-    is_messages = not (is_collect_env or is_smi or is_banner or is_list) and signatures.has_messages(lines)
-    if not (is_collect_env or is_smi or is_banner or is_list or is_messages):
+    if not _has_evidence(readings):
         printable = sum(ch.isprintable() or ch in "\t" for ch in text[:2000]) / max(1, len(text[:2000]))
         what = "binary or garbled data" if printable < 0.9 else "text"
-        raise ParseError(f"not an environment report: the {what} has no collect_env fields "
-                         "('PyTorch version: …', 'Is CUDA available: …'), no nvidia-smi table "
-                         "('NVIDIA-SMI … Driver Version: …') and none of torch's CUDA warnings")
-    readings: dict[str, Reading] = {}
-    if is_collect_env:
-        readings.update(collect_env.parse(lines))
-    if is_smi:
-        smi = nvidia_smi.parse(lines)
-        for key, reading in smi.items():
-            # nvidia-smi's own table is the better source for nvml.* (it has the driver's CUDA
-            # version and memory), unless it failed where collect_env's own call worked.
-            if reading.ok or key not in readings or not readings[key].ok:
-                readings[key] = reading
-    if is_banner:
-        for key, reading in ultralytics.parse(lines).items():
-            readings.setdefault(key, reading)
-    if is_list:
-        for key, reading in packages.parse(lines).items():
-            readings.setdefault(key, reading)
-    if not is_collect_env:
-        # torch's own warnings ("… supports CUDA capabilities sm_37 …", "driver … too old") are
-        # often pasted next to nvidia-smi without a collect_env block: they still are facts.
-        signatures.scan_messages(lines, readings)
-    _paste_context(lines, readings)
-    source = ("collect_env" if is_collect_env else "nvidia-smi" if is_smi else "Ultralytics banner" if is_banner
-              else "package list" if is_list else "torch messages")
+        raise ParseError(f"no environment evidence in the {what}: envdoctor looks for version statements "
+                         "('torch: 2.3.1', 'Driver Version: 550.54'), collect_env or nvidia-smi output, and the "
+                         "messages torch, CUDA, cuDNN, NCCL, the loader, the kernel and the container runtime print")
     for key in (*collect_env.KEYS, *nvidia_smi.KEYS):
         if key not in readings:
             readings[key] = missing(Reason.NOT_IN_REPORT, source, "the pasted report does not include it")

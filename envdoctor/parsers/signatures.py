@@ -25,6 +25,7 @@ from typing import Any
 from .. import messages
 from ..model import Reading, Reason, missing, ok
 from ..versions import cc_text, cuda_to_int, cudnn_to_int, dotted
+from . import evidence as _evidence
 
 __all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
            "has_messages", "scan_messages"]
@@ -80,6 +81,7 @@ class Scan:
     requirement: tuple[str, str | None] | None = None
     driver_req: tuple[str, str] | None = None
     ngc_no_driver: bool = False
+    evidence: dict[str, Any] = field(default_factory=dict)  # what envdoctor/parsers/evidence.py's sentences say
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ LINE_SIGNATURES: tuple[LineSignature, ...] = (
     LineSignature("no-kernel-image", _words("no kernel image is available for execution on the device"), message=True),
     LineSignature("gpu-too-old", _words("PyTorch no longer supports this GPU because it is too old"), message=True),
     LineSignature("cuda-error-words", _CUDA_ERROR_WORDS_RE.search, message=True),
+    # System tools, launchers, NCCL, DataLoader workers, cpp_extension and Windows loaders.
+    *(LineSignature(name, find, write, evidence=True) for name, find, write in _evidence.SIGNATURES),
 )
 
 
@@ -289,8 +293,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     driver's CUDA version from 'driver too old', CUDA error codes, cuDNN versions, loader errors,
     container-runtime requirements), written into ``out``."""
     scan = Scan()
-    for line in lines:
-        _scan_line(line.strip(), scan)
+    # A line repeated (every rank printing the same warning, a log looping) says nothing new.
+    for line in dict.fromkeys(line.strip() for line in lines):
+        _scan_line(line, scan)
     for sig in PASTE_SIGNATURES:
         sig.read(lines, scan, out)
     _write_container(scan, out)
@@ -302,6 +307,8 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     if "torch.cuda_available" in out or scan.messages:
         out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
     _write_devices(scan, out)
+    _evidence.rewrapped(list(lines), scan.evidence)
+    _evidence.write(scan.evidence, out)
 
 
 # -- the facts ------------------------------------------------------------------------------------------------

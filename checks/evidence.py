@@ -1,0 +1,170 @@
+"""Checks judging the evidence a text carries about the run around the environment: DataLoader
+workers out of shared memory, NCCL without a usable socket interface, more ranks than GPUs in a launch line, an extension build with no CUDA toolkit, Windows cuDNN DLLs
+missing. The facts come from the signature table (envdoctor/parsers/evidence.py) or, for a live
+report, from whatever probe writes the same keys; a fact not shown skips its check.
+
+Registered after the host checks and before the driver's: each of these causes explains the CUDA
+error that follows it (an invalid device ordinal, a NCCL error), so it is the first
+failing finding.
+"""
+
+from __future__ import annotations
+
+from .. import remedies
+from ..kit import Remediation, evidence, fail, ok, skip
+from ..model import Facts, Finding
+from ..registry import check
+
+
+def _shown(facts: Facts, key: str) -> bool:
+    reading = facts.get(key)
+    return reading.ok and bool(reading.value)
+
+
+@check("dataloader-shm", "DataLoader workers have the shared memory they need",
+       needs=("torch.shm_errors",))
+def dataloader_shm(facts: Facts) -> Finding:
+    ev = evidence(facts, "torch.shm_errors", "host.shm_size", "host.container")
+    if not _shown(facts, "torch.shm_errors"):
+        return skip("No DataLoader shared-memory failure shown", evidence=ev)
+    lines = list(facts.value("torch.shm_errors"))
+    container = facts.value("host.container") if facts.get("host.container").ok else None
+    where = f"this {container} container's" if container else "the"
+    return fail("DataLoader workers ran out of shared memory (/dev/shm)",
+                detail=f"{lines[0]!r}: worker processes pass every batch through {where} /dev/shm, and it is too "
+                       "small (Docker gives a container 64 MiB unless told otherwise).",
+                evidence=ev,
+                remedy=Remediation("Give the run a larger /dev/shm (or share the host's IPC namespace); "
+                                   "num_workers=0 in the DataLoader avoids it, slower.",
+                                   remedies.shm_commands(container),
+                                   (remedies.PYTORCH_DOCKER_SHM, remedies.DOCKER_SHM_DOC, remedies.K8S_EMPTYDIR_DOC)))
+
+
+@check("nccl-socket-interface", "NCCL finds a network interface to bootstrap on",
+       needs=("nccl.socket_errors",))
+def nccl_socket_interface(facts: Facts) -> Finding:
+    ev = evidence(facts, "nccl.socket_errors", "nccl.socket_ifname")
+    if not _shown(facts, "nccl.socket_errors"):
+        return skip("No NCCL socket-interface failure shown", evidence=ev)
+    ifname = facts.value("nccl.socket_ifname") if facts.get("nccl.socket_ifname").ok else None
+    forced = f" NCCL_SOCKET_IFNAME={ifname} restricts it to interfaces that do not exist here." if ifname else ""
+    return fail("NCCL found no usable network interface",
+                detail=f"{facts.value('nccl.socket_errors')[0]!r}: NCCL's bootstrap needs an IP interface, even "
+                       f"on one node.{forced}",
+                evidence=ev,
+                remedy=Remediation("Point NCCL_SOCKET_IFNAME at an interface this machine has (the same name on "
+                                   "every node, or a comma list / prefix).", remedies.nccl_socket_ifname(ifname),
+                                   (remedies.NCCL_ENV_DOC, remedies.NCCL_TROUBLESHOOTING)))
+
+
+def _gpu_count(facts: Facts) -> tuple[int | None, str]:
+    if facts.get("launch.visible_devices").ok and facts.value("launch.visible_devices"):
+        return len(facts.value("launch.visible_devices")), "CUDA_VISIBLE_DEVICES on the launch line"
+    for key in ("torch.device_count", "nvml.device_count"):
+        if facts.get(key).ok and isinstance(facts.value(key), int):
+            return facts.value(key), key
+    return None, ""
+
+
+@check("launch-ranks", "The launch starts no more ranks per node than there are GPUs",
+       needs=("launch.nproc_per_node",))
+def launch_ranks(facts: Facts) -> Finding:
+    ev = evidence(facts, "launch.nproc_per_node", "launch.visible_devices", "launch.command",
+                  "cuda.invalid_device_ordinal", "torch.device_count", "nvml.device_count")
+    ordinal = facts.value("cuda.invalid_device_ordinal") if facts.get("cuda.invalid_device_ordinal").ok else None
+    if not facts.get("launch.nproc_per_node").ok:
+        if not ordinal:
+            return skip("No launch command shown", evidence=ev)
+        # CUDA's "invalid device ordinal": a process asked for a GPU index that does not exist. In
+        # tickets that is almost always a launcher starting one rank per GPU it assumes
+        # (--nproc_per_node, num_processes, mp.spawn(nprocs=…)) on a machine with fewer.
+        return fail("A process asked for a GPU that does not exist (invalid device ordinal)",
+                    detail=f"CUDA answered {ordinal!r}: the device index a process selected (usually LOCAL_RANK, "
+                           "one per launched rank) is not below the number of visible GPUs.",
+                    evidence=ev,
+                    remedy=Remediation("Launch one rank per visible GPU (torchrun's `gpu` counts them), or fix the "
+                                       "device index / CUDA_VISIBLE_DEVICES the script selects.",
+                                       (remedies.launch_nproc(None, None),
+                                        "nvidia-smi -L   # the GPUs this machine has"), (remedies.TORCHRUN_DOC,)))
+    nproc = facts.value("launch.nproc_per_node")
+    gpus, counted = _gpu_count(facts)
+    command = facts.value("launch.command") if facts.get("launch.command").ok else None
+    if gpus is not None and nproc <= gpus:
+        return ok(f"{nproc} ranks per node for {gpus} GPUs", evidence=ev)
+    if gpus is None and not ordinal:
+        return skip(f"{nproc} ranks per node; the GPU count is not shown", evidence=ev)
+    seen = f"only {gpus} GPU{'s' if gpus != 1 else ''} visible ({counted})" if gpus is not None else \
+        f"CUDA answered {ordinal!r}: a rank asked for a GPU index that does not exist"
+    return fail(f"The launch starts {nproc} ranks per node, more than the GPUs it can use",
+                detail=f"--nproc_per_node={nproc} gives each rank its own GPU (LOCAL_RANK 0..{nproc - 1}), with "
+                       f"{seen}.",
+                evidence=ev,
+                remedy=Remediation("Start one rank per visible GPU (torchrun's `gpu` counts them).",
+                                   (remedies.launch_nproc(command, gpus),), (remedies.TORCHRUN_DOC,)))
+
+
+@check("cuda-toolkit-missing", "A CUDA toolkit is there for extensions that compile",
+       needs=("toolkit.build_errors",))
+def cuda_toolkit_missing(facts: Facts) -> Finding:
+    ev = evidence(facts, "toolkit.build_errors", "torch.cuda_version", "toolkit.nvcc_version", "host.os")
+    if not _shown(facts, "toolkit.build_errors"):
+        return skip("No extension build failure shown", evidence=ev)
+    cuda = facts.value("torch.cuda_version") if facts.get("torch.cuda_version").ok else None
+    match = f" matching torch's CUDA {cuda}" if cuda else " matching torch's own CUDA version"
+    return fail("An extension build found no CUDA toolkit (CUDA_HOME / nvcc)",
+                detail=f"{facts.value('toolkit.build_errors')[-1]!r}: torch.utils.cpp_extension compiles CUDA "
+                       "code with nvcc from CUDA_HOME; the torch wheel carries the CUDA runtime, not the compiler.",
+                evidence=ev,
+                remedy=Remediation(f"Install a CUDA toolkit{match} and point CUDA_HOME at it.",
+                                   remedies.cuda_toolkit_install(cuda, facts.value("host.os") == "Windows"),
+                                   (remedies.CONDA_CUDA_TOOLKIT, remedies.CUDA_ARCHIVE)))
+
+
+@check("cudnn-dll-missing", "Windows finds the cuDNN DLLs", needs=("libs.missing_dlls",))
+def cudnn_dll_missing(facts: Facts) -> Finding:
+    ev = evidence(facts, "libs.missing_dlls", "host.os")
+    if not _shown(facts, "libs.missing_dlls"):
+        return skip("No missing DLL shown", evidence=ev)
+    cudnn = [d.replace("/", "\\").rsplit("\\", 1)[-1] for d in facts.value("libs.missing_dlls")
+             if d.replace("/", "\\").rsplit("\\", 1)[-1].lower().startswith("cudnn")]
+    if not cudnn:
+        return skip("No cuDNN DLL among the missing ones", evidence=ev)
+    lines = facts.value("libs.missing_dlls")
+    in_torch = any("torch\\lib" in str(line).lower() or "torch/lib" in str(line).lower() for line in lines)
+    return fail(f"Windows could not load {cudnn[0]}",
+                detail=f"{cudnn[0]} is a cuDNN DLL; the program's CUDA backend loads it from the library path "
+                       "(PATH), where no copy of that cuDNN version is.",
+                evidence=ev,
+                remedy=Remediation("Install the cuDNN the DLL name asks for and put its bin folder on PATH.",
+                                   remedies.cudnn_dlls(cudnn[0], in_torch), (remedies.CUDNN_ARCHIVE,)))
+
+
+@check("wsl-version", "WSL 2, where CUDA works (WSL 1 has no GPU)", needs=("host.kernel",))
+def wsl_version(facts: Facts) -> Finding:
+    ev = evidence(facts, "host.kernel", "host.wsl")
+    kernel = facts.value("host.kernel") if facts.get("host.kernel").ok else None
+    if not kernel or "microsoft" not in str(kernel).lower():
+        return skip("Not WSL (or the kernel is not shown)", evidence=ev)
+    if "microsoft-standard" in str(kernel).lower() or "wsl2" in str(kernel).lower():
+        return ok(f"WSL 2 (kernel {kernel})", detail="CUDA reaches Linux through the Windows driver's "
+                  "/usr/lib/wsl/lib/libcuda.so; never install a Linux NVIDIA driver inside WSL.", evidence=ev)
+    return fail(f"This is WSL 1 (kernel {kernel}): it has no GPU access",
+                detail="WSL 1 translates Linux system calls and exposes no GPU; CUDA needs WSL 2 with the Windows "
+                       "NVIDIA driver. Installing a Linux NVIDIA driver or DKMS module inside WSL never helps.",
+                evidence=ev,
+                remedy=Remediation("Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
+                                   remedies.wsl2_convert(), (remedies.WSL_CUDA_GUIDE,)))
+
+
+@check("nccl-p2p-acs", "GPU peer-to-peer is not routed through ACS/IOMMU", needs=("pci.acs_enabled",))
+def nccl_p2p_acs(facts: Facts) -> Finding:
+    ev = evidence(facts, "pci.acs_enabled")
+    if not _shown(facts, "pci.acs_enabled"):
+        return skip("No PCIe ACS state shown", evidence=ev)
+    count = facts.value("pci.acs_enabled")
+    return fail(f"PCIe Access Control Services is on ({count} bridge line{'s' if count != 1 else ''} with SrcValid+)",
+                detail="With ACS on, peer-to-peer traffic between GPUs under a PCIe switch is redirected to the root "
+                       "complex / IOMMU: NCCL's P2P transfers hang or crawl (NCCL troubleshooting, PCI ACS).",
+                evidence=ev,
+                remedy=Remediation("Disable ACS on the PCIe bridges (and keep it off across reboots).",
+                                   remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))

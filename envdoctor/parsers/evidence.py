@@ -1,0 +1,337 @@
+"""Evidence from the lines system tools, launchers and libraries print, read by the line-signature
+table (:data:`envdoctor.parsers.signatures.LINE_SIGNATURES`): each matcher here finds one stable
+sentence and each writer records what it says in the scan's ``evidence`` map; :func:`write` turns
+that into facts. Nothing here decides anything: the checks in ``checks/evidence.py`` judge.
+
+The sentences and where they come from (their fixed words are matched, never one thread's text):
+
+* DataLoader workers losing their shared memory — torch/utils/data/_utils/signal_handling.py /
+  worker.py: "ERROR: Unexpected bus error encountered in worker. This might be caused by
+  insufficient shared memory (shm)", "DataLoader worker (pid N) is killed by signal: Bus error",
+  and torch's storage sharing: "unable to write to file </torch_…>", "unable to open shared memory
+  object </torch_…>".
+* NCCL's bootstrap: "Bootstrap : no socket interface found" (src/bootstrap.cc), "NCCL_SOCKET_IFNAME
+  set by environment to X" (src/misc/socket.cc), ncclSocketInit's "is neither AF_INET(2) nor AF_INET6(10)".
+* The kernel (dmesg, journalctl): "NVRM: Xid (PCI:0000:02:00): 79, …" and "… has fallen off the bus",
+  written as ``driver.xid_events`` exactly as the kernel-log probe writes them (the gpu-xid check judges).
+* Launch lines: ``torchrun`` / ``python -m torch.distributed.launch|run`` with ``--nproc_per_node``
+  (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
+* torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found".
+* Windows loaders: "Could not locate cudnn_ops_infer64_8.dll", "Could not load library X.dll",
+  torch's "Error loading \"…\\X.dll\" or one of its dependencies".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..model import Reading, ok
+from ..probes.nvidia import parse_xid
+
+SOURCE = "pasted text"
+KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
+        "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
+        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
+        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os")
+
+# -- matchers ---------------------------------------------------------------------------------------
+_SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
+                     r"|unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </?torch"
+                     r"|unable to open shared memory object </torch", re.IGNORECASE)
+_NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
+                               r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET"
+                               r"|Socket creation failed\s*:\s*Address family not supported")
+_IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
+_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
+                        re.IGNORECASE)
+_LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
+_NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
+_VISIBLE_RE = re.compile(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
+_ORDINAL_RE = re.compile(r"invalid device ordinal", re.IGNORECASE)
+_TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found"
+                         r"|\bnvcc\b.{0,20}No such file or directory|No such file or directory: '[^']{0,200}/nvcc'"
+                         r"|could not find nvcc", re.IGNORECASE)
+_DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
+                     re.IGNORECASE)
+
+
+# systemd about the fabric manager: "Job for nvidia-fabricmanager.service failed", "Unit
+# nvidia-fabricmanager.service could not be found.", and `systemctl status`'s "Active: failed (…)" /
+# "Active: inactive (dead)" under the unit's "● nvidia-fabricmanager.service - …" header.
+_FM_UNIT = "nvidia-fabricmanager"
+_FM_LINE_RE = re.compile(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
+                         r"inactive)", re.IGNORECASE)
+_ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
+
+
+def _fabricmanager(text: str) -> str | None:
+    if _FM_UNIT in text:
+        m = _FM_LINE_RE.search(text)
+        return {"could not be found": "not-found", "not found": "not-found", "is masked": "masked"}.get(
+            m.group(1).lower(), m.group(1).lower()) if m else "unit"
+    m = _ACTIVE_RE.match(text) if "Active:" in text else None
+    return f"active:{m.group(1)}" if m else None
+
+
+def _write_fabricmanager(scan: Any, _text: str, state: str) -> None:
+    if state == "unit":
+        scan.evidence["_fm_unit"] = True  # the next "Active:" line is this unit's
+    elif state.startswith("active:"):
+        if scan.evidence.pop("_fm_unit", False):
+            scan.evidence.setdefault("driver.fabricmanager_service", state.split(":", 1)[1])
+    else:
+        scan.evidence.setdefault("driver.fabricmanager_service", state)
+
+
+# A WSL kernel release wherever it is printed (uname -r, Python's platform string, dkms): WSL 1 reports
+# "4.4.0-<Windows build>-Microsoft", WSL 2 "<x.y.z>-microsoft-standard[-WSL2]".
+_WSL_KERNEL_RE = re.compile(r"\b(\d+\.\d+\.\d+(?:[.-]\d+)*-(?:Microsoft|microsoft-standard(?:-WSL2)?))(?![\w-]*-WSL2)")
+
+
+def _wsl_kernel(text: str) -> str | None:
+    if "icrosoft" not in text:
+        return None
+    m = _WSL_KERNEL_RE.search(text)
+    return m.group(1) if m else None
+
+
+def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
+    scan.evidence.setdefault("host.kernel", kernel)
+
+
+# `lspci -vvv`'s ACS control of a PCIe bridge: "ACSCtl: SrcValid+ TransBlk- ReqRedir- …". With ACS on, GPU
+# peer-to-peer traffic is redirected through the IOMMU/root complex and NCCL's P2P hangs or crawls
+# (NCCL's troubleshooting guide, "PCI Access Control Services").
+_ACS_RE = re.compile(r"ACSCtl:\s*SrcValid\+")
+
+
+def _acs(text: str) -> bool:
+    return "ACSCtl" in text and bool(_ACS_RE.search(text))
+
+
+def _write_acs(scan: Any, _text: str, _found: bool) -> None:
+    scan.evidence["pci.acs_enabled"] = scan.evidence.get("pci.acs_enabled", 0) + 1
+
+
+#: torch's own words when CUDA is asked of a CPU-only build (torch/cuda/__init__.py, _lazy_init).
+NOT_COMPILED = "Torch not compiled with CUDA enabled"
+
+
+def _not_compiled(text: str) -> str | None:
+    return text.strip()[:200] if NOT_COMPILED in text else None
+
+
+def _write_not_compiled(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("_not_compiled", line)
+
+
+# System tools whose output is one fact each:
+# `nvcc --version`:               "Cuda compilation tools, release 11.0, V11.0.221"
+# `cat /proc/driver/nvidia/version`: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 …"
+#                                  (the open module: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.…")
+# `df -h /dev/shm`:               "shm   64M  0  64M  0% /dev/shm" (also "tmpfs … /dev/shm")
+_NVCC_RE = re.compile(r"Cuda compilation tools, release \d+\.\d+, V(\d+\.\d+\.\d+)")
+_NVRM_RE = re.compile(r"NVRM version: NVIDIA UNIX (?:Open )?(?:\w+ )*?Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+_DF_SHM_RE = re.compile(r"^\S+\s+(\d+(?:\.\d+)?)([KMGT]i?)\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _tool_fact(text: str) -> tuple[str, Any] | None:
+    if "Cuda compilation tools" in text and (m := _NVCC_RE.search(text)):
+        return "toolkit.nvcc_version", m.group(1)
+    if "NVRM version" in text and (m := _NVRM_RE.search(text)):
+        return "driver.kernel_module_version", m.group(1)
+    if text.endswith("/dev/shm") and (m := _DF_SHM_RE.match(text)):
+        return "host.shm_size", int(float(m.group(1)) * _UNITS[m.group(2)[0]])
+    return None
+
+
+def _write_tool_fact(scan: Any, _text: str, found: tuple[str, Any]) -> None:
+    scan.evidence.setdefault("tools", {}).setdefault(found[0], found[1])
+
+
+# A Python traceback frame or a prompt on a drive letter ('File "C:\…\torch\__init__.py"', "PS J:\x>",
+# "(.venv) D:\ComfyUI>") was printed on Windows.
+_WINDOWS_PATH_RE = re.compile(r'^(?:File "|PS |\([^)]*\) )?[A-Za-z]:\\[^"]*(?:"|>)')
+
+
+def _windows(text: str) -> bool:
+    return ":\\" in text and bool(_WINDOWS_PATH_RE.match(text))
+
+
+def _write_windows(scan: Any, text: str, _found: bool) -> None:
+    scan.evidence.setdefault("_windows", text.strip()[:120])
+
+
+def _shm(text: str) -> str | None:
+    return text.strip()[:200] if _SHM_RE.search(text) else None
+
+
+def _nccl_no_iface(text: str) -> str | None:
+    if not any(w in text for w in ("Bootstrap", "ncclSocketInit", "NCCL_SOCKET_IFNAME", "Socket creation failed")):
+        return None
+    return text.strip()[:200] if _NCCL_NO_IFACE_RE.search(text) else None
+
+
+def _ifname(text: str) -> re.Match[str] | None:
+    return _IFNAME_RE.search(text) if "NCCL_SOCKET_IFNAME" in text else None
+
+
+def _xid(text: str) -> list[dict[str, Any]] | None:
+    """Xid events in the probe's own shape (probes/nvidia.py's parse_xid reads the same lines from dmesg);
+    the kernel's "… has fallen off the bus" without its Xid line is the condition Xid 79 names."""
+    if "NVRM" in text and "Xid" in text and (events := parse_xid(text)):
+        return events
+    if "fallen off" in text and (m := _FALLEN_RE.search(text)):
+        return [{"pci": m.group(1), "code": 79, "text": "GPU has fallen off the bus.", "line": text.strip()[:400]}]
+    return None
+
+
+def _launch(text: str) -> dict[str, Any] | None:
+    if "nproc" not in text or not _LAUNCH_RE.search(text):
+        return None
+    m = _NPROC_RE.search(text)
+    if m is None:
+        return None
+    found: dict[str, Any] = {"nproc": int(m.group(1)), "command": text.strip()[:200]}
+    if (v := _VISIBLE_RE.search(text)) is not None:
+        found["visible"] = [d.strip() for d in v.group(2).split(",") if d.strip()]
+    return found
+
+
+def _ordinal(text: str) -> bool:
+    return bool(_ORDINAL_RE.search(text)) if "ordinal" in text else False
+
+
+def _toolkit(text: str) -> str | None:
+    return text.strip()[:200] if ("CUDA_HOME" in text or "nvcc" in text) and _TOOLKIT_RE.search(text) else None
+
+
+def _dll(text: str) -> list[str] | None:
+    if ".dll" not in text.lower():
+        return None
+    names = [m.group(1) or m.group(2) for m in _DLL_RE.finditer(text)]
+    return names or None
+
+
+# -- writers ------------------------------------------------------------------------------------------
+def _append(key: str) -> Callable[[Any, str, Any], None]:
+    def write(scan: Any, _text: str, found: Any) -> None:
+        values = scan.evidence.setdefault(key, [])
+        for value in found if isinstance(found, list) else [found]:
+            if value not in values and len(values) < 50:
+                values.append(value)
+    return write
+
+
+def _write_ifname(scan: Any, _text: str, m: re.Match[str]) -> None:
+    scan.evidence.setdefault("nccl.socket_ifname", m.group(1).strip())
+
+
+def _write_launch(scan: Any, _text: str, found: dict[str, Any]) -> None:
+    scan.evidence.setdefault("launch", found)
+
+
+def _write_ordinal(scan: Any, text: str, _found: bool) -> None:
+    scan.evidence.setdefault("cuda.invalid_device_ordinal", text.strip()[:200])
+
+
+#: (name, matcher, writer) of each sentence, in the order the signature table tries them.
+SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], None]], ...] = (
+    ("dataloader-shm", _shm, _append("torch.shm_errors")),
+    ("nccl-no-socket-interface", _nccl_no_iface, _append("nccl.socket_errors")),
+    ("nccl-socket-ifname", _ifname, _write_ifname),
+    ("kernel-xid", _xid, _append("driver.xid_events")),
+    ("launch-command", _launch, _write_launch),
+    ("invalid-device-ordinal", _ordinal, _write_ordinal),
+    ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
+    ("windows-dll", _dll, _append("libs.missing_dlls")),
+    ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
+    ("wsl-kernel", _wsl_kernel, _write_kernel),
+    ("pci-acs", _acs, _write_acs),
+    ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
+    ("tool-output", _tool_fact, _write_tool_fact),
+    ("windows-path", _windows, _write_windows),
+)
+
+
+#: Lines longer than this are not joined with their neighbour (a log payload, not a wrapped sentence).
+_WRAP_LINE = 300
+
+
+def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
+    """The sentences a terminal, an issue form or a mail client wrapped onto two lines ("killed by
+    signal: Bus" / "error."): every matcher whose fact no single line gave is run once more on each
+    pair of adjacent short lines. Linear in the text."""
+    wanted = [(name, find, put) for name, find, put in SIGNATURES if name in _REWRAPPED and not _has(found, name)]
+    if not wanted:
+        return
+    previous = ""
+    seen: set[str] = set()
+    for line in lines:
+        line = line.strip()
+        if previous and line and len(previous) < _WRAP_LINE and len(line) < _WRAP_LINE:
+            pair = f"{previous} {line}"
+            if pair not in seen:
+                seen.add(pair)
+                for _name, find, put in wanted:
+                    if hit := find(pair):
+                        put(_Found(found), pair, hit)
+        previous = line
+
+
+# Signature name -> the scan key its writer fills.
+_REWRAPPED = {"dataloader-shm": "torch.shm_errors", "nccl-no-socket-interface": "nccl.socket_errors",
+              "cuda-home-missing": "toolkit.build_errors", "windows-dll": "libs.missing_dlls"}
+
+
+def _has(found: dict[str, Any], name: str) -> bool:
+    return bool(found.get(_REWRAPPED[name]))
+
+
+class _Found:
+    """The writers' view of a scan: they write into ``evidence``."""
+
+    def __init__(self, evidence: dict[str, Any]) -> None:
+        self.evidence = evidence
+
+
+def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """The facts of what the signatures found."""
+    for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
+                "libs.missing_dlls"):
+        if found.get(key):
+            out[key] = ok(found[key], SOURCE, "lines pasted in the text")
+    if "nccl.socket_ifname" in found:
+        out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
+    if "driver.fabricmanager_service" in found:
+        out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
+                                                 "systemd about nvidia-fabricmanager, as pasted")
+    if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
+        out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
+        out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
+    if found.get("_not_compiled") and not (out.get("torch.cuda_version") and out["torch.cuda_version"].ok):
+        # torch saying so is torch.version.cuda being None: the program asked a CPU-only build for CUDA.
+        out["torch.cuda_version"] = ok(None, SOURCE, f"torch raised \"{NOT_COMPILED}\": {found['_not_compiled']!r}")
+    if found.get("_windows") and not (out.get("host.os") and out["host.os"].ok):
+        out["host.os"] = ok("Windows", SOURCE, f"a Windows path in the text: {found['_windows']!r}")
+    for key, value in found.get("tools", {}).items():
+        if not (out.get(key) and out[key].ok):
+            out[key] = ok(value, SOURCE, {"toolkit.nvcc_version": "`nvcc --version` as pasted",
+                                          "driver.kernel_module_version": "/proc/driver/nvidia/version as pasted",
+                                          "host.shm_size": "`df -h /dev/shm` as pasted"}[key])
+    if found.get("pci.acs_enabled"):
+        out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
+                                    "(distinct lines; repeated identical lines count once)")
+    if "cuda.invalid_device_ordinal" in found:
+        out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
+    if launch := found.get("launch"):
+        out["launch.nproc_per_node"] = ok(launch["nproc"], SOURCE, f"from `{launch['command'][:120]}`")
+        out["launch.command"] = ok(launch["command"], SOURCE)
+        if "visible" in launch:
+            out["launch.visible_devices"] = ok(launch["visible"], SOURCE, "the launch line's CUDA_VISIBLE_DEVICES")
+
+
+__all__ = ["KEYS", "SIGNATURES", "SOURCE", "rewrapped", "write"]
