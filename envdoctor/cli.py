@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from . import __version__, lifecycle
-from .redact import redact_text
+from .redact import redact_text, redact_tree
 from .report import EXIT_INCOMPLETE, EXIT_USAGE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -435,9 +435,9 @@ def diff(a: str, b: str, as_json: bool) -> None:
     from .report import ReportError
 
     try:
-        result = diff_reports(a, b)
+        result = redact_tree(diff_reports(a, b))
     except ReportError as exc:
-        click.echo(f"envdoctor: error: {exc}", err=True)
+        click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
@@ -469,7 +469,8 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
     from .registry import RegistryError
 
     try:
-        result = run_fleet(items, rejudge=rejudge, jobs=jobs)
+        # Not built through a Report: redacted here, for every format (file names and facts may hold secrets).
+        result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs))
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     if as_json:

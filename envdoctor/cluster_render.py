@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .model import Status
-from .render import ICONS, STYLES, _finding_body, safe
+from .render import STYLES, _finding_body, findings_table, safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -97,16 +97,7 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
         console.print(Text(f"… {len(rows_all) - len(shown)} more rank(s) like the first ones (the JSON report has "
                            "every rank)", style="dim"))
     _render_allreduce(report, console)
-    findings = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    findings.add_column("", no_wrap=True)
-    findings.add_column("check", no_wrap=True, style="cyan")
-    findings.add_column("finding")
-    for f in report.findings:
-        if f.status is Status.SKIP and not verbose:
-            continue
-        findings.add_row(Text(f"{ICONS[f.status]} {f.status.value}", style=STYLES[f.status]), Text(f.id),
-                         Text(safe(f.title)))
-    console.print(findings)
+    console.print(findings_table(report.findings, verbose))
     for f in report.findings:
         if f.status in (Status.FAIL, Status.ERROR) or (f.status is Status.WARN and verbose):
             console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"), title_align="left",

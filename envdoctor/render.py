@@ -16,6 +16,7 @@ from .model import Finding, Status, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from .report import Report
 
@@ -76,26 +77,33 @@ def _headline(report: Report) -> str:
     return " · ".join(safe(p) for p in parts)
 
 
-def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
+    """One row per finding (skips only with ``verbose``): status, check id, title and the GPUs it names."""
     from rich import box
-    from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
-    console.print(Text(_headline(report), style="bold"))
-    for w in report.warnings:
-        console.print(Text("warning: " + safe(w), style="yellow"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True, style="cyan")
     table.add_column("finding")
-    for f in report.findings:
+    for f in findings:
         if f.status is Status.SKIP and not verbose:
             continue
         gpus = f" [GPU {', '.join(map(str, f.gpus))}]" if f.gpus else ""
         table.add_row(Text(f"{ICONS[f.status]} {f.status.value}", style=STYLES[f.status]), Text(f.id),
                       Text(safe(f.title) + gpus))
-    console.print(table)
+    return table
+
+
+def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console.print(Text(_headline(report), style="bold"))
+    for w in report.warnings:
+        console.print(Text("warning: " + safe(w), style="yellow"))
+    console.print(findings_table(report.findings, verbose))
     for f in report.findings:
         if f.status in (Status.WARN, Status.FAIL, Status.ERROR) or (verbose and f.status is not Status.SKIP):
             console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"),

@@ -57,6 +57,11 @@ COMMANDS = [
     ("list", ["list"], None),
     ("list --json", ["list", "--json"], None),
     ("bad --python", ["check", "--python", "/opt/{GH}/python"], None),
+    ("diff", ["diff", "{report}", "{paste}"], None),
+    ("diff --json", ["diff", "{report}", "{paste}", "--json"], None),
+    ("diff missing file", ["diff", "{root}/missing-{HF}.json", "{paste}"], None),
+    ("fleet", ["fleet", "{report}", "{paste}"], None),
+    ("fleet --json", ["fleet", "{report}", "{paste}", "--json"], None),
 ]
 
 
