@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import remedies, views
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
+from ..messages import NOT_COMPILED
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
 from ._common import gpu_presence, torch_variant
@@ -121,8 +122,8 @@ def torch_import(facts: Facts) -> CheckResult:
 def torch_cpu_build(facts: Facts) -> CheckResult:
     # torch's own "Torch not compiled with CUDA enabled" (a paste) says torch.version.cuda is None
     # even when the version itself is not shown.
-    said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and \
-        "not compiled with CUDA" in (facts.get("torch.cuda_version").detail or "")
+    said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and any(
+        NOT_COMPILED in str(m) for m in facts.value("torch.cuda_available_messages") or ())
     if not facts.get("torch.version").ok and not said_cpu:
         return skip("torch not available", detail=facts.get("torch.version").describe())
     ev = evidence(facts, "torch.version", "torch.cuda_version", "torch.hip_version", "nvml.device_count",

@@ -17,9 +17,12 @@ import re
 from typing import Any
 
 from . import compat, errors
-from .versions import cudnn_to_int, cudnn_tuple
+from .versions import cudnn_tuple
 
-__all__ = ["cuda_error", "cudnn_incompatibility", "cudnn_int"]
+__all__ = ["NOT_COMPILED", "cuda_error", "cudnn_incompatibility"]
+
+#: torch's assertion when a CPU-only build is asked for CUDA (torch/cuda/__init__.py, _lazy_init).
+NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 # torch >= 1.8: "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before
 # calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
@@ -78,11 +81,6 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     if code == 999 and "unknown" not in message.lower():
         return None
     return {"code": code, "name": init_codes[code], "message": message}
-
-
-def cudnn_int(version: tuple[int, int, int]) -> int:
-    """``(8, 0, 3)`` -> ``8003``, ``(9, 1, 0)`` -> ``90100``: how torch.backends.cudnn.version() encodes it."""
-    return cudnn_to_int(version) or 0
 
 
 def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor import errors, messages
+from envdoctor import errors, messages, versions
 from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Reason, Status
 from envdoctor.parsers import parse_text
@@ -65,7 +65,7 @@ def test_cudnn_incompatibility_both_wordings() -> None:
     assert messages.cudnn_incompatibility(CUDNN) == ((8, 3, 2), (8, 0, 3))
     old = "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7005"
     assert messages.cudnn_incompatibility(old) == ((7, 1, 2), (7, 0, 5))
-    assert messages.cudnn_int((8, 0, 3)) == 8003 and messages.cudnn_int((9, 1, 0)) == 90100
+    assert versions.cudnn_to_int((8, 0, 3)) == 8003 and versions.cudnn_to_int((9, 1, 0)) == 90100
     assert messages.cudnn_incompatibility("cuDNN error: CUDNN_STATUS_NOT_INITIALIZED") is None
 
 

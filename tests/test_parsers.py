@@ -12,7 +12,8 @@ import pytest
 from envdoctor.inputs import decode
 from envdoctor.model import Facts, Reason
 from envdoctor.parsers import MAX_CHARS, ParseError, detect_formats, parse_text
-from envdoctor.parsers._util import cuda_api_int, cudnn_int
+from envdoctor.versions import cuda_to_int as cuda_api_int
+from envdoctor.versions import cudnn_to_int as cudnn_int
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

@@ -27,31 +27,6 @@ def to_bool(text: str) -> bool | None:
     return _BOOL.get(text.strip().lower())
 
 
-def cuda_api_int(version: str) -> int | None:
-    """``"12.8"`` -> ``12080``: the encoding of ``cuDriverGetVersion`` / NVML (major*1000 + minor*10)."""
-    parts = version.strip().split(".")
-    try:
-        major = int(parts[0])
-        minor = int(parts[1]) if len(parts) > 1 else 0
-    except (ValueError, IndexError):
-        return None
-    return major * 1000 + minor * 10
-
-
-def cudnn_int(version: str) -> int | None:
-    """``"9.1.0"`` -> ``90100`` (cuDNN >= 9: major*10000 + minor*100 + patch),
-    ``"8.9.2"`` -> ``8902`` (cuDNN <= 8: major*1000 + minor*100 + patch), as torch reports it."""
-    parts = version.strip().split(".")
-    try:
-        nums = [int(p) for p in parts[:3]] + [0] * (3 - len(parts[:3]))
-    except ValueError:
-        return None
-    major, minor, patch = nums
-    if major >= 9:
-        return major * 10000 + minor * 100 + patch
-    return major * 1000 + minor * 100 + patch
-
-
 def unread(value: str, source: str, what: str) -> Reading:
     """The reading for a placeholder collect_env printed instead of a value."""
     low = value.strip().lower()
@@ -75,5 +50,5 @@ def not_in_report(source: str, what: str) -> Reading:
     return missing(Reason.NOT_IN_REPORT, source, f"the pasted report has no {what}")
 
 
-__all__ = ["cuda_api_int", "cudnn_int", "is_placeholder", "not_in_report", "ok", "to_bool", "unread",
+__all__ = ["is_placeholder", "not_in_report", "ok", "to_bool", "unread",
            "version_in"]

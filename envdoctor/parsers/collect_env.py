@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import Reading, Reason, missing, ok
-from ._util import cuda_api_int, is_placeholder, to_bool, unread, version_in
+from ._util import is_placeholder, to_bool, unread, version_in
 from .signatures import scan_messages
 
 SOURCE = "collect_env"
@@ -332,4 +332,4 @@ def _cudnn(found: tuple[str, list[str]] | None, out: dict[str, Reading]) -> None
                                   "files found by collect_env's cuDNN search (ldconfig / CUDA_PATH)")
 
 
-__all__ = ["FIELDS", "KEYS", "SOURCE", "cuda_api_int", "looks_like", "normalize_name", "parse"]
+__all__ = ["FIELDS", "KEYS", "SOURCE", "looks_like", "normalize_name", "parse"]

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..messages import NOT_COMPILED
 from ..model import Reading, ok
 from ..probes.nvidia import parse_xid
 
@@ -116,7 +117,6 @@ def _write_acs(scan: Any, _text: str, _found: bool) -> None:
 
 
 #: torch's own words when CUDA is asked of a CPU-only build (torch/cuda/__init__.py, _lazy_init).
-NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 
 def _not_compiled(text: str) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import errors
 from ..model import Reading, Reason, missing, ok
-from ._util import cuda_api_int
+from ..versions import cuda_to_int
 
 SOURCE = "nvidia-smi"
 
@@ -85,7 +85,7 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
                                       failure)
                 break
     if cuda:
-        out["nvml.cuda_driver_version"] = ok(cuda_api_int(cuda), SOURCE, f"CUDA Version: {cuda}")
+        out["nvml.cuda_driver_version"] = ok(cuda_to_int(cuda), SOURCE, f"CUDA Version: {cuda}")
     elif "nvml.driver_version" in out and not out["nvml.driver_version"].ok:
         out["nvml.cuda_driver_version"] = out["nvml.driver_version"]
     if gpus:

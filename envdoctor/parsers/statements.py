@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from ..model import Reading, ok
-from ._util import cudnn_int
+from ..versions import cudnn_to_int
 
 SOURCE = "version statement"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.version", "torch.cudnn_version",
@@ -115,7 +115,7 @@ def _value(fact: str, value: str) -> object | None:
         return None
     version = m.group(0)
     if fact == "torch.cudnn_version":
-        return cudnn_int(version.split("+")[0]) if version.count(".") >= 1 else None
+        return cudnn_to_int(version.split("+")[0]) if version.count(".") >= 1 else None
     if fact == "torch.cuda_version":
         parts = version.split(".")
         return ".".join(parts[:2])
