@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import versions
 from .launch import PER_RANK_VARS
 
 Getter = Callable[[str], Any]
@@ -89,10 +90,7 @@ def _torch_build(get: Getter) -> str | None:
 
 
 def _cuda_driver(get: Getter) -> str | None:
-    value = get("nvml.cuda_driver_version") or get("cuda.driver_version")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return f"{value // 1000}.{value % 1000 // 10}"
-    return None
+    return versions.cuda_int_text(get("nvml.cuda_driver_version") or get("cuda.driver_version"))
 
 
 def _shm(get: Getter) -> str | None:
