@@ -37,7 +37,7 @@ def dataloader_shm(facts: Facts) -> Finding:
                 remedy=Remediation("Give the run a larger /dev/shm (or share the host's IPC namespace); "
                                    "num_workers=0 in the DataLoader avoids it, slower.",
                                    remedies.shm_commands(container),
-                                   (remedies.PYTORCH_DOCKER_SHM, remedies.DOCKER_SHM_DOC, remedies.K8S_EMPTYDIR_DOC)))
+                                   (remedies.TORCH_DOCKER_IMAGE, remedies.DOCKER_SHM_SIZE, remedies.K8S_EMPTYDIR_DOC)))
 
 
 @check("nccl-socket-interface", "NCCL finds a network interface to bootstrap on",

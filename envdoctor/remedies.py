@@ -150,8 +150,6 @@ def torch_source_build(arch: str, cuda: str | None) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------------------------
 # Evidence in pasted text: shared memory, NCCL, launchers, the CUDA toolkit, Windows DLLs
 
-PYTORCH_DOCKER_SHM = "https://github.com/pytorch/pytorch#docker-image"
-DOCKER_SHM_DOC = "https://docs.docker.com/reference/cli/docker/container/run/#shm-size"
 K8S_EMPTYDIR_DOC = "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"
 NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"

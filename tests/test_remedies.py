@@ -62,3 +62,12 @@ def test_first_import_of_kit_from_the_package() -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "envdoctor.kit"
+
+
+def test_each_link_is_written_once() -> None:
+    links = {name: value for name, value in vars(remedies).items()
+             if name.isupper() and isinstance(value, str) and value.startswith("https://")}
+    by_url: dict[str, list[str]] = {}
+    for name, url in links.items():
+        by_url.setdefault(url, []).append(name)
+    assert not {u: n for u, n in by_url.items() if len(n) > 1}
