@@ -17,6 +17,12 @@ from ._torch import _as_of, _exe, _packages, _torch_dist, torch_build
 # ---------------------------------------------------------------------------------------------
 # cudnn-mismatch
 
+def _default_variant(version: str | None) -> str:
+    """The CUDA variant to reinstall torch from when its own tag is not known: the release's default
+    build (the table's PyPI default), never a guessed tag that the release may not have."""
+    return compat.release_default_variant(versions.minor_of(version)) or "cu126"
+
+
 def _pkg_version(pkgs: dict[str, str], stem: str) -> tuple[str, str] | None:
     """The installed ``nvidia-<stem>-cuNN`` (or unsuffixed) distribution and its version."""
     prefix = f"nvidia-{stem}"
@@ -52,7 +58,7 @@ def _bundled(facts: Facts, family: str) -> _Bundled | None:
     loaded = list((facts.value("torch.loaded_libraries") or {}).get(family, []) or [])
     return _Bundled(build, compat.bundled_libs(build.public, build.variant or ""), _pkg_version(_packages(facts), family),
                     loaded, _outside_wheel(loaded), facts.value("python.executable") or "python",
-                    build.variant or "cu" + build.cuda.replace(".", ""))
+                    build.variant or versions.variant_for_cuda(build.cuda))
 
 
 def _cudnn_facts(facts: Facts) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
@@ -84,7 +90,7 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     else:
         commands.append("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it")
     if version:
-        commands.append(remedies.torch_install(_exe(facts), version, variant or "cu121"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or _default_variant(version)))
     e = errs[0]
     what = (f"{e['library']} could not be loaded: it lacks {e['symbol'][:80]}" + (f" ({e['version_node']})"
                                                                                if e["version_node"] else "")
@@ -106,7 +112,7 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
     commands = ["echo $LD_LIBRARY_PATH   # remove the cuDNN/CUDA folders from it, or: unset LD_LIBRARY_PATH",
                 "ldconfig -p | grep libcudnn   # system copies the loader can find"]
     if version:
-        commands.append(remedies.torch_install(_exe(facts), version, variant or "cu121"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or _default_variant(version)))
     return fail(f"cuDNN {obs} is loaded; torch was built with cuDNN {exp}",
                 detail=f"torch says \"cuDNN version incompatibility: PyTorch was compiled against {compiled} but found "
                        f"runtime version {runtime}\": another cuDNN (usually from LD_LIBRARY_PATH or a system/toolkit "
@@ -203,7 +209,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     if extra:
         commands.append(remedies.pip_uninstall(_exe(facts), extra))
     if version:
-        commands.append(remedies.torch_install(_exe(facts), version, variant or f"cu{major or '12'}6"))
+        commands.append(remedies.torch_install(_exe(facts), version, variant or _default_variant(version)))
     commands.append("echo $LD_LIBRARY_PATH $LD_PRELOAD   # a system libnccl here overrides the wheel's")
     what = (f"{e['library']} needs {e['symbol']}, which the libnccl.so.2 the loader found does not define"
             if e["kind"] == "undefined-symbol" else f"{e['library']} cannot be loaded")

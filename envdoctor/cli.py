@@ -422,6 +422,19 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     lifecycle.answer(line, 0 if healthy else 1)
 
 
+def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:
+    """A diff or fleet result (already redacted) as JSON or through its rich renderer."""
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    from . import fleet_render
+    from .render import make_console
+
+    getattr(fleet_render, renderer)(result, make_console())
+
+
 @main.command(context_settings=CONTEXT)
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
@@ -441,15 +454,7 @@ def diff(a: str, b: str, as_json: bool) -> None:
         sys.exit(EXIT_USAGE)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
-    if as_json:
-        import json
-
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        from .fleet_render import render_diff
-        from .render import make_console
-
-        render_diff(result, make_console())
+    _show(result, as_json, "render_diff")
     sys.exit(1 if result["differences"] or result["verdicts"] else 0)
 
 
@@ -473,15 +478,7 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
         result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs))
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
-    if as_json:
-        import json
-
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        from .fleet_render import render_fleet
-        from .render import make_console
-
-        render_fleet(result, make_console())
+    _show(result, as_json, "render_fleet")
     sys.exit(fleet_exit(result))
 
 

@@ -588,3 +588,11 @@ def test_a_torch_newer_than_the_table_is_never_a_companion_fail() -> None:
               python__packages={"torch": "7.0.0+cu118", "torchaudio": "2.7.0+cu118"})
     found = worst(rules.torch_companions, f)
     assert found.status is Status.WARN and "not in envdoctor's compatibility table" in found.detail
+
+
+def test_reinstall_variant_defaults_to_the_release_s_own_build():
+    from envdoctor.checks.compat_libs import _default_variant
+
+    pick = _default_variant("2.7.1")
+    assert pick == compat.release_default_variant("2.7") and pick in compat.release_variants("2.7")
+    assert _default_variant(None) == "cu126" and _default_variant("99.0") == "cu126"

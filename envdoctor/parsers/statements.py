@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .. import versions
 from ..model import Reading, ok
 from ..versions import cudnn_to_int
 
@@ -38,7 +39,6 @@ _VERSION_WORD_RE = re.compile(r"^(?P<key>[A-Za-z][\w .+-]{0,40}?\bversion)\s+(?P
 _PAREN_RE = re.compile(r"\([^)]*\)")
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:(?:\.?(?:post|dev|a|b|rc)\d+)*)(?:\+[\w.]+)?")
 _DRIVER_RE = re.compile(r"\b\d{3}(?:\.\d{1,3}){1,2}\b")
-_CUDA_TAG_RE = re.compile(r"\+cu(\d+)(\d)\b")
 
 # Normalised key (lower case, parentheses, "version", "the", separators removed) -> fact.
 _SYNONYMS: dict[str, str] = {}
@@ -145,9 +145,8 @@ def statements(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> 
             if "wsl" in split[1].lower() or "microsoft" in split[1].lower():
                 found.setdefault("host.wsl", []).append((True, line.strip()[:120]))
         if fact == "torch.version" and isinstance(value, str):
-            if tag := _CUDA_TAG_RE.search(value):
-                found.setdefault("torch.cuda_version", []).append((f"{int(tag.group(1))}.{tag.group(2)}",
-                                                                   line.strip()[:120]))
+            if cuda := versions.variant_cuda(versions.local_tag(value.split()[0] if value.split() else value)):
+                found.setdefault("torch.cuda_version", []).append((cuda, line.strip()[:120]))
             elif value.endswith("+cpu"):
                 found.setdefault("torch.cuda_version", []).append((None, line.strip()[:120]))
     return found
