@@ -54,7 +54,7 @@ def judge(case: dict, registry, corpus: Path = CORPUS) -> Outcome:  # type: igno
         facts = parse_text(text)
     except ParseError as exc:
         return Outcome(case["file"], case["expected"], f"parse-error: {exc}", (), kind=kind,
-                       shape=case.get("shape", ""))
+                       shape=case.get("shape", ""), remedy=case.get("remedy", ""))
     findings = sort_findings(diagnose(facts, registry))
     fails = tuple(f.id for f in findings if f.status is Status.FAIL)
     warns = [f.id for f in findings if f.status is Status.WARN]
