@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import remedies, versions
-from ..kit import Remediation, evidence, ok, skip, warn
+from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._torch import _exe, _packages, torch_build
@@ -18,7 +20,9 @@ _BUILDS_EXTENSIONS = ("deepspeed", "flash-attn", "apex", "mmcv", "mmcv-full", "t
 @check("toolkit-mismatch", "The CUDA toolkit (nvcc) matches torch's CUDA for building extensions",
        needs=("toolkit.nvcc_version", "torch.cuda_version"))
 def toolkit_mismatch(facts: Facts) -> Finding:
-    ev = evidence(facts, "toolkit.nvcc_version", "torch.cuda_version", "env.vars")
+    ev = evidence(facts, "toolkit.nvcc_version", "torch.cuda_version", "env.vars", "toolkit.mismatch_error")
+    if facts.get("toolkit.mismatch_error").ok:
+        return _build_refused(facts, ev)
     build = torch_build(facts)
     nvcc = facts.value("toolkit.nvcc_version")
     if build is None or not build.cuda:
@@ -40,13 +44,28 @@ def toolkit_mismatch(facts: Facts) -> Finding:
     detail = (f"nvcc is CUDA {nvs}, torch {build.version} is built with CUDA {build.cuda}. Running torch does not use "
               "the toolkit (the wheel brings its runtime), but building a CUDA extension stops with \"The detected "
               f"CUDA version ({nvs}) mismatches the version that was used to compile PyTorch ({build.cuda})\".")
-    remedy = Remediation(f"When building extensions, point CUDA_HOME at a CUDA {build.cuda.split('.')[0]}.x toolkit "
-                         f"(ideally {build.cuda}), e.g. from pip or conda.",
-                         (remedies.pip_install(_exe(facts), f"'nvidia-cuda-nvcc-cu{build.cuda.split('.')[0]}=={build.cuda}.*'"
-                                               if tv.release[0] <= 12 else f"'nvidia-cuda-nvcc=={build.cuda}.*'"),
-                          f"conda install -c nvidia cuda-nvcc={build.cuda}"),
-                         ("https://pytorch.org/docs/stable/cpp_extension.html",))
+    remedy = _nvcc_remedy(facts, build.cuda)
     if hints:
         return warn(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} while extensions are likely built",
                     detail=detail + f" Signals: {', '.join(hints)}.", evidence=ev, remedy=remedy)
     return ok(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} (informational)", detail=detail, evidence=ev)
+
+
+def _nvcc_remedy(facts: Facts, cuda: str) -> Remediation:
+    """A CUDA toolkit (nvcc) of torch's CUDA for extension builds, from pip or conda."""
+    major = cuda.split(".")[0]
+    wheel = f"'nvidia-cuda-nvcc-cu{major}=={cuda}.*'" if int(major) <= 12 else f"'nvidia-cuda-nvcc=={cuda}.*'"
+    return Remediation(f"When building extensions, point CUDA_HOME at a CUDA {major}.x toolkit (ideally {cuda}), "
+                       "e.g. from pip or conda.",
+                       (remedies.pip_install(_exe(facts), wheel), f"conda install -c nvidia cuda-nvcc={cuda}"),
+                       ("https://pytorch.org/docs/stable/cpp_extension.html",))
+
+
+def _build_refused(facts: Facts, ev: dict[str, Any]) -> Finding:
+    """torch.utils.cpp_extension stopped the build: its nvcc is not of the CUDA torch was built with."""
+    nvcc, cuda = facts.value("toolkit.nvcc_version"), facts.value("torch.cuda_version")
+    return fail(f"The extension build stopped: nvcc {nvcc} is not torch's CUDA {cuda}",
+                detail=f"{facts.value('toolkit.mismatch_error')!r}: torch.utils.cpp_extension compiles with the nvcc of "
+                       "CUDA_HOME and refuses one of another CUDA than torch's. Running torch does not need the "
+                       "toolkit; building extensions needs one that matches (or a torch built for the toolkit's "
+                       "CUDA).", evidence=ev, remedy=_nvcc_remedy(facts, str(cuda)))

@@ -76,6 +76,10 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('toolkit.build_errors', 'list', ('parser:evidence',),
        'extension-build lines saying no CUDA toolkit was found ("CUDA_HOME environment variable is not set", '
        '"nvcc: not found")'),
+    _k('toolkit.mismatch_error', 'str', ('parser:evidence',),
+       'torch.utils.cpp_extension refusing a build: "The detected CUDA version (12.1) mismatches the version that '
+       'was used to compile PyTorch (11.8)" as printed; its two versions become toolkit.nvcc_version / '
+       'torch.cuda_version where nothing else gave them'),
     _k('libs.missing_dlls', 'list', ('parser:evidence',),
        'DLLs Windows could not load, a name or the path torch printed ("cudnn_ops_infer64_8.dll")'),
     _k('host.os', 'str', ('probe:host', 'parser:collect_env', 'parser:parse_text', 'parser:statements', 'parser:evidence'),

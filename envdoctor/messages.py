@@ -203,3 +203,18 @@ def container_driver_requirement(text: str) -> tuple[str, str] | None:
     """``(driver the image needs, driver found)`` from an NGC image's start-up check."""
     m = _NGC_DRIVER_RE.search(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+# torch.utils.cpp_extension's refusal to build when the toolkit's nvcc and torch's CUDA differ
+# (_check_cuda_version): "The detected CUDA version (12.1) mismatches the version that was used to compile
+# PyTorch (11.8). Please make sure to use the same CUDA versions." — usually wrapped after "compile".
+_TOOLKIT_MISMATCH_RE = re.compile(r"The detected CUDA version \((\d+\.\d+)\) mismatches the version that was used to"
+                                  r"\s+compile\s+PyTorch \((\d+\.\d+)\)")
+
+
+def toolkit_mismatch(text: str) -> tuple[str, str] | None:
+    """``(the toolkit's CUDA, torch's CUDA)`` from cpp_extension's "The detected CUDA version … mismatches …"."""
+    if "mismatches the version" not in text:
+        return None
+    m = _TOOLKIT_MISMATCH_RE.search(text)
+    return (m.group(1), m.group(2)) if m else None

@@ -122,8 +122,13 @@ def _clean(text: str) -> list[str]:
     for raw in raws:
         line = raw[:MAX_LINE]
         line = _QUOTE_RE.sub("", line)
-        if _FENCE_RE.match(line):
-            continue
+        if fence := _FENCE_RE.match(line):
+            # A fence's info string is one word ("text", "shell"); more words are the paste's first line,
+            # typed right after the backticks ("```NVIDIA GeForce RTX 5090 with CUDA capability …").
+            rest = line[fence.end():].lstrip("`~").strip()
+            if len(rest.split()) < 2:
+                continue
+            line = rest
         line = _TAG_LINE_RE.sub("", line)
         line = _BULLET_RE.sub("", line).replace("**", "")
         lines.append(line.rstrip().lstrip(" \t"))

@@ -11,12 +11,16 @@ The sentences and where they come from (their fixed words are matched, never one
   and torch's storage sharing: "unable to write to file </torch_…>", "unable to open shared memory
   object </torch_…>".
 * NCCL's bootstrap: "Bootstrap : no socket interface found" (src/bootstrap.cc), "NCCL_SOCKET_IFNAME
-  set by environment to X" (src/misc/socket.cc), ncclSocketInit's "is neither AF_INET(2) nor AF_INET6(10)".
+  set by environment to X" (src/misc/socket.cc), ncclSocketInit's "is neither AF_INET(2) nor AF_INET6(10)",
+  socketStartConnect's "Connect to <addr> failed : No route to host" (the interface NCCL picked has no
+  route to the peer).
 * The kernel (dmesg, journalctl): "NVRM: Xid (PCI:0000:02:00): 79, …" and "… has fallen off the bus",
   written as ``driver.xid_events`` exactly as the kernel-log probe writes them (the gpu-xid check judges).
 * Launch lines: ``torchrun`` / ``python -m torch.distributed.launch|run`` with ``--nproc_per_node``
   (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
-* torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found".
+* torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found"; a
+  build script's "nvcc was not found"; cpp_extension's "The detected CUDA version (X) mismatches the version
+  that was used to compile PyTorch (Y)" (its wording in :mod:`envdoctor.messages`).
 * Windows loaders: "Could not locate cudnn_ops_infer64_8.dll", "Could not load library X.dll",
   torch's "Error loading \"…\\X.dll\" or one of its dependencies".
 """
@@ -27,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..messages import NOT_COMPILED
+from ..messages import NOT_COMPILED, toolkit_mismatch
 from ..model import Reading, ok
 from ..probes.nvidia import parse_xid
 
@@ -35,7 +39,8 @@ SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
-        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os")
+        "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
+        "toolkit.mismatch_error")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -43,7 +48,8 @@ _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pi
                      r"|unable to open shared memory object </torch", re.IGNORECASE)
 _NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
                                r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET"
-                               r"|Socket creation failed\s*:\s*Address family not supported")
+                               r"|Socket creation failed\s*:\s*Address family not supported"
+                               r"|socketStartConnect: Connect to \S+ failed\s*:\s*(?:No route to host|Network is unreachable)")
 _IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
 _FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
                         re.IGNORECASE)
@@ -51,7 +57,7 @@ _LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|ru
 _NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
 _VISIBLE_RE = re.compile(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
 _ORDINAL_RE = re.compile(r"invalid device ordinal", re.IGNORECASE)
-_TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found"
+_TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found|\bnvcc was not found"
                          r"|\bnvcc\b.{0,20}No such file or directory|No such file or directory: '[^']{0,200}/nvcc'"
                          r"|could not find nvcc", re.IGNORECASE)
 _DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
@@ -170,7 +176,8 @@ def _shm(text: str) -> str | None:
 
 
 def _nccl_no_iface(text: str) -> str | None:
-    if not any(w in text for w in ("Bootstrap", "ncclSocketInit", "NCCL_SOCKET_IFNAME", "Socket creation failed")):
+    if not any(w in text for w in ("Bootstrap", "ncclSocketInit", "NCCL_SOCKET_IFNAME", "Socket creation failed",
+                                   "socketStartConnect")):
         return None
     return text.strip()[:200] if _NCCL_NO_IFACE_RE.search(text) else None
 
@@ -207,6 +214,15 @@ def _ordinal(text: str) -> bool:
 
 def _toolkit(text: str) -> str | None:
     return text.strip()[:200] if ("CUDA_HOME" in text or "nvcc" in text) and _TOOLKIT_RE.search(text) else None
+
+
+def _toolkit_mismatch(text: str) -> tuple[str, str, str] | None:
+    found = toolkit_mismatch(text)
+    return (text.strip()[:300], *found) if found else None
+
+
+def _write_toolkit_mismatch(scan: Any, _text: str, found: tuple[str, str, str]) -> None:
+    scan.evidence.setdefault("toolkit.mismatch_error", found)
 
 
 def _dll(text: str) -> list[str] | None:
@@ -247,6 +263,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("launch-command", _launch, _write_launch),
     ("invalid-device-ordinal", _ordinal, _write_ordinal),
     ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
+    ("toolkit-cuda-mismatch", _toolkit_mismatch, _write_toolkit_mismatch),
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
@@ -284,7 +301,8 @@ def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
 
 # Signature name -> the scan key its writer fills.
 _REWRAPPED = {"dataloader-shm": "torch.shm_errors", "nccl-no-socket-interface": "nccl.socket_errors",
-              "cuda-home-missing": "toolkit.build_errors", "windows-dll": "libs.missing_dlls"}
+              "cuda-home-missing": "toolkit.build_errors", "windows-dll": "libs.missing_dlls",
+              "toolkit-cuda-mismatch": "toolkit.mismatch_error"}
 
 
 def _has(found: dict[str, Any], name: str) -> bool:
@@ -296,6 +314,19 @@ class _Found:
 
     def __init__(self, evidence: dict[str, Any]) -> None:
         self.evidence = evidence
+
+
+def _write_mismatch(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """cpp_extension's refusal, and its two versions where nothing more specific gave them."""
+    if not (mismatch := found.get("toolkit.mismatch_error")):
+        return
+    line, nvcc, cuda = mismatch
+    out["toolkit.mismatch_error"] = ok(line, SOURCE, "torch.utils.cpp_extension's CUDA version check, as pasted")
+    why = "from cpp_extension's \"The detected CUDA version … mismatches …\""
+    if not (out.get("toolkit.nvcc_version") and out["toolkit.nvcc_version"].ok):
+        out["toolkit.nvcc_version"] = ok(nvcc, SOURCE, why)
+    if not (out.get("torch.cuda_version") and out["torch.cuda_version"].ok and out["torch.cuda_version"].value):
+        out["torch.cuda_version"] = ok(cuda, SOURCE, why)
 
 
 def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
@@ -322,6 +353,7 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(value, SOURCE, {"toolkit.nvcc_version": "`nvcc --version` as pasted",
                                           "driver.kernel_module_version": "/proc/driver/nvidia/version as pasted",
                                           "host.shm_size": "`df -h /dev/shm` as pasted"}[key])
+    _write_mismatch(found, out)
     if found.get("pci.acs_enabled"):
         out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
                                     "(distinct lines; repeated identical lines count once)")

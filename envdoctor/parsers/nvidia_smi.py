@@ -35,6 +35,9 @@ _FAILURES = (
     "Failed to initialize NVML",
     "couldn't communicate with the NVIDIA driver",
     "Unable to determine the device handle",
+    # libnvidia-container (nvidia-container-cli, the docker / containerd hook) when NVML fails on the host:
+    # "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown".
+    "nvidia-container-cli: initialization error: nvml error",
 )
 # What nvidia-smi prints after "Failed to initialize NVML: " (or instead of it) and the NVML
 # return code behind it come from envdoctor/data/errors.json (errors.nvml_printed), so a pasted

@@ -1,0 +1,53 @@
+"""The sentences the held-out corpus batch of issue 10 showed were missing, each judged through the whole
+pipeline (parse_text, then every built-in check), on invented texts of the same stable wording."""
+
+from __future__ import annotations
+
+from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.model import Status
+from envdoctor.parsers import parse_text
+from envdoctor.registry import load_registry
+
+
+def _top_fail(text: str) -> tuple[str, str]:
+    findings = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+    top = next(f for f in findings if f.status is Status.FAIL)
+    return top.id, " ".join([top.remediation.text, *top.remediation.commands])
+
+
+def test_cpp_extension_cuda_mismatch_wrapped_is_toolkit_mismatch() -> None:
+    fid, said = _top_fail("RuntimeError:\n  The detected CUDA version (12.4) mismatches the version that was used to "
+                          "compile\n  PyTorch (11.8). Please make sure to use the same CUDA versions.\n")
+    assert fid == "toolkit-mismatch"
+    assert "cuda-nvcc=11.8" in said
+
+
+def test_nvcc_version_output_wins_over_the_mismatch_sentence() -> None:
+    facts = parse_text("The detected CUDA version (12.2) mismatches the version that was used to compile PyTorch "
+                       "(12.1).\nCuda compilation tools, release 12.2, V12.2.140\n")
+    assert facts.value("toolkit.nvcc_version") == "12.2.140"
+    assert facts.value("torch.cuda_version") == "12.1"
+
+
+def test_build_script_saying_nvcc_was_not_found_is_a_missing_toolkit() -> None:
+    assert _top_fail("UserWarning: some_ext was requested, but nvcc was not found.\n")[0] == "cuda-toolkit-missing"
+
+
+def test_nccl_connect_without_a_route_is_the_socket_interface() -> None:
+    fid, said = _top_fail("ncclSystemError: System call (e.g. socket, malloc) or external library call failed\n"
+                          "socketStartConnect: Connect to 10.1.2.3<41234> failed : No route to host\n")
+    assert fid == "nccl-socket-interface"
+    assert "NCCL_SOCKET_IFNAME" in said
+
+
+def test_container_cli_nvml_mismatch_is_the_driver_mismatch() -> None:
+    assert _top_fail("docker: Error response from daemon: failed to create task: nvidia-container-cli: "
+                     "initialization error: nvml error: driver/library version mismatch: unknown.\n")[0] \
+        == "driver-version-mismatch"
+
+
+def test_text_typed_right_after_a_fence_is_read_and_an_info_string_is_not() -> None:
+    text = ("```NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+            "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_80 sm_90.\n```\n")
+    assert _top_fail(text)[0] == "torch-arch-support"
+    assert _top_fail("```text\n" + text.removeprefix("```"))[0] == "torch-arch-support"
