@@ -333,9 +333,30 @@ def device_nodes(facts: Facts) -> CheckResult:
 
 
 # -- container-gpu ------------------------------------------------------------------------------------------
+def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
+    """Docker was asked for GPUs and has no device driver for them: the host lacks the NVIDIA runtime."""
+    return fail("Docker has no NVIDIA runtime to give containers GPUs",
+                detail=f"{facts.value('container.no_gpu_driver')!r}: the Docker daemon found no device driver for the "
+                       "'gpu' capability that --gpus (or compose's capabilities: [gpu]) asks for — the NVIDIA "
+                       "Container Toolkit is not installed on the host or not registered with this Docker (a "
+                       "snap-installed Docker does not see it).", evidence=ev,
+                remedy=Remediation("On the host: install nvidia-container-toolkit, register it with Docker and "
+                                   "restart Docker.",
+                                   (remedies.container_toolkit_install(),
+                                    "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+                                    "docker run --rm --gpus all ubuntu nvidia-smi   # to verify"),
+                                   (TOOLKIT_INSTALL,)))
+
+
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
        needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts) -> CheckResult:
+    if facts.get("container.no_gpu_driver").ok:
+        return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
+    return _container_gpu(facts)
+
+
+def _container_gpu(facts: Facts) -> CheckResult:
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
                   "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities")

@@ -220,6 +220,9 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('container.gpus_requested', 'bool', ('parser:collect_env', 'parser:parse_text'),
        'pastes only: whether the `docker\\|podman run` command the paste shows asked for GPUs (`--gpus`, '
        '`--runtime=nvidia`, `nvidia-docker`, CDI `nvidia.com/gpu`, `NVIDIA_VISIBLE_DEVICES`)'),
+    _k('container.no_gpu_driver', 'str', ('parser:evidence',),
+       'pastes only: the Docker daemon refusing a GPU request ("could not select device driver \\"\\" with '
+       'capabilities: [[gpu]]"): no NVIDIA runtime is registered with that Docker'),
     _k('container.driver_requirement', 'str', ('parser:collect_env',),
        'pastes only: the driver an NGC image requires ("This container was built for NVIDIA Driver Release '
        '535.86 or later, but version 510.47.03 was detected")'),

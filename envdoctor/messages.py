@@ -218,3 +218,15 @@ def toolkit_mismatch(text: str) -> tuple[str, str] | None:
         return None
     m = _TOOLKIT_MISMATCH_RE.search(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+# The Docker daemon asked for GPUs (`--gpus`, compose's `capabilities: [gpu]`) with no device driver registered
+# for them — the NVIDIA Container Toolkit is not installed or not configured for this Docker:
+# 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
+# (older daemons print no driver name: "could not select device driver with capabilities: [[gpu]]").
+_NO_GPU_DRIVER_RE = re.compile(r'could not select device driver(?:\s+"[^"]*")?\s+with capabilit(?:y|ies):\s*\[\[gpu')
+
+
+def docker_no_gpu_driver(text: str) -> bool:
+    """True for the Docker daemon's refusal of a GPU request it has no device driver for."""
+    return "could not select device driver" in text and bool(_NO_GPU_DRIVER_RE.search(text))

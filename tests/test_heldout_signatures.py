@@ -51,3 +51,11 @@ def test_text_typed_right_after_a_fence_is_read_and_an_info_string_is_not() -> N
             "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_80 sm_90.\n```\n")
     assert _top_fail(text)[0] == "torch-arch-support"
     assert _top_fail("```text\n" + text.removeprefix("```"))[0] == "torch-arch-support"
+
+
+def test_docker_daemon_without_a_gpu_driver_is_the_missing_container_toolkit() -> None:
+    for line in ('docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+                 "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]]."):
+        fid, said = _top_fail(line + "\n")
+        assert fid == "container-gpu"
+        assert "nvidia-container-toolkit" in said and "nvidia-ctk runtime configure" in said

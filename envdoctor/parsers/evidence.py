@@ -21,6 +21,8 @@ The sentences and where they come from (their fixed words are matched, never one
 * torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found"; a
   build script's "nvcc was not found"; cpp_extension's "The detected CUDA version (X) mismatches the version
   that was used to compile PyTorch (Y)" (its wording in :mod:`envdoctor.messages`).
+* The Docker daemon: 'could not select device driver "" with capabilities: [[gpu]]' (its wording in
+  :mod:`envdoctor.messages`).
 * Windows loaders: "Could not locate cudnn_ops_infer64_8.dll", "Could not load library X.dll",
   torch's "Error loading \"…\\X.dll\" or one of its dependencies".
 """
@@ -31,7 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..messages import NOT_COMPILED, toolkit_mismatch
+from ..messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
 from ..model import Reading, ok
 from ..probes.nvidia import parse_xid
 
@@ -40,7 +42,7 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
-        "toolkit.mismatch_error")
+        "toolkit.mismatch_error", "container.no_gpu_driver")
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -225,6 +227,14 @@ def _write_toolkit_mismatch(scan: Any, _text: str, found: tuple[str, str, str]) 
     scan.evidence.setdefault("toolkit.mismatch_error", found)
 
 
+def _no_gpu_driver(text: str) -> str | None:
+    return text.strip()[:200] if docker_no_gpu_driver(text) else None
+
+
+def _write_no_gpu_driver(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("container.no_gpu_driver", line)
+
+
 def _dll(text: str) -> list[str] | None:
     if ".dll" not in text.lower():
         return None
@@ -265,6 +275,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("cuda-home-missing", _toolkit, _append("toolkit.build_errors")),
     ("toolkit-cuda-mismatch", _toolkit_mismatch, _write_toolkit_mismatch),
     ("windows-dll", _dll, _append("libs.missing_dlls")),
+    ("docker-no-gpu-driver", _no_gpu_driver, _write_no_gpu_driver),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
@@ -357,6 +368,8 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if found.get("pci.acs_enabled"):
         out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
                                     "(distinct lines; repeated identical lines count once)")
+    if "container.no_gpu_driver" in found:
+        out["container.no_gpu_driver"] = ok(found["container.no_gpu_driver"], SOURCE, "the Docker daemon's error, pasted")
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
     if launch := found.get("launch"):
