@@ -192,14 +192,31 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]) -> Finding | None:
             spec = f"'{name}>={minimum}'" if minimum else name
             commands.append(remedies.pip_install(py, spec, upgrade=True))
     foreign = [e["path"] for e in errs if outside_wheel(e["path"])]
+    env_lib = _env_lib_note(errs, commands)
     return fail("A CUDA library torch loads comes from the wrong copy (undefined symbol)",
                 detail="; ".join(notes) + ". The usual cause is a system CUDA toolkit on LD_LIBRARY_PATH that "
                 "shadows the nvidia-* wheels torch depends on, or one nvidia-* wheel left older than the others."
-                + (f" Loaded from outside the wheels: {', '.join(foreign)}." if foreign else ""),
+                + (f" Loaded from outside the wheels: {', '.join(foreign)}." if foreign else "") + env_lib,
                 evidence=ev, remedy=Remediation("Let torch load the CUDA libraries from its own nvidia-* wheels: take "
                                                 "toolkit folders off LD_LIBRARY_PATH, and bring the wheel that "
                                                 "provides the symbol up to date.", tuple(commands),
                                                 ("https://github.com/pytorch/pytorch/issues/140797",)))
+
+
+# torch's libraries search "$ORIGIN/../../../../" too: from <prefix>/lib/pythonX.Y/site-packages/torch/lib that is
+# <prefix>/lib, the environment's own library folder, where conda's cudatoolkit (and other conda CUDA packages) put
+# their copies of libcublas, libcusparse, ….
+_ENV_LIB = "torch/lib/../../../../"
+
+
+def _env_lib_note(errs: Sequence[Mapping[str, Any]], commands: list[str]) -> str:
+    """When the wrong copy sits in the environment's own lib/ folder: say so, and add conda's commands."""
+    if not any(_ENV_LIB in str(e["path"]) for e in errs):
+        return ""
+    commands.extend(("conda list | grep -i -E 'cudatoolkit|cuda-|cublas|cusparse'   # the env's own CUDA libraries",
+                     "conda remove cudatoolkit   # or install the cudatoolkit of torch's CUDA version"))
+    return (" The copy the loader found is in the environment's own lib/ folder (torch/lib/../../../../), where a "
+            "conda cudatoolkit of another CUDA version installs its libraries.")
 
 
 @dataclass

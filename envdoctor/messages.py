@@ -28,7 +28,7 @@ NOT_COMPILED = "Torch not compiled with CUDA enabled"
 # calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
 _GET_COUNT_RE = re.compile(r"Unexpected error from cudaGetDeviceCount\(\).{0,300}?Error (\d+): ([^(]{1,200}?)\s*(?:\(Triggered|$)")
 # torch 0.4-1.7: "cuda runtime error (999) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:47"
-_THC_RE = re.compile(r"cuda runtime error \((\d+)\) : (.{1,200}?)(?: at \S+|$)")
+_THC_RE = re.compile(r"cuda runtime error \((\d+)\)\s?: (.{1,200}?)(?: at \S+|$)")
 # "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error"
 _THC_CHECK_RE = re.compile(r"THCudaCheck FAIL .{0,300}?error=(\d+) : (.{1,200}?)\s*$")
 # c10's special case for cudaErrorUnknown (torch >= 1.6): "CUDA unknown error - this may be due to an
@@ -59,6 +59,8 @@ def cuda_error(text: str) -> dict[str, Any] | None:
         if m := rx.search(text):
             code, message = int(m.group(1)), m.group(2).strip().rstrip(".\"'`")
             break
+    if code == 30 and "unknown error" in message.lower():
+        code = 999  # CUDA < 10.1 numbered cudaErrorUnknown 30 ("cuda runtime error (30) : unknown error")
     if code is None and _UNKNOWN_RE.search(text):
         code, message = 999, "unknown error"
     if code is None and (m := _CUINIT_NAME_RE.search(text)):
@@ -114,6 +116,25 @@ def _path_before(text: str, end: int) -> str | None:
     return token if token and _SO_RE.fullmatch(token) else None
 
 
+# glibc's other wording of a missing versioned symbol: "…/libcublas.so.11: symbol cublasLtHSHMatmulAlgoInit version
+# libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference".
+_NOT_DEFINED = " not defined in file "
+_NOT_DEFINED_RE = re.compile(r"(\S+\.so(?:\.[\w.]+)?): symbol ([\w$@.]+),? version ([\w.+-]+) not defined in file "
+                             r"([\w.+-]+)")
+
+
+def _not_defined(text: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in _NOT_DEFINED_RE.finditer(text):
+        path, symbol, node = m.group(1), m.group(2), m.group(3)
+        out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
+                    "family": family_of(path), "symbol": symbol, "version_node": node,
+                    "provider": family_of(node) or family_of(m.group(4))})
+        if len(out) >= 50:
+            break
+    return out
+
+
 def family_of(name: str | None) -> str | None:
     """``"libcusparse.so.12"`` -> ``"cusparse"``; a symbol name -> the library that defines it
     (the ``cuda_libraries`` table of compat.json)."""
@@ -139,6 +160,8 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
             out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
                         "family": family_of(path), "symbol": symbol, "version_node": node, "provider": provider})
         pos = text.find(_UNDEFINED, after)
+    if _NOT_DEFINED in text:
+        out.extend(_not_defined(text))
     pos = text.find(_MISSING)
     while pos >= 0 and len(out) < 100:
         path = _path_before(text, pos)

@@ -59,3 +59,26 @@ def test_docker_daemon_without_a_gpu_driver_is_the_missing_container_toolkit() -
         fid, said = _top_fail(line + "\n")
         assert fid == "container-gpu"
         assert "nvidia-container-toolkit" in said and "nvidia-ctk runtime configure" in said
+
+
+def test_glibc_not_defined_in_file_wording_is_an_undefined_symbol() -> None:
+    from envdoctor import messages
+    found = messages.loader_errors("OSError: /x/site-packages/nvidia/cublas/lib/libcublas.so.11: symbol "
+                                   "cublasLtHSHMatmulAlgoInit version libcublasLt.so.11 not defined in file "
+                                   "libcublasLt.so.11 with link time reference")
+    assert [(e["kind"], e["library"], e["symbol"], e["provider"]) for e in found] == [
+        ("undefined-symbol", "libcublas.so.11", "cublasLtHSHMatmulAlgoInit", "cublas")]
+
+
+def test_a_copy_in_the_environments_own_lib_folder_names_conda_cudatoolkit() -> None:
+    fid, said = _top_fail("OSError: /e/lib/python3.9/site-packages/torch/lib/../../../../libcublas.so.11: undefined "
+                          "symbol: cublasLtGetStatusString, version libcublasLt.so.11\n")
+    assert fid == "library-conflicts"
+    assert "conda remove cudatoolkit" in said
+
+
+def test_cuda_before_10_1_numbered_unknown_error_30() -> None:
+    from envdoctor import messages
+    assert messages.cuda_error("RuntimeError: cuda runtime error (30) : unknown error at x.cpp:50")["code"] == 999
+    assert messages.cuda_error("cuda runtime error (30): unknown error")["code"] == 999
+    assert messages.cuda_error("cuda runtime error (30) : something else") is None

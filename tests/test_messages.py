@@ -44,6 +44,8 @@ def report(*before: str, torch: str = "1.13.1+cu117", cuda: str = "11.7", gpus: 
     (UNKNOWN, 999),
     ("RuntimeError: cuda runtime error (999) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:47", 999),
     ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=51 error=802 : system not yet initialized", 802),
+    # CUDA < 10.1 numbered cudaErrorUnknown 30 (999 since 10.1): the same error, read when its words say so.
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error", 999),
 ])
 def test_cuda_error_codes_are_read(text: str, code: int) -> None:
     found = messages.cuda_error(text)
@@ -51,8 +53,6 @@ def test_cuda_error_codes_are_read(text: str, code: int) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    # CUDA < 10.1 numbered "unknown error" 30: the code is not cuInit's, so it is not a fact.
-    "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error",
     # A code outside the table that means the same for cudart and cuInit.
     GET_COUNT.format(code=2, text="out of memory"),
     "999 unknown things happened", "",
