@@ -119,19 +119,24 @@ def _path_before(text: str, end: int) -> str | None:
 # glibc's other wording of a missing versioned symbol: "…/libcublas.so.11: symbol cublasLtHSHMatmulAlgoInit version
 # libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference".
 _NOT_DEFINED = " not defined in file "
-_NOT_DEFINED_RE = re.compile(r"(\S+\.so(?:\.[\w.]+)?): symbol ([\w$@.]+),? version ([\w.+-]+) not defined in file "
-                             r"([\w.+-]+)")
+_SYMBOL_AT = ": symbol "
+_NOT_DEFINED_RE = re.compile(r"([\w$@.]+),? version ([\w.+-]+) not defined in file ([\w.+-]+)")
 
 
 def _not_defined(text: str) -> list[dict[str, Any]]:
+    """Found by the literal ": symbol ", the path being the token before it (linear time, like the others)."""
     out: list[dict[str, Any]] = []
-    for m in _NOT_DEFINED_RE.finditer(text):
-        path, symbol, node = m.group(1), m.group(2), m.group(3)
-        out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
-                    "family": family_of(path), "symbol": symbol, "version_node": node,
-                    "provider": family_of(node) or family_of(m.group(4))})
-        if len(out) >= 50:
-            break
+    pos = text.find(_SYMBOL_AT)
+    while pos >= 0 and len(out) < 50:
+        after = pos + len(_SYMBOL_AT)
+        path = _path_before(text, pos)
+        m = _NOT_DEFINED_RE.match(text, after)
+        if path and m:
+            symbol, node = m.group(1), m.group(2)
+            out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
+                        "family": family_of(path), "symbol": symbol, "version_node": node,
+                        "provider": family_of(node) or family_of(m.group(3))})
+        pos = text.find(_SYMBOL_AT, after)
     return out
 
 
