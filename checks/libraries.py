@@ -361,8 +361,10 @@ def library_conflicts(facts: Facts) -> CheckResult:
                                     if mapped.ok and isinstance(mapped.value, Mapping) else mapped.describe())
     have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
     loaded = facts.value("torch.loaded_libraries") or {}
-    # An ldd of torch's or a CUDA wheel's library is evidence of its own, even with no copies inventoried (a paste).
-    if not have_copies and not loaded and not facts.value("libs.ldd"):
+    # A pasted ldd of a CUDA wheel's own library is evidence of its own, with no copies inventoried (the
+    # libraries probe never writes that role).
+    pasted_wheel_ldd = any(isinstance(e, Mapping) and e.get("role") == "nvidia-wheel" for e in facts.value("libs.ldd") or ())
+    if not have_copies and not loaded and not pasted_wheel_ldd:
         if conflict is not None:
             return conflict
         return skip("CUDA library copies were not examined",

@@ -39,6 +39,9 @@ MODULES = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peerm
 _CUDA_LIB_RE = re.compile(r"^lib(?:cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvJitLink|nvrtc\w*|cusparse\w*|cufft\w*|"
                           r"curand|cusolver\w*|cupti|nvshmem\w*|cufile\w*|nvidia-ml|nvToolsExt)[.-]")
 
+#: Listing rows are short; a longer line is a log payload, never read by these matchers (bounded cost).
+_ROW_LIMIT = 1000
+
 # -- ldd ----------------------------------------------------------------------------------------------
 _LDD_CMD_RE = re.compile(r"(?:^|[\s$#>%])ldd(?:\s+-\w+)*\s+([^\s|;&]+)")
 _LDD_HEADER_RE = re.compile(r"^(/\S+\.so[\w.\-]*):$")
@@ -46,6 +49,8 @@ _LDD_ROW_RE = re.compile(r"^(\S+\.so[\w.\-]*)\s+=>\s+(?:(not found)|(\S+)\s+\(0x
 
 
 def _ldd(text: str) -> tuple[str, Any] | None:
+    if len(text) > _ROW_LIMIT:
+        return None
     if "=>" in text:
         m = _LDD_ROW_RE.match(text)
         return ("row", (m.group(1), None if m.group(2) else m.group(3))) if m else None
@@ -197,7 +202,7 @@ _KERNEL_RE = re.compile(r"^(?:a?kmod-nvidia|dkms-nvidia|nvidia-dkms|nvidia-kerne
 
 
 def _package(text: str) -> dict[str, str] | None:
-    if not _DRIVER_NAME_RE.search(text.lower()):
+    if len(text) > _ROW_LIMIT or not _DRIVER_NAME_RE.search(text.lower()):
         return None
     found = None
     if (m := _DPKG_ROW_RE.match(text)) is not None:
