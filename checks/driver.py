@@ -57,11 +57,11 @@ def driver_loaded(facts: Facts) -> tuple[bool | None, str]:
     if cuda_code(facts) == 0:
         return True, "cuInit succeeded"
     km = facts.get("driver.kernel_module_version")
-    modules = facts.value("driver.modules") if facts.get("driver.modules").ok else None
-    if isinstance(modules, Mapping) and modules.get("nvidia") is False and not km.ok:
-        return False, "the loaded kernel modules (lsmod, /proc/modules) include no nvidia module"
     if km.reason is Reason.ABSENT:
         return False, "the nvidia kernel module is not loaded (/proc/driver/nvidia/version and /sys/module/nvidia are absent)"
+    modules = facts.value("driver.modules") if facts.get("driver.modules").ok else None
+    if isinstance(modules, Mapping) and modules.get("nvidia") is False and not km.ok:
+        return False, "the nvidia kernel module is not loaded (lsmod lists no nvidia module)"
     return None, f"kernel module: {km.describe()}"
 
 
