@@ -136,16 +136,17 @@ def follow(lines: list[str], found: dict[str, Any]) -> None:
     """What a command printed on the next line: ``echo $LD_LIBRARY_PATH`` and its colon list."""
     if "_ld_library_path" in found:
         return
-    pending = False
-    for line in lines:
-        text = line.strip()
-        if pending and text and not text.startswith("```"):
+    for i, line in enumerate(lines):
+        if "LD_LIBRARY_PATH" not in line or not _ECHO_RE.search(line.strip()):
+            continue
+        for following in lines[i + 1:i + 4]:
+            text = following.strip()
+            if not text or text.startswith("```"):
+                continue
             if "/" in text and _PATH_LIST_RE.match(text):
                 found["_ld_library_path"] = text.split(":")
                 return
-            pending = False
-        if "LD_LIBRARY_PATH" in text and _ECHO_RE.search(text):
-            pending = True
+            break
 
 
 # -- lsmod --------------------------------------------------------------------------------------------
@@ -202,7 +203,8 @@ _KERNEL_RE = re.compile(r"^(?:a?kmod-nvidia|dkms-nvidia|nvidia-dkms|nvidia-kerne
 
 
 def _package(text: str) -> dict[str, str] | None:
-    if len(text) > _ROW_LIMIT or not _DRIVER_NAME_RE.search(text.lower()):
+    # Package names are lower case in every listing; the cheap test first (every line of a paste comes here).
+    if len(text) > _ROW_LIMIT or not ("nvidia" in text or "cuda-drivers" in text or "libcuda1" in text):
         return None
     found = None
     if (m := _DPKG_ROW_RE.match(text)) is not None:
