@@ -59,6 +59,9 @@ def driver_loaded(facts: Facts) -> tuple[bool | None, str]:
     km = facts.get("driver.kernel_module_version")
     if km.reason is Reason.ABSENT:
         return False, "the nvidia kernel module is not loaded (/proc/driver/nvidia/version and /sys/module/nvidia are absent)"
+    modules = facts.value("driver.modules") if facts.get("driver.modules").ok else None
+    if isinstance(modules, Mapping) and modules.get("nvidia") is False and not km.ok:
+        return False, "the nvidia kernel module is not loaded (lsmod lists no nvidia module)"
     return None, f"kernel module: {km.describe()}"
 
 
@@ -66,6 +69,13 @@ def no_nvidia_pci(facts: Facts) -> bool:
     """True when the PCI bus was read and holds no NVIDIA GPU. Containers see the host's PCI bus
     in /sys (sysfs is not namespaced), so this holds inside Docker too."""
     return facts.get("driver.pci_gpus").ok and not facts.value("driver.pci_gpus")
+
+
+def driver_packages(facts: Facts, kind: str | None = None) -> list[Mapping[str, Any]]:
+    """The installed NVIDIA driver packages a package listing shows (``rc``: removed, config kept, is not)."""
+    return [p for p in facts.value("driver.packages") or () if isinstance(p, Mapping)
+            and str(p.get("state", "installed")) in ("installed", "ii", "hi", "iU", "iF")
+            and (kind is None or p.get("kind") == kind)]
 
 
 def in_container(facts: Facts) -> str | None:
@@ -172,13 +182,19 @@ def driver_installed(facts: Facts) -> CheckResult:
                         "(or VM with PCI passthrough) that has an NVIDIA GPU, then install its driver.",
                         (), (DRIVER_GUIDE,)))
     container = in_container(facts)
-    if nvml_code(facts) == 9 and not container:
+    packages = driver_packages(facts, "userspace")
+    if (nvml_code(facts) == 9 or (packages and loaded is False)) and not container:
         # libnvidia-ml loaded (the userspace driver is installed) but the kernel module answers
         # nothing: NVML_ERROR_DRIVER_NOT_LOADED, nvidia-smi's "couldn't communicate with the NVIDIA
-        # driver". On a bare host that is a broken install, not a CPU-only machine.
+        # driver"; or a package listing shows the driver installed while no nvidia module is loaded.
+        # On a bare host that is a broken install, not a CPU-only machine.
+        seen = ("NVML loaded but reports NVML_ERROR_DRIVER_NOT_LOADED (nvidia-smi: \"couldn't communicate with the "
+                "NVIDIA driver\")" if nvml_code(facts) == 9 else
+                "The driver packages are installed (" + ", ".join(f"{p['name']} {p['version']}" for p in packages[:3])
+                + ")")
+        ev["driver.packages"] = [f"{p['name']} {p['version']}" for p in packages[:10]]
         return fail("The NVIDIA driver is installed but its kernel module is not loaded",
-                    detail="NVML loaded but reports NVML_ERROR_DRIVER_NOT_LOADED (nvidia-smi: \"couldn't communicate "
-                    "with the NVIDIA driver\"): the userspace driver is installed, the kernel module is not "
+                    detail=f"{seen}: the userspace driver is installed, the kernel module is not "
                     f"running{'; ' + why if loaded is False else ''}. Usual causes: a kernel update without a "
                     "rebuilt DKMS module, Secure Boot refusing the unsigned module, or a driver install not "
                     "followed by a reboot.", evidence=ev,
@@ -254,6 +270,13 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
         user_versions["NVML"] = facts.value("nvml.driver_version")
     if facts.value("driver.userspace_version"):
         user_versions["userspace driver"] = facts.value("driver.userspace_version")
+    releases: dict[str, list[str]] = {}
+    for p in driver_packages(facts, "userspace"):
+        releases.setdefault(str(p["driver"]), []).append(str(p["name"]))
+    if releases:
+        ev["driver.packages"] = {v: names[:5] for v, names in releases.items()}
+    if len(releases) == 1:
+        user_versions["driver packages"] = next(iter(releases))
     remedy = Remediation(
         "The driver packages were updated (often by unattended-upgrades) while the old kernel module stayed "
         "loaded. Load the new module (reboot, or reload it on an idle machine), then hold the driver packages so "
@@ -284,6 +307,11 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
                     detail="cuInit: \"system has unsupported display driver / cuda driver combination\": libcuda and "
                     f"the kernel module are from different driver releases (kernel module {kmod or 'unknown'}).",
                     evidence=ev, remedy=remedy)
+    if len(releases) > 1:
+        return fail("Installed NVIDIA driver packages come from different releases",
+                    detail="; ".join(f"{v}: {', '.join(names[:4])}" for v, names in sorted(releases.items()))
+                    + (f". Kernel module {kmod}." if kmod else ".") + " libcuda, libnvidia-ml and nvidia-smi must "
+                    "all be the release of the loaded kernel module.", evidence=ev, remedy=remedy)
     if skew:
         return fail("Kernel module and userspace driver versions differ",
                     detail=f"Kernel module {kmod}; " + ", ".join(f"{k} {v}" for k, v in skew.items()) + ".",

@@ -145,7 +145,7 @@ def _wheel_ships(soname: str, wheel_dirs: Sequence[str]) -> bool:
 
 
 def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
-    kept = [e for e in entries if e not in remove]
+    kept = [e for e in entries if e and e not in remove]  # an empty entry (a stray colon) is the current folder
     if not kept:
         return "unset LD_LIBRARY_PATH"
     return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(kept))
@@ -308,20 +308,40 @@ def _judge_ldd(c: _Conflicts) -> None:
     LD_LIBRARY_PATH folder while torch's wheels ship it (failure mode: libcusparse from the wheel bound
     to an old libnvJitLink in /usr/local/cuda-12.x, "undefined symbol __nvJitLinkAddData_12_1",
     pytorch/pytorch#111469)."""
-    import_failed = c.facts.get("torch.version").reason is Reason.FAILED
+    torch_version = c.facts.get("torch.version")
+    # Live, torch having imported says the shadowing did not bite (yet); a paste that does not say
+    # whether torch imports was posted because something failed, as cudart-resolution judges it.
+    import_failed = torch_version.reason is Reason.FAILED or torch_version.reason is Reason.NOT_IN_REPORT
     for e in (c.facts.value("libs.ldd") or ()):
-        if not isinstance(e, Mapping) or e.get("role") not in ("libtorch_cuda", "torch._C"):
+        if not isinstance(e, Mapping) or e.get("role") not in ("libtorch_cuda", "torch._C", "nvidia-wheel"):
             continue
+        wheel_dirs = c.wheel_dirs or _sibling_wheel_dirs(str(e.get("file")), e.get("resolved") or {})
         for name, path in (e.get("resolved") or {}).items():
-            if not re.match(_CUDA_SONAME, name) or name.startswith("libcuda.so") or _under(str(path), c.wheel_dirs):
+            if not re.match(_CUDA_SONAME, name) or name.startswith("libcuda.so") or _under(str(path), wheel_dirs):
                 continue
             entry = next((x for x in c.entries if x and os.path.normpath(x) == os.path.dirname(str(path))), None)
-            if entry is None or entry in c.remove or not _wheel_ships(name, c.wheel_dirs):
+            if entry is None or entry in c.remove or not _wheel_ships(name, wheel_dirs):
                 continue
             c.worsen(Status.FAIL if import_failed else Status.WARN)
             c.problems.append(f"ldd resolves {name} for {os.path.basename(str(e.get('file')))} to {path} from "
                               f"LD_LIBRARY_PATH entry {entry} instead of torch's nvidia wheel")
             c.remove.append(entry)
+
+
+def _sibling_wheel_dirs(file: str, resolved: Mapping[str, Any]) -> list[str]:
+    """For an ldd of a pip CUDA wheel's library (``…/site-packages/nvidia/cusparse/lib/…``) when the
+    wheel folders were not inventoried (a paste): the folders the wheels of its CUDA dependencies
+    install into next to it (``…/site-packages/nvidia/nvjitlink/lib``), which the wheel's RUNPATH
+    ($ORIGIN/../../nvjitlink/lib) names, and the folder itself."""
+    m = re.match(r"^(.*/(?:site|dist)-packages/nvidia)/[^/]+/lib/", os.path.normpath(file) + "/")
+    if m is None:
+        return []
+    dirs = [os.path.dirname(os.path.normpath(file))]
+    for name in resolved:
+        lib = compat.wheel_library(name)
+        if lib is not None and lib.wheel_dir:
+            dirs.append(f"{m.group(1)}/{lib.wheel_dir}/lib")
+    return dirs
 
 
 def _conflicts_finding(c: _Conflicts, ev: dict[str, Any]) -> Finding:
@@ -358,7 +378,10 @@ def library_conflicts(facts: Facts) -> CheckResult:
                                     if mapped.ok and isinstance(mapped.value, Mapping) else mapped.describe())
     have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
     loaded = facts.value("torch.loaded_libraries") or {}
-    if not have_copies and not loaded:
+    # A pasted ldd of a CUDA wheel's own library is evidence of its own, with no copies inventoried (the
+    # libraries probe never writes that role).
+    pasted_wheel_ldd = any(isinstance(e, Mapping) and e.get("role") == "nvidia-wheel" for e in facts.value("libs.ldd") or ())
+    if not have_copies and not loaded and not pasted_wheel_ldd:
         if conflict is not None:
             return conflict
         return skip("CUDA library copies were not examined",

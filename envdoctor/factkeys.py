@@ -178,9 +178,14 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`"570.124.06"` from `/proc/driver/nvidia/version` (proprietary or open module text), else '
        '`/sys/module/nvidia/version`; reason `absent` when neither exists (module not loaded), `denied` when'
        ' unreadable'),
-    _k('driver.modules', 'object', ('probe:driver',),
+    _k('driver.modules', 'object', ('probe:driver', 'parser:evidence'),
        '`{"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau"}` → bool, from'
        ' `/proc/modules` plus `/sys/module/<name>` (built-ins); reason `absent` when neither can be read'),
+    _k('driver.packages', 'list', ('parser:evidence',),
+       'pastes only: NVIDIA driver packages a `dpkg -l` / `rpm -qa` / `yum list` / `apt list` listing shows, '
+       '`[{"name", "version", "driver": "575.64.03", "state": "ii"\\|"rc"\\|"installed"\\|…, "manager": '
+       '"dpkg"\\|"rpm"\\|"yum"\\|"apt", "kind": "userspace"\\|"kernel"}]` (only packages whose version is a '
+       'driver release)'),
     _k('driver.device_nodes', 'object', ('probe:driver',),
        'object path → `"ok"` (openable read-write by this user) / `"denied"` / `"absent"`: always '
        '`/dev/nvidiactl` and `/dev/nvidia-uvm`, plus every `/dev/nvidia*` present'),
@@ -272,16 +277,17 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('libs.loader_choice', 'object', ('probe:libraries',),
        'object soname → what a bare `dlopen("libcudart.so.12")` in the target interpreter gets (below); only'
        ' for sonames of cudart/cudnn/nccl copies found'),
-    _k('libs.ldd', 'list', ('probe:libraries',),
+    _k('libs.ldd', 'list', ('probe:libraries', 'parser:evidence'),
        'list of `{"file", "role", "resolved": {soname: path}, "not_found": [soname], "reason"?, "detail"?, '
        '"notes"?}`; `role` is `"libcudart"` (each cudart copy), `"libtorch_cuda"` '
        '(`torch/lib/libtorch_cuda.so`), `"torch._C"` (`torch/_C*.so`), `"extension:<dist>"` (known compiled '
        'CUDA extensions in site-packages: torchvision, torchaudio, xformers, flash-attn, vllm, '
-       'bitsandbytes). `reason` `timeout`/`crashed`/`failed` when ldd did not answer or exited non-zero. '
+       'bitsandbytes); from a pasted ldd also `"nvidia-wheel"` (a library in `site-packages/nvidia/*/lib`) and '
+       '`"other"`. `reason` `timeout`/`crashed`/`failed` when ldd did not answer or exited non-zero. '
        '`resolved` lists every dependency, transitive ones included'),
-    _k('libs.ld_library_path', 'list', ('probe:libraries',),
+    _k('libs.ld_library_path', 'list', ('probe:libraries', 'parser:evidence'),
        'list of the raw `LD_LIBRARY_PATH` entries, in order (`""` = the current directory to glibc)'),
-    _k('libs.ldconfig', 'object', ('probe:libraries',),
+    _k('libs.ldconfig', 'object', ('probe:libraries', 'parser:evidence'),
        'object soname → paths in cache order, for the inventoried families only; reason '
        '`absent`/`timeout`/`failed` when `ldconfig -p` could not be read'),
     _k('libs.search_dirs', 'list', ('probe:libraries',),

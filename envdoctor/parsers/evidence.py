@@ -36,13 +36,14 @@ from typing import Any
 from ..messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
 from ..model import Reading, ok
 from ..probes.nvidia import parse_xid
+from . import listings
 
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
-        "toolkit.mismatch_error", "container.no_gpu_driver")
+        "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -282,6 +283,8 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
     ("tool-output", _tool_fact, _write_tool_fact),
     ("windows-path", _windows, _write_windows),
+    # ldd, ldconfig -p, LD_LIBRARY_PATH, lsmod and driver package listings (envdoctor/parsers/listings.py).
+    *listings.SIGNATURES,
 )
 
 
@@ -292,7 +295,9 @@ _WRAP_LINE = 300
 def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
     """The sentences a terminal, an issue form or a mail client wrapped onto two lines ("killed by
     signal: Bus" / "error."): every matcher whose fact no single line gave is run once more on each
-    pair of adjacent short lines. Linear in the text."""
+    pair of adjacent short lines. Linear in the text. Also reads what a command printed on its next line
+    (:func:`envdoctor.parsers.listings.follow`)."""
+    listings.follow(lines, found)
     wanted = [(name, find, put) for name, find, put in SIGNATURES if name in _REWRAPPED and not _has(found, name)]
     if not wanted:
         return
@@ -372,6 +377,7 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
         out["container.no_gpu_driver"] = ok(found["container.no_gpu_driver"], SOURCE, "the Docker daemon's error, pasted")
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
+    listings.write(found, out)
     if launch := found.get("launch"):
         out["launch.nproc_per_node"] = ok(launch["nproc"], SOURCE, f"from `{launch['command'][:120]}`")
         out["launch.command"] = ok(launch["command"], SOURCE)

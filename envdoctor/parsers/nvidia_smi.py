@@ -47,9 +47,12 @@ _MIB = 1 << 20
 
 
 def looks_like(lines: Sequence[str]) -> bool:
-    """True when the text holds nvidia-smi output (a table header, ``-L`` lines or an error)."""
+    """True when the text holds nvidia-smi output (a table header, ``-q`` blocks, ``-L`` lines or an error)."""
     for line in lines:
         if _HEADER_RE.search(line) and "Driver Version" in line:
+            return True
+        # `nvidia-smi -q` / `-a`: its banner, or a GPU block line ("GPU 00000000:01:00.0").
+        if "NVSMI LOG" in line or _QUERY_GPU_RE.match(line.strip()):
             return True
         if _LIST_RE.match(line) or any(f in line for f in _FAILURES) or any(n in line for n in _NOT_FOUND):
             return True
@@ -142,5 +145,106 @@ def _list_gpus(lines: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _query_gpus(lines: Sequence[str]) -> list[dict[str, Any]]:
-    names = [m.group(1) for ln in lines if (m := _PRODUCT_RE.match(ln.strip()))]
-    return [{"index": i, "name": n} for i, n in enumerate(names)]
+    """The GPUs of ``nvidia-smi -q`` (or ``-a``): one block per ``GPU 00000000:01:00.0`` line, its fields
+    in the per-GPU shape the NVML probe writes (:func:`_query_fields`). Pastes lose the indentation,
+    so a field is placed by the section header above it, not by its depth."""
+    blocks: list[dict[str, Any]] = []
+    for line in lines:
+        text = line.strip()
+        if (m := _QUERY_GPU_RE.match(text)) is not None:
+            blocks.append({"pci_bus_id": m.group(1), "_rows": []})
+        elif blocks and text:
+            blocks[-1]["_rows"].append(text)
+    if not blocks:  # a fragment without its GPU line: its product names still count
+        names = [m.group(1) for ln in lines if (m := _PRODUCT_RE.match(ln.strip()))]
+        return [{"index": i, "name": n} for i, n in enumerate(names)]
+    gpus = []
+    for index, block in enumerate(blocks):
+        gpu: dict[str, Any] = {"index": index, "pci_bus_id": block["pci_bus_id"]}
+        gpu.update(_query_fields(block["_rows"]))
+        gpus.append(gpu)
+    return gpus
+
+
+_QUERY_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
+_FIELD_RE = re.compile(r"^(\S.*?)\s*:\s*(.*)$")
+_ON = {"enabled": 1, "disabled": 0}
+_YES = {"yes": True, "no": False}
+_COMPUTE_MODES = {"default": 0, "exclusive_thread": 1, "prohibited": 2, "exclusive_process": 3}
+# nvidia-smi's words for the nvmlClocksEventReason* bits (nvml.h: GpuIdle 0x1, ApplicationsClocksSetting 0x2,
+# SwPowerCap 0x4, HwSlowdown 0x8, SyncBoost 0x10, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40,
+# HwPowerBrakeSlowdown 0x80, DisplayClockSetting 0x100), printed under "Clocks Throttle Reasons" (drivers
+# before 535) or "Clocks Event Reasons".
+_CLOCK_BITS = {"idle": 0x1, "applications clocks setting": 0x2, "sw power cap": 0x4, "hw slowdown": 0x8,
+               "sync boost": 0x10, "sw thermal slowdown": 0x20, "hw thermal slowdown": 0x40,
+               "hw power brake slowdown": 0x80, "display clock setting": 0x100}
+_FABRIC_STATES = {"not started": 1, "in progress": 2, "completed": 3}
+
+
+def _int(value: str) -> int | None:
+    m = re.match(r"^(\d+)", value)
+    return int(m.group(1)) if m else None
+
+
+def _query_fields(rows: Sequence[str]) -> dict[str, Any]:  # noqa: C901 - one flat table of nvidia-smi's fields
+    """One GPU block's fields: each ``Key : Value`` row read under the nearest section header above it."""
+    out: dict[str, Any] = {}
+    section = scope = ""
+    ecc: dict[str, list[int]] = {"volatile": [], "aggregate": []}
+    clocks: int | None = None
+    for text in rows:
+        m = _FIELD_RE.match(text)
+        if m is None:
+            header = text.lower()
+            if header in ("volatile", "aggregate"):
+                scope = header
+            elif header in ("single bit", "double bit"):
+                section = f"ecc errors/{header}"
+            else:
+                section, scope = header, ""
+            continue
+        key, value = m.group(1).lower(), m.group(2).strip()
+        low = value.lower()
+        if key == "product name":
+            out["name"] = value
+        elif key == "gpu uuid" and value.startswith("GPU-"):
+            out["uuid"] = value
+        elif key == "persistence mode" and low in _ON:
+            out["persistence_mode"] = _ON[low]
+        elif key == "compute mode" and low in _COMPUTE_MODES:
+            out["compute_mode"] = _COMPUTE_MODES[low]
+        elif section in ("mig mode", "ecc mode") and key in ("current", "pending") and low in _ON:
+            out.setdefault(section.replace(" ", "_"), {})[key] = _ON[low]
+        elif section in ("pcie generation", "link width") and key in ("current", "max") and _int(value) is not None:
+            name = ("gen" if section == "pcie generation" else "width") if key == "current" else \
+                ("max_gen" if section == "pcie generation" else "max_width")
+            out.setdefault("pcie", {})[name] = _int(value)
+        elif section in ("clocks throttle reasons", "clocks event reasons") and key in _CLOCK_BITS and \
+                low in ("active", "not active"):
+            clocks = (clocks or 0) | (_CLOCK_BITS[key] if low == "active" else 0)
+        elif section == "remapped rows" and (field := {"correctable error": "correctable", "uncorrectable error":
+                                                       "uncorrectable", "pending": "pending",
+                                                       "remapping failure occurred": "failure"}.get(key)):
+            parsed = _YES.get(low) if field in ("pending", "failure") else _int(value)
+            if parsed is not None:
+                out.setdefault("remapped_rows", {})[field] = parsed
+        elif section == "retired pages" and key in ("pending page blacklist", "pending page retirement", "pending") \
+                and low in _YES:
+            out["retired_pages_pending"] = int(_YES[low])
+        elif scope and (key == "total" and section == "ecc errors/double bit" or "uncorrectable" in key
+                        and section == "ecc errors") and _int(value) is not None:
+            ecc[scope].append(_int(value) or 0)
+        elif section == "temperature" and key == "gpu current temp" and _int(value) is not None:
+            out["temperature"] = _int(value)
+        elif section == "fabric" and key == "state" and low in _FABRIC_STATES:
+            out.setdefault("fabric", {})["state"] = _FABRIC_STATES[low]
+    if clocks is not None:
+        out["clocks_event_reasons"] = clocks
+    if (out.get("ecc_mode") or {}).get("current") == 1:
+        for scope_name, key in (("volatile", "ecc_uncorrected_volatile"), ("aggregate", "ecc_uncorrected_aggregate")):
+            if ecc[scope_name]:
+                out[key] = sum(ecc[scope_name])
+    if (out.get("mig_mode") or {}).get("current") == 1:
+        # -q does not list the MIG instances; mig-devices is judged from `nvidia-smi -L` or a live probe.
+        out["missing"] = {"mig_devices": {"reason": "absent", "detail": "nvidia-smi -q does not list MIG instances"}}
+    return out
