@@ -448,6 +448,22 @@ def latest_patch(minor: str) -> str | None:
     return max(row["patches"], key=lambda p: version(p) or Version("0"))
 
 
+def known_patch(torch_version: str | None) -> str | None:
+    """The exact release ``torch_version`` names (``"2.6.0+cu126"`` -> ``"2.6.0"``) when the table lists
+    that patch; None for anything else (a typo such as ``7.0``, a nightly, a release newer than the table),
+    so no command ever pins a torch that does not exist."""
+    v = version(str(torch_version or "").split("+", 1)[0])
+    if v is None or v.is_prerelease or v.is_devrelease or v.local:
+        return None
+    row = releases().get(minor_of(str(v)) or "")
+    if not row:
+        return None
+    for patch in row["patches"]:
+        if version(patch) == v:
+            return str(patch)
+    return None
+
+
 def python_supported(torch_version: str, python: str) -> Answer:
     """Whether ``python`` (``"3.11.7"``) has wheels for the torch release; None when either is unknown."""
     minor = minor_of(torch_version)

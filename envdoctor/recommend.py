@@ -18,7 +18,9 @@ from .compat import (
     Platform,
     arch_list,
     as_of,
+    current_release,
     driver_runs,
+    known_patch,
     latest_patch,
     min_driver,
     newest_release,
@@ -121,6 +123,24 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
                         f"your driver supports CUDA {have}; CUDA {variant_cuda(variant)} runs on it through "
                         "minor-version compatibility")
             return Recommendation(patch, variant, why, arch.verified, arch.source, note, tuple(extras))
+    return None
+
+
+def cpu_build(current: str | None, python: str | None, platform: Platform = "linux_x86_64") -> str | None:
+    """The torch release to pin for a CPU-only machine: the installed one when the table lists it (a
+    reinstall changes nothing else), else the latest patch of the current release that has a CPU wheel
+    for ``python``, else an older one; None when none fits (the command is then unpinned)."""
+    if (pin := known_patch(current)) is not None:
+        return pin
+    newest = current_release()
+    for minor in releases_newest_first():
+        if newest and (version(minor) or Version("0")) > (version(newest) or Version("0")):
+            continue
+        row = releases()[minor]
+        if python and minor_of(python) not in row["python"]:
+            continue
+        if "cpu" in release_variants(minor, platform):
+            return latest_patch(minor)
     return None
 
 

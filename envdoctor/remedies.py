@@ -78,8 +78,12 @@ def pip_uninstall(python: str | None, packages: str | Iterable[str]) -> str:
 def torch_install(python: str | None, version: str | None, variant: str | None, extras: Sequence[str] = (),
                   force: bool = True) -> str:
     """The exact (re)install of a torch build from a PyTorch variant index, companions alongside
-    (unpinned: their own exact torch pin picks the matching release)."""
-    spec = f"torch=={version}" if version else "torch"
+    (unpinned: their own exact torch pin picks the matching release).
+
+    Only a release the compatibility table lists is pinned: a version read from a paste (a typo'd
+    ``torch 7.0``, a local build) never becomes ``torch==7.0``; the index then picks its newest build."""
+    pin = compat.known_patch(version)
+    spec = f"torch=={pin}" if pin else "torch"
     return pip_install(python, [spec, *extras], force=force, variant=variant)
 
 

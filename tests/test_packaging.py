@@ -4,9 +4,9 @@ file, classifiers, and only dependencies the code imports."""
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
