@@ -248,3 +248,42 @@ def disable_acs() -> tuple[str, ...]:
             "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
             "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
             "export NCCL_P2P_DISABLE=1   # meanwhile: NCCL avoids peer-to-peer (slower, no hang)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exposure: services on every interface, Jupyter without a token, containers running as root
+
+JUPYTER_SECURITY_DOC = "https://jupyter-server.readthedocs.io/en/latest/operators/public-server.html"
+DOCKER_USER_DOC = "https://docs.docker.com/reference/cli/docker/container/run/"
+K8S_SECURITY_CONTEXT = "https://kubernetes.io/docs/tasks/configure-pod-container/security-context/"
+SSHD_CONFIG_DOC = "https://man.openbsd.org/sshd_config"
+
+
+def bind_local(service: str, port: int | None) -> tuple[str, ...]:
+    """Start ``service`` on the loopback only, and reach it through an SSH tunnel from your machine."""
+    p = str(port) if port else {"jupyter": "8888", "tensorboard": "6006", "sshd": "22"}.get(service, "<port>")
+    tunnel = f"ssh -N -L {p}:127.0.0.1:{p} <user>@<this host>   # on your own machine, then open http://127.0.0.1:{p}"
+    if service == "jupyter":
+        return (f"jupyter lab --ip=127.0.0.1 --port={p}   # instead of --ip=0.0.0.0 (c.ServerApp.ip in its config)",
+                tunnel)
+    if service == "tensorboard":
+        return (f"tensorboard --logdir <dir> --host 127.0.0.1 --port {p}   # instead of --bind_all or --host 0.0.0.0",
+                tunnel)
+    if service == "sshd":
+        return ("echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
+                "sudo kill -HUP $(pgrep -o sshd)   # or drop sshd from the image: docker exec / kubectl exec",)
+    return ()
+
+
+def jupyter_require_auth() -> tuple[str, ...]:
+    """A Jupyter server that asks for a token (its default) or a password again."""
+    return ("jupyter lab --ip=127.0.0.1   # without --ServerApp.token='' / --NotebookApp.token='': a random token",
+            "jupyter server password   # or set a password (stored hashed in ~/.jupyter/jupyter_server_config.json)")
+
+
+def run_as_user(container: str | None) -> tuple[str, ...]:
+    """Run the training container as an unprivileged user."""
+    if container == "kubernetes":
+        return ("# in the pod spec, for the container:\nsecurityContext:\n  runAsNonRoot: true\n  runAsUser: 1000\n"
+                "  runAsGroup: 1000\n  allowPrivilegeEscalation: false",)
+    return ('docker run --user "$(id -u):$(id -g)" --gpus all …   # or USER 1000 in the Dockerfile',)
