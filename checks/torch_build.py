@@ -55,7 +55,7 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
                 why = f"Your driver supports CUDA {versions.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
     variant, why = recommend.variant_for_driver(views.driver_cuda(facts), views.platform_of(facts))
-    newest = compat.newest_release()
+    newest = compat.current_release()
     return (compat.latest_patch(newest) if newest else None), variant, why
 
 

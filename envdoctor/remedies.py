@@ -87,6 +87,37 @@ def torch_install(python: str | None, version: str | None, variant: str | None, 
     return pip_install(python, [spec, *extras], force=force, variant=variant)
 
 
+_PIP_INSTALL = re.compile(r"(?:^|\s)(?:-m\s+)?pip\s+install\s")
+_INDEX = re.compile(r"--(?:extra-)?index-url\s+(\S+)")
+
+
+def torch_target(command: str) -> tuple[str | None, str | None] | None:
+    """What a command written by :func:`torch_install` installs: (torch version or None, variant or None);
+    None for any other command (a comment line, torchvision alone, an uninstall)."""
+    line = command.split("   #", 1)[0].strip()
+    if line.startswith("#") or not _PIP_INSTALL.search(line):
+        return None
+    pin = next((tok for tok in line.split() if tok == "torch" or tok.startswith("torch==")), None)
+    if pin is None:
+        return None
+    url = _INDEX.search(line)
+    base = compat.data()["index"]["base"]
+    variant = url.group(1)[len(base):].strip("/") or None if url and url.group(1).startswith(base) else None
+    return (pin.split("==", 1)[1] if "==" in pin else None), variant
+
+
+def is_torch_uninstall(command: str) -> bool:
+    line = command.split("   #", 1)[0]
+    return "pip uninstall" in line and "torch" in line.split()
+
+
+def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
+    """Whether a remedy installs or upgrades the NVIDIA driver (the commands and links written here)."""
+    return any(link in (DRIVER_DOWNLOAD, DRIVER_GUIDE) for link in links) or any(
+        driver_branch_package("") in c or "ubuntu-drivers install" in c or "after installing the driver" in c
+        for c in commands)
+
+
 def envdoctor_upgrade() -> str:
     """envdoctor itself, in its own environment (the distribution is ``gpu-envdoctor``)."""
     return "pip install -U gpu-envdoctor"
@@ -142,12 +173,19 @@ def container_toolkit_install() -> str:
     return "sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository"
 
 
-def torch_source_build(arch: str, cuda: str | None) -> tuple[str, ...]:
-    """Build torch from source for a GPU no wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it:
-    ``"3.5"``) with a toolkit that still targets it (``cuda``: ``"10.2"``, None for the default one)."""
-    return ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
+def torch_source_build(arch: str, cuda: str | None, release: str | None = None, windows: bool = False) -> tuple[str, ...]:
+    """Build torch ``release`` (its git tag ``v2.7.1``; None: the main branch) from source for a GPU no
+    wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it: ``"3.5"``) with the CUDA ``cuda`` toolkit,
+    one that still targets it and that release was built with; in cmd.exe syntax on Windows."""
+    branch = f" --branch v{release}" if release else ""
+    clone = f"git clone --recursive{branch} https://github.com/pytorch/pytorch && cd pytorch"
+    if windows:
+        home = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{cuda}" if cuda else "<CUDA toolkit folder>"
+        return (clone, f"set TORCH_CUDA_ARCH_LIST={arch}", f"set CUDA_HOME={home}",
+                "pip install -r requirements.txt && python setup.py develop   # in a Visual Studio developer prompt")
+    return (clone,
             f"export TORCH_CUDA_ARCH_LIST={arch} CUDA_HOME=/usr/local/cuda" + (f"-{cuda}" if cuda else "")
-            + "   # a toolkit that targets it",
+            + (f"   # the CUDA {cuda} toolkit" if cuda else "   # a toolkit that targets it"),
             "pip install -r requirements.txt && python setup.py develop")
 
 
