@@ -9,6 +9,7 @@ that order is the order findings are shown in. Inside this folder import sibling
 # "torch.cuda.is_available() is False" is usually the consequence of one of them.
 BUILTIN: tuple[str, ...] = (
     "host",
+    "exposure",
     "launch",
     "evidence",
     "driver",

@@ -8,7 +8,7 @@ from .. import views
 from ..model import Facts
 from ..views import torch_variant
 
-__all__ = ["gib", "gpu_presence", "library_errors", "mib", "outside_wheel", "torch_variant"]
+__all__ = ["cpu_only", "gib", "gpu_presence", "library_errors", "mib", "outside_wheel", "torch_variant"]
 
 
 def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
@@ -32,6 +32,26 @@ def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
     if facts.get("driver.pci_gpus").ok and pci is not None and len(pci) == 0:
         return False, "no NVIDIA device on the PCI bus"
     return None, "no GPU facts were collected"
+
+
+def cpu_only(facts: Facts) -> str | None:
+    """Why this is a CPU-only machine (a valid setup, not a fault), or None when the facts do not show that.
+
+    The one test every check asks: the PCI bus was read and holds no NVIDIA display device, and nothing
+    else saw a GPU (NVML, torch, a loaded nvidia kernel module). WSL 2 is never CPU-only by this test: its
+    GPU reaches Linux through /dev/dxg and is not on the VM's PCI bus. A container counts: /sys shows the
+    host's bus (sysfs is not namespaced)."""
+    pci = facts.get("driver.pci_gpus")
+    if not pci.ok or pci.value is None or len(pci.value) or facts.value("host.wsl"):
+        return None
+    count = facts.value("nvml.device_count")
+    if (isinstance(count, int) and count > 0) or facts.value("torch.devices") or facts.value("nvml.gpus"):
+        return None
+    if facts.value("driver.kernel_module_version") or facts.value("nvml.driver_version"):
+        return None
+    scanned = facts.value("driver.pci_scanned")
+    among = f" among the {scanned} devices" if isinstance(scanned, int) and not isinstance(scanned, bool) else ""
+    return f"no NVIDIA GPU (vendor 0x10de){among} on the PCI bus"
 
 
 def gib(n: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .. import compat, recommend, remedies, versions, views
@@ -61,7 +62,7 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
     cc_s = versions.sm(first.cc)
     newer = first.cc > hi
     who = ", ".join(f"{g.label()} is {versions.sm(g.cc)}" for g in bad if g.cc)
-    row_src = f"{row['source']}{'' if row['verified'] else ', unverified'}"
+    row_src = compat.said(row["source"], bool(row["verified"]))
     why = (f"CUDA {build.cuda} compiles SASS for {versions.sm(lo)}…{versions.sm(hi)} only (toolkit targets: {row_src}), "
            f"so no build of torch {build.version} can carry kernels for {cc_s}"
            + (" — the GPU's architecture is newer than the toolkit; a PTX fallback, if the build has one, is only "
@@ -76,8 +77,9 @@ def _toolkit_cannot_target(facts: Facts, build: TorchBuild, devices: list[Gpu]) 
         drv = drv or rec.driver_note
         arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
         remedy = Remediation(f"Reinstall torch from the {rec.variant} index: {rec.reason}."
-                             + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
-                                "torch.cuda.get_arch_list() after installing."), (rec.command(_exe(facts)),), (PREVIOUS,))
+                             + ("" if rec.verified else f" Not confirmed {_as_of()}: check "
+                                "torch.cuda.get_arch_list() after installing."), (rec.command(_exe(facts)),), (PREVIOUS,),
+                             sources=rec.sources())
     else:
         arrow = ""
         remedy = Remediation(f"Install a torch build made with a CUDA toolkit that targets {cc_s} (see the previous "
@@ -187,9 +189,9 @@ def _reinstall(facts: Facts, build: TorchBuild, devices: list[Gpu], first: Gpu) 
         drv = _driver_text(facts) or rec.driver_note
         arrow = f" → {rec.command(_exe(facts))}" + (f" ({drv})" if drv else "")
         text = (f"Reinstall torch from the {rec.variant} index: {rec.reason}."
-                + ("" if rec.verified else f" That table row is unverified {_as_of()}; check "
+                + ("" if rec.verified else f" Not confirmed {_as_of()}: check "
                    "torch.cuda.get_arch_list() after installing."))
-        return arrow, Remediation(text, (rec.command(_exe(facts)),), (PREVIOUS,))
+        return arrow, Remediation(text, (rec.command(_exe(facts)),), (PREVIOUS,), sources=rec.sources())
     last = compat.last_release_for(first.cc, plat)
     if last:
         text = (f"No wheel that fits this driver and Python carries {cc_s}; the newest release with wheels for it "
@@ -221,7 +223,7 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
                     detail=compat.not_in_table(f"torch {build.version} ({views.platform_of(facts)})")
                     + " and torch did not report get_arch_list().", evidence=ev)
     origin = ("torch.cuda.get_arch_list()" if arch.origin == "torch"
-              else f"the table ({arch.source}{'' if arch.verified else ', unverified'}) {_as_of()}")
+              else f"the table ({compat.said(arch.source, arch.verified)}) {_as_of()}")
     bad, jit, beyond = _classify(arch, devices, build.cuda)
     eol = {g.index for g in _gpus_without_any_wheel(facts)}
     if bad and all(g.index in eol for g in bad):
@@ -261,6 +263,45 @@ def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
 # ---------------------------------------------------------------------------------------------
 # gpu-eol
 
+_OTHER_OS: dict[str, compat.Platform] = {"windows_x86_64": "linux_x86_64", "linux_x86_64": "windows_x86_64"}
+_OS_NAME = {"windows_x86_64": "Windows", "linux_x86_64": "Linux", "linux_aarch64": "Linux on ARM"}
+
+
+def _no_wheel_remedy(facts: Facts, g: Gpu, arch_name: str, lowest: CC | None) -> Remediation:
+    """What is still possible for a GPU no wheel of this OS ever carried: the last torch whose wheels
+    for another OS do, a source build where a torch release was built with a toolkit that still
+    targets the GPU, and always the CPU. Never a source build no toolkit can do (a GeForce 210)."""
+    assert g.cc is not None
+    plat = views.platform_of(facts)
+    py = _exe(facts)
+    newer = f"a GPU of {versions.sm(lowest)} or newer" if lowest else "a newer GPU"
+    cpu = Remediation(f"Run torch on the CPU (the CPU build below), or use {newer}.",
+                      (remedies.torch_install(py, recommend.cpu_build(None, _python(facts), plat), "cpu", force=False),),
+                      (remedies.PYTORCH_GET_STARTED,))
+    ways: list[Remediation] = []
+    other = _OTHER_OS.get(plat)
+    if other and (elsewhere := compat.last_release_for(g.cc, other)):
+        version, variant = elsewhere
+        ways.append(Remediation(f"Run it under {_OS_NAME[other]}: torch {version}+{variant} is the last release whose "
+                                f"{_OS_NAME[other]} wheels carry {versions.sm(g.cc)} (none for {_OS_NAME.get(plat, plat)}).",
+                                (f"# on {_OS_NAME[other]}: " + remedies.torch_install(None, version, variant),),
+                                (PREVIOUS,)))
+    build = compat.source_build_for(g.cc, plat)
+    if build is not None:
+        release, cuda = build
+        ways.append(Remediation(f"Build torch {release} from source for {versions.sm(g.cc)} with the CUDA {cuda} toolkit "
+                                f"(the newest release built with a CUDA that still targets {arch_name}).",
+                                remedies.torch_source_build(versions.cc_text(g.cc), cuda, release,
+                                                            windows=plat.startswith("windows")),
+                                (remedies.TORCH_FROM_SOURCE,)))
+    if not ways:
+        oldest = compat.oldest_torch_cuda(plat)
+        return dataclasses.replace(cpu, text=f"No torch build can use this GPU, not even one built from source: no "
+                                   f"torch release was built with a CUDA toolkit that still targets {arch_name}"
+                                   + (f" (the oldest CUDA torch was built with is {oldest})" if oldest else "")
+                                   + f". {cpu.text}")
+    return Remediation(alternatives=(*ways, cpu))
+
 @check("gpu-eol", "Current torch releases still ship wheels for the GPU", needs=("nvml.gpus", "torch.devices"),
        owns=("nvml.gpus:no-torch-wheel",))
 def gpu_eol(facts: Facts) -> Finding | list[Finding]:
@@ -292,8 +333,8 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
         last = compat.last_release_for(g.cc, plat)
         branch = arch.get("last_driver_branch") if arch else None
         drv_note = (f" NVIDIA's last driver branch for {arch_name} is R{branch}"
-                    + ("" if arch and arch.get("verified") else f" ({arch.get('source') if arch else '?'}, unverified)")
-                    + "." if branch else "")
+                    + ("" if arch and arch.get("verified") else f" ({compat.said(str(arch.get('source', '')), False)})"
+                       if arch else "") + "." if branch else "")
         if last is None:
             info = compat.gpu_by_name(g.name) if g.cc_from == "table" and g.name else None
             unverified = bool(info is not None and not info.verified)
@@ -310,16 +351,11 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
                        f"release to pin either."
                        + (f" The last CUDA toolkit able to target {arch_name} is {last_cuda}." if last_cuda else "")
                        + drv_note
-                       + (f" The GPU's compute capability comes from the table ({info.source if info else ''}, unverified)"
+                       + (f" The GPU's compute capability comes from the table ({compat.said(info.source, False) if info else ''})"
                           + ("; torch.cuda.is_available() is False here, consistent with it." if make is fail else ".")
                           if unverified else "")
                        + f" {_as_of()}",
-                evidence=ev, gpus=same,
-                remedy=Remediation(f"Build torch from source with TORCH_CUDA_ARCH_LIST={versions.cc_text(g.cc)} and a "
-                                   "CUDA toolkit that still targets it"
-                                   + (f" (CUDA {last_cuda} or older)" if last_cuda else "") + ", or use a newer GPU.",
-                                   remedies.torch_source_build(versions.cc_text(g.cc), last_cuda),
-                                   (remedies.TORCH_FROM_SOURCE,))))
+                evidence=ev, gpus=same, remedy=_no_wheel_remedy(facts, g, arch_name, lowest)))
             continue
         version, variant = last
         cmd = recommend.Recommendation(version, variant, "", True, extras=_companion_extras(facts)).command(_exe(facts))

@@ -53,7 +53,7 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
         max(rows, key=lambda r: r["branch"])
     branch = pick["branch"]
     note = (f"Ubuntu/Debian: branch R{branch}" + (f" (≥ {minimum})" if minimum else "")
-            + ("" if pick.get("verified") else ", unverified table row")
+            + ("" if pick.get("verified") else f", {compat.said(str(pick.get('source', '')), False)}")
             + (f"; R{cap} is the last branch for this GPU" if cap is not None
                else f"; or: {remedies.ubuntu_drivers_install()}"))
     return (remedies.apt_install(remedies.driver_branch_package(branch), note=note),
@@ -99,7 +99,8 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
     return fail(f"The host driver is too old for this container image (it needs CUDA ≥ {need})",
                 detail=f"The NVIDIA container runtime refused to start the container: its image declares "
                        f"cuda>={need}{have}. The image's CUDA runtime needs a driver that supports it"
-                       + (f" (≥ {floor} on Linux{'' if driver.verified else ', unverified row'})" if floor else "")
+                       + (f" (≥ {floor} on Linux{'' if driver.verified else ', ' + compat.said(driver.source, False)})"
+                          if floor else "")
                        + f". {_as_of()}", evidence=ev,
                 remedy=Remediation("Upgrade the host driver" + (f" to ≥ {floor}" if floor else "") + ", or run an "
                                    "image tag built for the CUDA the driver supports (nvidia-smi's 'CUDA Version').",
@@ -285,7 +286,7 @@ def _runs_anyway(d: _Driver, ev: dict[str, Any]) -> Finding:
                            f"works on data-center GPUs only. {_as_of()}",
                     remedy=Remediation(f"For a supported setup {upgrade_text(d.minimum)}.", (), (MVC, DRIVERS)))
     return ok(f"torch {d.build.version} (CUDA {d.cuda}) runs on driver {d.drv}",
-              detail=f"{seen}; the table rows are unverified, so not judged {_as_of()}.", evidence=ev)
+              detail=f"{seen}; the table rows are unconfirmed, so not judged {_as_of()}.", evidence=ev)
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,14 @@ class _Fix:
     commands: tuple[str, ...]
     alt: str  # "or install torch …" when a wheel for this driver exists
     text: str
+    wheel: Remediation | None = None  # the torch build for this driver, when there is one
+    driver: Remediation = Remediation()  # the driver upgrade
+
+    def remedy(self, links: tuple[str, ...], text: str = "") -> Remediation:
+        """Either the wheel or the driver, as alternatives (the wheel first: no root, no reboot)."""
+        if self.wheel is None:
+            return Remediation(text or self.text, self.driver.commands, links + self.driver.links)
+        return Remediation(text, (), links, (self.wheel, self.driver))
 
 
 def _fix(facts: Facts, d: _Driver) -> _Fix:
@@ -309,7 +318,11 @@ def _fix(facts: Facts, d: _Driver) -> _Fix:
            if rec else "")
     text = (f"Either {alt[3:]}, or {upgrade}." if rec else
             f"{upgrade[0].upper()}{upgrade[1:]} (no torch wheel in the table is built for a CUDA this driver runs).")
-    return _Fix(upgrade, commands, alt, text)
+    wheel = (Remediation(f"Install torch {rec.torch}+{rec.variant}, built for a CUDA this driver supports: "
+                         f"{rec.reason}.", (rec.command(_exe(facts)),), (PREVIOUS,), sources=rec.sources())
+             if rec else None)
+    driver = Remediation(f"{upgrade[0].upper()}{upgrade[1:]}.", driver_upgrade_commands(facts, minimum), (DRIVERS,))
+    return _Fix(upgrade, commands, alt, text, wheel, driver)
 
 
 def _mvc_warning(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
@@ -320,15 +333,15 @@ def _mvc_warning(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
                f"minor-version compatibility (same major, driver ≥ {d.need.floor or 'the major floor'}); features "
                f"that need a newer driver fail with cudaErrorCallRequiresNewerDriver or an unsupported-PTX error. "
                f"{d.table_note} {_as_of()}".strip(),
-        evidence=ev, remedy=Remediation(f"For full support {fix.upgrade}" + (f"; {fix.alt}." if fix.alt else "."),
-                                        fix.commands, (MVC, DRIVERS)))
+        evidence=ev, remedy=fix.remedy((MVC,), "For full support, either:" if fix.wheel else
+                                       f"For full support {fix.upgrade}."))
 
 
 def _why_too_old(d: _Driver) -> str:
-    row_note = "" if d.need.verified or not d.need.source else f" (table row from {d.need.source}, unverified)"
+    row_note = "" if d.need.verified or not d.need.source else f" ({compat.said(d.need.source, False)})"
     major = int(d.cuda.split(".")[0])
     floor, floor_row = compat.driver_floor(major, d.os_name) if major >= compat.mvc_from_major() else (None, None)
-    floor_note = "" if not floor_row or floor_row["verified"] else f" (table row from {floor_row['source']}, unverified)"
+    floor_note = "" if not floor_row or floor_row["verified"] else f" ({compat.said(floor_row['source'], False)})"
     if d.have is None:
         return (f"{d.drv_text} is older than every toolkit in the table, and CUDA {d.cuda} needs ≥ {d.minimum} on "
                 f"{d.os_name}{row_note}")
@@ -355,12 +368,12 @@ def _too_old(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
         certain = bool(vmin and _below(d.drv, vmin[0]))
     if not certain and _cuda_unavailable(facts):
         certain = True
-        detail += (" The table rows behind this are unverified, but torch.cuda.is_available() is False here, as "
+        detail += (" The table rows behind this are unconfirmed, but torch.cuda.is_available() is False here, as "
                    "they predict.")
     elif not certain:
-        detail += " The table rows behind this are unverified and torch did not report whether CUDA works."
+        detail += " The table rows behind this are unconfirmed and torch did not report whether CUDA works."
     title = f"NVIDIA driver is too old for torch {d.build.version} (CUDA {d.cuda})"
-    remedy = Remediation(fix.text, fix.commands, (DRIVERS, PREVIOUS))
+    remedy = fix.remedy((), "Either:" if fix.wheel else "")
     hopeless = _gpus_without_any_wheel(facts)
     if hopeless:
         names = ", ".join(f"{g.label()} ({versions.sm(g.cc)})" for g in hopeless if g.cc)

@@ -152,7 +152,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
         (remedies.CUDNN_SUPPORT_MATRIX,))
     observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
         ((versions.cudnn_tuple(pkg[1]), f"the installed {pkg[0]}") if pkg else (None, ""))
-    table_row = f"{row['source']}{'' if row['verified'] else ', unverified'}" if row else ""
+    table_row = compat.said(row["source"], bool(row["verified"])) if row else ""
     if observed and expected:
         obs, exp = ".".join(map(str, observed)), ".".join(map(str, expected))
         if observed[0] != expected[0] or observed[1] < expected[1]:
@@ -254,8 +254,9 @@ def nccl_mismatch(facts: Facts) -> Finding:
     if observed and expected and observed < expected and observed.release[:2] != expected.release[:2]:
         verdict = fail if row and row["verified"] else warn
         return verdict(f"NCCL {observed} is older than the {expected} torch {build.version} was built with",
-                       detail=f"torch {build.version} pins NCCL {expected} ({row['source'] if row else ''}"
-                              f"{'' if row and row['verified'] else ', unverified'}); an older NCCL lacks symbols it "
+                       detail=f"torch {build.version} pins NCCL {expected}"
+                              + (f" ({compat.said(row['source'], bool(row['verified']))})" if row else "")
+                              + "; an older NCCL lacks symbols it "
                               f"uses (\"undefined symbol: nccl…\" at import) or behaves differently in collectives. "
                               f"{_as_of()}", evidence=ev, remedy=fix)
     if foreign:

@@ -324,7 +324,11 @@ def python_supported(facts: Facts) -> Finding:
     pym = versions.minor_of(py)
     build = torch_build(facts)
     torch_reading = facts.get("torch.version")
-    good = [m for m in compat.releases_newest_first() if pym in compat.releases()[m]["python"]]
+    # "Current" is compat.current_release(), as gpu-eol says it: a newer release whose row is not
+    # confirmed counts only when no current one has wheels for this Python.
+    current = versions.parse(compat.current_release() or "")
+    every = [m for m in compat.releases_newest_first() if pym in compat.releases()[m]["python"]]
+    good = [m for m in every if current is None or (versions.parse(m) or current) <= current] or every
     if build is None:
         dist = _packages(facts).get("torch")
         if torch_reading.reason is not None and torch_reading.reason.value == "failed" and versions.parse(dist):
@@ -333,7 +337,7 @@ def python_supported(facts: Facts) -> Finding:
             if good:
                 return ok(f"torch wheels exist for Python {pym} (newest: torch {compat.latest_patch(good[0])})",
                           detail=_as_of(), evidence=ev)
-            newest = compat.newest_release()
+            newest = compat.current_release()
             pys = compat.releases()[newest]["python"] if newest else []
             return warn(f"No torch wheel in the table supports Python {pym}",
                         detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `pip install torch` answers "
@@ -358,13 +362,16 @@ def python_supported(facts: Facts) -> Finding:
     if near:
         patch = compat.latest_patch(near)
         commands = (remedies.torch_install(_exe(facts), patch, variant, force=False),)
-    text = (f"Install torch {near} (wheels for Python {pym}), or use Python {pys[-1]}." if near
-            else f"Use Python {pys[-1]} for torch {minor}.")
+    text = "" if near else f"Use Python {pys[-1]} for torch {minor}."
+    # Either another torch for this Python, or another Python for this torch.
+    ways = (Remediation(f"Install torch {near}, which has wheels for Python {pym}.", commands),
+            Remediation(f"Use Python {pys[-1]} (e.g. a venv or conda env) for torch {minor}.")) if near else ()
     detail = (f"torch {build.public} ships wheels for Python {', '.join(pys)} only; this is Python {py}. "
               f"{_as_of()}")
     if torch_reading.ok:
         return warn(f"Python {pym} is not supported by torch {build.public}",
                     detail=detail + " It imports, so it came from a source build or another channel; expect "
-                    "untested combinations.", evidence=ev, remedy=Remediation(text, commands, (GET_STARTED,)))
+                    "untested combinations.", evidence=ev,
+                    remedy=Remediation(text, () if near else commands, (GET_STARTED,), ways))
     return fail(f"Python {pym} is not supported by torch {build.public}", detail=detail, evidence=ev,
-                remedy=Remediation(text, commands, (GET_STARTED,)))
+                remedy=Remediation(text, () if near else commands, (GET_STARTED,), ways))

@@ -11,6 +11,7 @@ from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
 from ..registry import CheckResult, check, owner_of
 from ..views import VisibleDevices
+from ._common import cpu_only
 
 DRIVER_DOWNLOAD = remedies.DRIVER_DOWNLOAD
 DRIVER_GUIDE = remedies.DRIVER_GUIDE
@@ -176,6 +177,12 @@ def driver_installed(facts: Facts) -> CheckResult:
         if container:
             reasons.append(f"this is a {container} container, whose /sys shows the host's PCI bus, so the host has "
                            "no NVIDIA GPU either")
+        if cpu_only(facts):
+            # A CPU-only machine is a valid setup: nothing is missing, so nothing to warn about (or to
+            # --skip in CPU CI); the finding says once why every GPU check is skipped.
+            return skip("No NVIDIA GPU on this machine: a CPU-only setup, so no NVIDIA driver is needed",
+                        detail="; ".join(reasons) + ". The GPU checks are skipped. To use CUDA, run on a machine "
+                        "(or VM with PCI passthrough) that has an NVIDIA GPU, then install its driver.", evidence=ev)
         return warn("No NVIDIA GPU and no NVIDIA driver on this machine", detail="; ".join(reasons) + ".",
                     evidence=ev, remedy=Remediation(
                         "Nothing to fix here if this machine is meant to be CPU-only. To use CUDA, run on a machine "

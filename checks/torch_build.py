@@ -7,7 +7,7 @@ from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..messages import NOT_COMPILED
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
-from ._common import gpu_presence, torch_variant
+from ._common import cpu_only, gpu_presence, torch_variant
 
 GET_STARTED = remedies.PYTORCH_GET_STARTED
 
@@ -30,6 +30,9 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     installed = facts.value("torch.version") or (facts.value("python.packages") or {}).get("torch")
     current = str(installed).split("+", 1)[0] if installed and versions.parse(installed) else None
     plat = views.platform_of(facts)
+    if (why_cpu := cpu_only(facts)) is not None:
+        return (recommend.cpu_build(current, facts.value("python.version"), plat), "cpu",
+                f"This machine is CPU-only ({why_cpu}), so the CPU build is the one that fits.")
     if ccs:
         rec = recommend.recommend(ccs, cap, facts.value("python.version"), plat, current=current)
         if rec is not None:
@@ -52,7 +55,7 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
                 why = f"Your driver supports CUDA {versions.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
     variant, why = recommend.variant_for_driver(views.driver_cuda(facts), views.platform_of(facts))
-    newest = compat.newest_release()
+    newest = compat.current_release()
     return (compat.latest_patch(newest) if newest else None), variant, why
 
 
@@ -86,7 +89,8 @@ def torch_import(facts: Facts) -> CheckResult:
         version, variant, why = suggested_build(facts)
         return warn("torch is not installed in the target interpreter",
                     detail=f"{py} has no torch. {why}", evidence=ev,
-                    remedy=Remediation(f"Install the torch build for your driver into {py}.",
+                    remedy=Remediation(f"Install the CPU build of torch into {py}." if variant == "cpu" else
+                                       f"Install the torch build for your driver into {py}.",
                                        (remedies.torch_install(py, version, variant, force=False),),
                                        (GET_STARTED,)))
     if reading.reason in (Reason.TIMEOUT, Reason.CRASHED):
@@ -149,6 +153,16 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
                                        (remedies.torch_install(_python(facts), version, variant),),
                                        (GET_STARTED,)))
     present, why = gpu_presence(facts)
+    if (why_cpu := cpu_only(facts)) is not None:
+        if said_cpu:
+            return warn("The program asked for CUDA on a machine with no NVIDIA GPU",
+                        detail=f"torch {facts.value('torch.version') or ''} is the CPU build, and no CUDA build "
+                        f"would help: this machine is CPU-only ({why_cpu}).", evidence=ev,
+                        remedy=Remediation("Run it on a machine with an NVIDIA GPU, or let it fall back to the CPU: "
+                                           "device = \"cuda\" if torch.cuda.is_available() else \"cpu\"."))
+        return ok(f"torch {facts.value('torch.version')} is the CPU-only build, which fits this machine",
+                  detail=f"This machine is CPU-only ({why_cpu}): a CPU build is the right one, and smaller than a CUDA "
+                  "build by gigabytes of CUDA libraries this machine could not use.", evidence=ev)
     version, variant, reason = suggested_build(facts)
     version = version or str(facts.value("torch.version")).split("+")[0]
     remedy = Remediation(

@@ -102,7 +102,7 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
         if f.status in (Status.FAIL, Status.ERROR) or (f.status is Status.WARN and verbose):
             console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"), title_align="left",
                                 border_style=STYLES[f.status].replace("bold ", ""), expand=True))
-            for cmd in f.remediation.commands:
+            for cmd in f.remediation.command_lines():
                 for cmd_line in safe(cmd).splitlines() or [""]:
                     console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
     s = report.summary

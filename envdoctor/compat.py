@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
+from .model import Source
 from .versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
 from .versions import parse as version
 
@@ -51,6 +52,18 @@ def source_url(source_id: str) -> str:
     if src.get("repo") and src.get("commit") and src.get("path"):
         return f"https://github.com/{src['repo']}/blob/{src['commit']}/{src['path']}"
     return ""
+
+
+def said(source_id: str, verified: bool = True) -> str:
+    """A table row's provenance in a user's words: ``from PyTorch's release notes, unconfirmed`` (the
+    source id stays in the JSON, see :func:`source`)."""
+    words = str((data()["sources"].get(source_id) or {}).get("said") or "from envdoctor's compatibility table")
+    return words if verified else f"{words}, unconfirmed"
+
+
+def source(source_id: str, verified: bool = True) -> Source:
+    """The :class:`~envdoctor.model.Source` a remedy carries for a table row: id, verified, words, link."""
+    return Source(source_id, bool(verified), said(source_id, verified), source_url(source_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,6 +461,22 @@ def latest_patch(minor: str) -> str | None:
     return max(row["patches"], key=lambda p: version(p) or Version("0"))
 
 
+def known_patch(torch_version: str | None) -> str | None:
+    """The exact release ``torch_version`` names (``"2.6.0+cu126"`` -> ``"2.6.0"``) when the table lists
+    that patch; None for anything else (a typo such as ``7.0``, a nightly, a release newer than the table),
+    so no command ever pins a torch that does not exist."""
+    v = version(str(torch_version or "").split("+", 1)[0])
+    if v is None or v.is_prerelease or v.is_devrelease or v.local:
+        return None
+    row = releases().get(minor_of(str(v)) or "")
+    if not row:
+        return None
+    for patch in row["patches"]:
+        if version(patch) == v:
+            return str(patch)
+    return None
+
+
 def python_supported(torch_version: str, python: str) -> Answer:
     """Whether ``python`` (``"3.11.7"``) has wheels for the torch release; None when either is unknown."""
     minor = minor_of(torch_version)
@@ -534,8 +563,31 @@ def last_release_for(cc: CC, platform: Platform = "linux_x86_64") -> tuple[str, 
     return None
 
 
+def source_build_for(cc: CC, platform: Platform = "linux_x86_64") -> tuple[str, str] | None:
+    """The newest (release patch, CUDA) from which torch can be built from source with kernels for ``cc``:
+    a release that was built with a CUDA toolkit that still compiles for ``cc``. None when no release in
+    the table was built with such a toolkit: then a source build is no way out either (a GeForce 210,
+    CC 1.2, has no toolkit newer than CUDA 6.5; torch was never built with one that old)."""
+    for minor in releases_newest_first():
+        cudas = sorted({c for v in release_variants(minor, platform) if (c := variant_cuda(v))},
+                       key=lambda c: cuda_to_int(c) or 0, reverse=True)
+        for cuda in cudas:
+            rng = toolkit_range(cuda)
+            if rng is not None and rng[0] <= cc <= rng[1]:
+                return latest_patch(minor) or minor, cuda
+    return None
+
+
+def oldest_torch_cuda(platform: Platform = "linux_x86_64") -> str | None:
+    """The oldest CUDA any torch release in the table was built with on ``platform``."""
+    cudas = {c for m in releases() for v in release_variants(m, platform) if (c := variant_cuda(v))}
+    return min(cudas, key=lambda c: cuda_to_int(c) or 0) if cudas else None
+
+
 def current_release() -> str | None:
-    """The newest release whose variant list is verified: what "a current wheel" means."""
+    """The newest release whose variant list is verified: what "current torch" means, for every check
+    and remedy (gpu-eol, python-supported, the CPU wheel, the default variant). A newer release whose
+    row is not confirmed yet is known (:func:`newest_release`) but never called current."""
     for minor in releases_newest_first():
         if releases()[minor]["verified"]:
             return minor

@@ -6,8 +6,9 @@ import dataclasses
 import traceback
 from collections.abc import Iterable
 
+from . import remedies
 from .kit import error
-from .model import SEVERITY, Facts, Finding, Reason
+from .model import SEVERITY, Facts, Finding, Reason, Remediation, Status
 from .registry import CheckSpec, Registry
 
 _UNJUDGEABLE = (Reason.TIMEOUT, Reason.CRASHED)
@@ -60,7 +61,79 @@ def diagnose(facts: Facts, checks: Iterable[CheckSpec]) -> list[Finding]:
     findings: list[Finding] = []
     for spec in checks:
         findings.extend(run_check(spec, facts))
-    return findings
+    return cohere(findings)
+
+
+# -- coherent remedies ----------------------------------------------------------------------------
+# Checks judge alone; this is the one place their remedies are read together. The most severe finding
+# that installs torch (ties: the earlier check, root causes come first) decides which torch to install;
+# a less severe finding's command for another torch, or a driver upgrade when that torch is the CPU
+# build, is left out with a note naming the finding that decided, so no screen tells a user to install
+# two different builds, or to upgrade a driver for a GPU no build can use.
+
+Target = tuple[str | None, str | None]
+
+
+def _targets(rem: Remediation) -> list[Target]:
+    found = [t for c in rem.commands if (t := remedies.torch_target(c)) is not None]
+    for alt in rem.alternatives:
+        found.extend(_targets(alt))
+    return found
+
+
+def _agrees(target: Target, decided: list[Target]) -> bool:
+    return any((target[0] is None or d[0] is None or target[0] == d[0]) and
+               (target[1] is None or d[1] is None or target[1] == d[1]) for d in decided)
+
+
+def _contradicts(rem: Remediation, decided: list[Target]) -> bool:
+    """Whether a remedy (without alternatives) asks for what the deciding finding rules out."""
+    if any(not _agrees(t, decided) for t in _targets(rem)):
+        return True
+    cpu_only = bool(decided) and all(d[1] == "cpu" for d in decided)
+    return cpu_only and remedies.installs_driver(rem.commands, rem.links)
+
+
+def _cohered(rem: Remediation, decided: list[Target]) -> Remediation | None:
+    """``rem`` without the parts that contradict ``decided``; None when nothing had to go."""
+    if rem.alternatives:
+        kept = tuple(a for a in rem.alternatives if not _contradicts(a, decided))
+        if len(kept) == len(rem.alternatives):
+            return None
+        if len(kept) >= 2:
+            return dataclasses.replace(rem, alternatives=kept)
+        if not kept:
+            return Remediation(rem.text.rstrip(":").rstrip(), rem.commands, rem.links, (), rem.sources)
+        only = kept[0]  # one way left: no "either … or …" any more
+        text = only.text if rem.text.endswith(":") or not rem.text else f"{rem.text} {only.text}"
+        return Remediation(text, rem.commands + only.commands, rem.links + only.links, (), rem.sources + only.sources)
+    if not _contradicts(rem, decided):
+        return None
+    commands = tuple(c for c in rem.commands if not remedies.is_torch_uninstall(c)
+                     and ((t := remedies.torch_target(c)) is None or _agrees(t, decided)))
+    if not commands or remedies.installs_driver(rem.commands, rem.links):
+        return Remediation("", (), (), (), rem.sources)  # what is left was about what went
+    return Remediation(rem.text, commands, rem.links, (), rem.sources)
+
+
+def cohere(findings: list[Finding]) -> list[Finding]:
+    """The findings with every remedy that a more severe finding contradicts left out (see above)."""
+    order = sorted(range(len(findings)), key=lambda i: (-SEVERITY[findings[i].status], i))
+    out = list(findings)
+    decider: Finding | None = None
+    for i in order:
+        f = out[i]
+        if f.status in (Status.OK, Status.SKIP):
+            continue
+        if decider is None:
+            decider = f if _targets(f.remediation) else None
+            continue
+        new = _cohered(f.remediation, _targets(decider.remediation))
+        if new is None:
+            continue
+        note = f"(Left out here: a fix that {decider.id} ({decider.status.value}) rules out; follow {decider.id}'s remedy.)"
+        out[i] = dataclasses.replace(f, remediation=dataclasses.replace(new, text=f"{new.text} {note}".strip()))
+    return out
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

@@ -349,6 +349,12 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('micro.multi_gpu', 'object', ('probe:micro',),
        '`{"devices", "peer_access": [[bool]], "nccl": {"status": "ok"\\|"hung"\\|"wrong"\\|"error", "detail", '
        '"seconds", "nccl_warnings" (NCCL_DEBUG=WARN lines)}, "ok"}`'),
+    _k('exposure.services', 'list', ('probe:exposure',),
+       'Jupyter, TensorBoard and sshd processes with a listening TCP socket (psutil): `[{"service": '
+       '"jupyter"\\|"tensorboard"\\|"sshd", "pid", "uid", "listen": [{"address", "port"}], "all_interfaces": bool '
+       '(0.0.0.0 or ::), "auth": null, or for Jupyter "none"\\|"token"\\|"password"\\|"default-token", "auth_from": '
+       'where that was read (flag names and config paths, never a value)}]`; reason `denied` when the sockets '
+       'cannot be listed'),
     _k('launch.info', 'object|null', ('probe:launch',),
        'null when no launcher variable is set (detail says so); else `{"launcher": "torchrun"\\|"slurm"\\|"env"\\|'
        '"torchrun+slurm", "rank", "world_size", "local_rank", "local_world_size", "node_rank", "master_addr", '

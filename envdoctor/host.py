@@ -249,6 +249,33 @@ class Host:
         except Exception:  # noqa: BLE001 - an unreadable interface list is just empty
             return {}
 
+    def listeners(self) -> list[dict[str, Any]] | str:
+        """Listening TCP sockets of this network namespace with the process that owns each (psutil):
+        ``{"address", "port", "pid", "uid", "cmdline": [...]}``; a string says why none could be read.
+        Owners of other users' sockets need root to be named (pid None otherwise)."""
+        if self.root is not None:
+            return f"a re-rooted host ({self.root}) has no sockets of its own"
+        try:
+            import psutil
+
+            conns = psutil.net_connections(kind="tcp")
+        except Exception as exc:  # noqa: BLE001 - AccessDenied (macOS), an unreadable /proc/net: no list
+            return f"listening sockets not readable: {type(exc).__name__}: {exc}"
+        out: list[dict[str, Any]] = []
+        owners: dict[int, tuple[int | None, list[str]]] = {}
+        for c in conns:
+            if c.status != psutil.CONN_LISTEN or not c.laddr:
+                continue
+            if c.pid is not None and c.pid not in owners:
+                try:
+                    proc = psutil.Process(c.pid)
+                    owners[c.pid] = (proc.uids().effective, proc.cmdline())
+                except Exception:  # noqa: BLE001 - gone or not ours to read: the socket still counts
+                    owners[c.pid] = (None, [])
+            uid, cmdline = owners.get(c.pid, (None, [])) if c.pid is not None else (None, [])
+            out.append({"address": c.laddr.ip, "port": c.laddr.port, "pid": c.pid, "uid": uid, "cmdline": cmdline})
+        return out
+
     def port_in_use(self, address: str, port: int) -> str | None:
         """Why ``address:port`` cannot be listened on (another process holds it), else None.
         A bind on a local address, closed at once; nothing is sent."""

@@ -239,22 +239,70 @@ class Facts(Mapping[str, Reading]):
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a remedy's compatibility knowledge comes from: a source id of ``data/compat.json``, whether
+    the table row was confirmed against it, and the same in words a user reads (``said``)."""
+
+    id: str
+    verified: bool
+    said: str = ""
+    url: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "verified": self.verified}
+        if self.said:
+            out["said"] = self.said
+        if self.url:
+            out["url"] = self.url
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Source:
+        return cls(str(data["id"]), bool(data.get("verified", False)), str(data.get("said", "")),
+                   str(data.get("url", "")))
+
+
+@dataclass(frozen=True)
 class Remediation:
-    """What to do: words, copy-paste commands and links (Homebrew's finding shape)."""
+    """What to do: words, copy-paste commands and links (Homebrew's finding shape).
+
+    ``alternatives``: ways to fix the same finding, each complete on its own (either downgrade torch
+    *or* upgrade the driver), the preferred first; ``text``/``commands``/``links`` are then what they
+    share. ``sources``: where the table rows behind it come from. Both are left out of the JSON when
+    empty, so a reader of the older shape sees the same report."""
 
     text: str = ""
     commands: tuple[str, ...] = ()
     links: tuple[str, ...] = ()
+    alternatives: tuple[Remediation, ...] = ()
+    sources: tuple[Source, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "commands", tuple(self.commands))
         object.__setattr__(self, "links", tuple(self.links))
+        object.__setattr__(self, "alternatives", tuple(self.alternatives))
+        object.__setattr__(self, "sources", tuple(self.sources))
 
     def __bool__(self) -> bool:
-        return bool(self.text or self.commands or self.links)
+        return bool(self.text or self.commands or self.links or self.alternatives)
+
+    def command_lines(self) -> tuple[str, ...]:
+        """Every command to print, in order: the shared ones, then each alternative's under an
+        ``# either: …`` / ``# or: …`` line, for a renderer that prints commands one per line."""
+        lines = list(self.commands)
+        for n, alt in enumerate(self.alternatives):
+            lines.append(f"# {'either' if n == 0 else 'or'}: {alt.text}" if alt.text else
+                         f"# {'either' if n == 0 else 'or'}:")
+            lines.extend(alt.command_lines())
+        return tuple(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "commands": list(self.commands), "links": list(self.links)}
+        out: dict[str, Any] = {"text": self.text, "commands": list(self.commands), "links": list(self.links)}
+        if self.alternatives:
+            out["alternatives"] = [a.to_dict() for a in self.alternatives]
+        if self.sources:
+            out["sources"] = [s.to_dict() for s in self.sources]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Remediation:
@@ -264,6 +312,8 @@ class Remediation:
             text=str(data.get("text", "")),
             commands=tuple(str(c) for c in data.get("commands", ()) or ()),
             links=tuple(str(c) for c in data.get("links", ()) or ()),
+            alternatives=tuple(cls.from_dict(a) for a in data.get("alternatives", ()) or () if isinstance(a, Mapping)),
+            sources=tuple(Source.from_dict(s) for s in data.get("sources", ()) or () if isinstance(s, Mapping)),
         )
 
 

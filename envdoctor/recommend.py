@@ -18,17 +18,21 @@ from .compat import (
     Platform,
     arch_list,
     as_of,
+    current_release,
     driver_runs,
+    known_patch,
     latest_patch,
     min_driver,
-    newest_release,
     reach_of,
     release_default_variant,
     release_variants,
     releases,
     releases_newest_first,
     runs_on,
+    said,
+    source,
 )
+from .model import Source
 from .versions import CC, cuda_from_int, cuda_major, cuda_to_int, minor_of, variant_cuda
 from .versions import parse as version
 
@@ -46,6 +50,10 @@ class Recommendation:
     @property
     def index_url(self) -> str:
         return remedies.index_url(self.variant)
+
+    def sources(self) -> tuple[Source, ...]:
+        """The table row behind it, for the remedy's JSON (the words are in ``reason``)."""
+        return (source(self.source, self.verified),) if self.source else ()
 
     def command(self, python: str | None = None) -> str:
         """The install command, run by ``python``'s pip when the target interpreter is known."""
@@ -108,7 +116,7 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
             patch = latest_patch(minor) or minor
             _, variant, arch, runs = best
             why = (f"torch {patch}+{variant} carries {arch.describe()}"
-                   + ("" if arch.verified else f" (table row from {arch.source}, unverified)"))
+                   + ("" if arch.verified else f" ({said(arch.source, False)})"))
             note = ""
             if driver_cuda_int is None:
                 need = min_driver(variant_cuda(variant) or "")
@@ -124,10 +132,28 @@ def recommend(ccs: Sequence[CC], driver_cuda_int: int | None = None, python: str
     return None
 
 
+def cpu_build(current: str | None, python: str | None, platform: Platform = "linux_x86_64") -> str | None:
+    """The torch release to pin for a CPU-only machine: the installed one when the table lists it (a
+    reinstall changes nothing else), else the latest patch of the current release that has a CPU wheel
+    for ``python``, else an older one; None when none fits (the command is then unpinned)."""
+    if (pin := known_patch(current)) is not None:
+        return pin
+    newest = current_release()
+    for minor in releases_newest_first():
+        if newest and (version(minor) or Version("0")) > (version(newest) or Version("0")):
+            continue
+        row = releases()[minor]
+        if python and minor_of(python) not in row["python"]:
+            continue
+        if "cpu" in release_variants(minor, platform):
+            return latest_patch(minor)
+    return None
+
+
 def variant_for_driver(cap: int | None, plat: Platform = "linux_x86_64") -> tuple[str, str]:
     """The newest CUDA wheel variant of the newest release that a driver supporting CUDA ``cap`` (the
     API encoding, None when no driver was read) runs natively, and why."""
-    newest = newest_release()
+    newest = current_release()
     variants = [v for v in release_variants(newest, plat) if variant_cuda(v)] if newest else []
     if cap is None:
         pick = release_default_variant(newest) or (variants[-1] if variants else "cu128")

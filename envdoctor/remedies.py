@@ -78,9 +78,44 @@ def pip_uninstall(python: str | None, packages: str | Iterable[str]) -> str:
 def torch_install(python: str | None, version: str | None, variant: str | None, extras: Sequence[str] = (),
                   force: bool = True) -> str:
     """The exact (re)install of a torch build from a PyTorch variant index, companions alongside
-    (unpinned: their own exact torch pin picks the matching release)."""
-    spec = f"torch=={version}" if version else "torch"
+    (unpinned: their own exact torch pin picks the matching release).
+
+    Only a release the compatibility table lists is pinned: a version read from a paste (a typo'd
+    ``torch 7.0``, a local build) never becomes ``torch==7.0``; the index then picks its newest build."""
+    pin = compat.known_patch(version)
+    spec = f"torch=={pin}" if pin else "torch"
     return pip_install(python, [spec, *extras], force=force, variant=variant)
+
+
+_PIP_INSTALL = re.compile(r"(?:^|\s)(?:-m\s+)?pip\s+install\s")
+_INDEX = re.compile(r"--(?:extra-)?index-url\s+(\S+)")
+
+
+def torch_target(command: str) -> tuple[str | None, str | None] | None:
+    """What a command written by :func:`torch_install` installs: (torch version or None, variant or None);
+    None for any other command (a comment line, torchvision alone, an uninstall)."""
+    line = command.split("   #", 1)[0].strip()
+    if line.startswith("#") or not _PIP_INSTALL.search(line):
+        return None
+    pin = next((tok for tok in line.split() if tok == "torch" or tok.startswith("torch==")), None)
+    if pin is None:
+        return None
+    url = _INDEX.search(line)
+    base = compat.data()["index"]["base"]
+    variant = url.group(1)[len(base):].strip("/") or None if url and url.group(1).startswith(base) else None
+    return (pin.split("==", 1)[1] if "==" in pin else None), variant
+
+
+def is_torch_uninstall(command: str) -> bool:
+    line = command.split("   #", 1)[0]
+    return "pip uninstall" in line and "torch" in line.split()
+
+
+def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
+    """Whether a remedy installs or upgrades the NVIDIA driver (the commands and links written here)."""
+    return any(link in (DRIVER_DOWNLOAD, DRIVER_GUIDE) for link in links) or any(
+        driver_branch_package("") in c or "ubuntu-drivers install" in c or "after installing the driver" in c
+        for c in commands)
 
 
 def envdoctor_upgrade() -> str:
@@ -138,12 +173,19 @@ def container_toolkit_install() -> str:
     return "sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository"
 
 
-def torch_source_build(arch: str, cuda: str | None) -> tuple[str, ...]:
-    """Build torch from source for a GPU no wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it:
-    ``"3.5"``) with a toolkit that still targets it (``cuda``: ``"10.2"``, None for the default one)."""
-    return ("git clone --recursive https://github.com/pytorch/pytorch && cd pytorch",
+def torch_source_build(arch: str, cuda: str | None, release: str | None = None, windows: bool = False) -> tuple[str, ...]:
+    """Build torch ``release`` (its git tag ``v2.7.1``; None: the main branch) from source for a GPU no
+    wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it: ``"3.5"``) with the CUDA ``cuda`` toolkit,
+    one that still targets it and that release was built with; in cmd.exe syntax on Windows."""
+    branch = f" --branch v{release}" if release else ""
+    clone = f"git clone --recursive{branch} https://github.com/pytorch/pytorch && cd pytorch"
+    if windows:
+        home = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{cuda}" if cuda else "<CUDA toolkit folder>"
+        return (clone, f"set TORCH_CUDA_ARCH_LIST={arch}", f"set CUDA_HOME={home}",
+                "pip install -r requirements.txt && python setup.py develop   # in a Visual Studio developer prompt")
+    return (clone,
             f"export TORCH_CUDA_ARCH_LIST={arch} CUDA_HOME=/usr/local/cuda" + (f"-{cuda}" if cuda else "")
-            + "   # a toolkit that targets it",
+            + (f"   # the CUDA {cuda} toolkit" if cuda else "   # a toolkit that targets it"),
             "pip install -r requirements.txt && python setup.py develop")
 
 
@@ -244,3 +286,42 @@ def disable_acs() -> tuple[str, ...]:
             "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
             "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
             "export NCCL_P2P_DISABLE=1   # meanwhile: NCCL avoids peer-to-peer (slower, no hang)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exposure: services on every interface, Jupyter without a token, containers running as root
+
+JUPYTER_SECURITY_DOC = "https://jupyter-server.readthedocs.io/en/latest/operators/public-server.html"
+DOCKER_USER_DOC = "https://docs.docker.com/reference/cli/docker/container/run/"
+K8S_SECURITY_CONTEXT = "https://kubernetes.io/docs/tasks/configure-pod-container/security-context/"
+SSHD_CONFIG_DOC = "https://man.openbsd.org/sshd_config"
+
+
+def bind_local(service: str, port: int | None) -> tuple[str, ...]:
+    """Start ``service`` on the loopback only, and reach it through an SSH tunnel from your machine."""
+    p = str(port) if port else {"jupyter": "8888", "tensorboard": "6006", "sshd": "22"}.get(service, "<port>")
+    tunnel = f"ssh -N -L {p}:127.0.0.1:{p} <user>@<this host>   # on your own machine, then open http://127.0.0.1:{p}"
+    if service == "jupyter":
+        return (f"jupyter lab --ip=127.0.0.1 --port={p}   # instead of --ip=0.0.0.0 (c.ServerApp.ip in its config)",
+                tunnel)
+    if service == "tensorboard":
+        return (f"tensorboard --logdir <dir> --host 127.0.0.1 --port {p}   # instead of --bind_all or --host 0.0.0.0",
+                tunnel)
+    if service == "sshd":
+        return ("echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
+                "sudo kill -HUP $(pgrep -o sshd)   # or drop sshd from the image: docker exec / kubectl exec",)
+    return ()
+
+
+def jupyter_require_auth() -> tuple[str, ...]:
+    """A Jupyter server that asks for a token (its default) or a password again."""
+    return ("jupyter lab --ip=127.0.0.1   # without --ServerApp.token='' / --NotebookApp.token='': a random token",
+            "jupyter server password   # or set a password (stored hashed in ~/.jupyter/jupyter_server_config.json)")
+
+
+def run_as_user(container: str | None) -> tuple[str, ...]:
+    """Run the training container as an unprivileged user."""
+    if container == "kubernetes":
+        return ("# in the pod spec, for the container:\nsecurityContext:\n  runAsNonRoot: true\n  runAsUser: 1000\n"
+                "  runAsGroup: 1000\n  allowPrivilegeEscalation: false",)
+    return ('docker run --user "$(id -u):$(id -g)" --gpus all …   # or USER 1000 in the Dockerfile',)

@@ -110,7 +110,7 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
                                 title_align="left", border_style=STYLES[f.status].replace("bold ", ""),
                                 expand=True))
             # Commands go below the panel, unwrapped (soft_wrap), so a copy-paste gets one line.
-            for cmd in f.remediation.commands:
+            for cmd in f.remediation.command_lines():
                 for cmd_line in safe(cmd).splitlines() or [""]:
                     console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
     skipped = [f for f in report.findings if f.status is Status.SKIP]
@@ -142,7 +142,7 @@ def _finding_body(f: Finding, verbose: bool) -> Any:
         body.append("\n\nWhat to do: ", style="bold green")
         if r.text:
             body.append(safe(r.text))
-        if r.commands:
+        if r.command_lines():
             body.append("\n  (commands below)", style="dim")
         for link in r.links:
             body.append("\n  ↗ " + safe(link), style="blue")
@@ -199,8 +199,8 @@ def render_markdown(report: Report) -> str:
         if r:
             if r.text:
                 out += [f"**What to do:** {_md(r.text)}", ""]
-            if r.commands:
-                body = "\n".join(safe(c) for c in r.commands)
+            if r.command_lines():
+                body = "\n".join(safe(c) for c in r.command_lines())
                 fence = _fence(body)
                 out += [f"{fence}sh", body, fence, ""]
             for link in r.links:

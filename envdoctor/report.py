@@ -21,6 +21,7 @@ from . import __version__
 from .kit import capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
 from .redact import redact_text, redact_tree
+from .schema import SCHEMA_ID
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -69,6 +70,7 @@ class Report:
 
     def to_dict(self, thawed: bool = True) -> dict[str, Any]:
         data = {
+            "$schema": SCHEMA_ID,
             "schema_version": self.schema_version,
             "envdoctor_version": self.envdoctor_version,
             "created_at": self.created_at,
@@ -152,16 +154,23 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
+def _redact_remedy(r: Remediation) -> Remediation:
+    rem = Remediation(redact_text(_clip(r.text, MAX_TEXT)), tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.commands),
+                      tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.links),
+                      tuple(_redact_remedy(a) for a in r.alternatives), r.sources)
+    same = (rem.text is r.text and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links, strict=False))
+            and all(a is b for a, b in zip(rem.alternatives, r.alternatives, strict=False)))
+    return r if same else rem
+
+
 def _redact_finding(f: Finding) -> Finding:
     r = f.remediation
-    rem = Remediation(redact_text(_clip(r.text, MAX_TEXT)), tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.commands),
-                      tuple(redact_text(_clip(c, MAX_TEXT)) for c in r.links))
+    rem = _redact_remedy(r)
     title, detail = redact_text(_clip(f.title, MAX_TITLE)), redact_text(_clip(f.detail, MAX_TEXT))
     # Capped here too, whoever built it: a check that writes its own evidence from a 260,000-path fact
     # must not make every output that big.
     evidence = redact_tree(capped(f.evidence))
-    if (title is f.title and detail is f.detail and evidence is f.evidence and rem.text is r.text
-            and all(a is b for a, b in zip(rem.commands + rem.links, r.commands + r.links, strict=False))):
+    if title is f.title and detail is f.detail and evidence is f.evidence and rem is r:
         return f
     return replace(f, title=title, detail=detail, evidence=evidence, remediation=rem)
 

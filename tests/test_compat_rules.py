@@ -154,8 +154,11 @@ def test_driver_older_major_fails_and_offers_an_older_cuda_wheel() -> None:
     found = worst(rules.driver_too_old, f)
     assert found.status is Status.FAIL
     assert "supports CUDA up to 11.4" in found.detail and "525.60.13" in found.detail
-    assert "/whl/cu118" in found.remediation.commands[0]
-    assert "torch==2.6.0" in found.remediation.commands[0]
+    # Either the wheel for this driver or a newer driver: alternatives, the wheel first.
+    wheel, driver = found.remediation.alternatives
+    assert "/whl/cu118" in wheel.commands[0] and "torch==2.6.0" in wheel.commands[0]
+    assert any(c.startswith("sudo apt install nvidia-driver-") for c in driver.commands)
+    assert "525.60.13" in driver.text and not found.remediation.commands
 
 
 def test_driver_cuda_derived_from_version_string_in_a_paste() -> None:
@@ -186,7 +189,7 @@ def test_cu102_on_a_driver_reporting_cuda_101_fails_without_minor_version_compat
     found = worst(rules.driver_too_old, f)
     assert found.status is Status.FAIL
     assert "supports CUDA up to 10.1" in found.detail and "no minor-version compatibility" in found.detail
-    assert "≥ 440.33" in found.remediation.text and "unverified" in found.detail
+    assert "≥ 440.33" in found.remediation.text and "unconfirmed" in found.detail
 
 
 def test_same_minor_gap_from_cuda_11_on_is_still_minor_version_compatibility() -> None:
@@ -215,7 +218,7 @@ def test_unverified_rows_alone_only_warn() -> None:
     f = facts(**pasted(torch__version="1.5.0", torch__cuda_version="10.2", nvml__driver_version="410.104",
                        torch__cuda_available=missing(Reason.NOT_IN_REPORT)))
     found = worst(rules.driver_too_old, f)
-    assert found.status is Status.WARN and "unverified" in found.detail
+    assert found.status is Status.WARN and "unconfirmed" in found.detail
 
 
 def test_cuda_version_alone_is_enough_for_the_driver_rule() -> None:
@@ -437,7 +440,10 @@ def test_cupy_for_cuda_11_next_to_torch_cu12() -> None:
 def test_python_newer_than_the_release_warns_when_torch_imports() -> None:
     found = worst(rules.python_supported, facts(python__version="3.14.0"))
     assert found.status is Status.WARN and "3.9, 3.10, 3.11, 3.12, 3.13" in found.detail
-    assert found.remediation.commands == ("/opt/venv/bin/python -m pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu126",)
+    # Either another torch for this Python, or another Python for this torch.
+    other_torch, other_python = found.remediation.alternatives
+    assert other_torch.commands == ("/opt/venv/bin/python -m pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu126",)
+    assert "Use Python 3.13" in other_python.text and not other_python.commands
 
 
 def test_python_unsupported_and_import_failing_fails() -> None:
@@ -579,7 +585,7 @@ def test_driver_upgrades_name_a_branch_that_still_supports_the_gpu() -> None:
                 nvml__cuda_driver_version=11040)
     found = worst(rules.driver_too_old, old)
     assert found.status is Status.FAIL and any(c.startswith("sudo apt install nvidia-driver-") for c in
-                                               found.remediation.commands)
+                                               found.remediation.command_lines())
 
 
 def test_a_torch_newer_than_the_table_is_never_a_companion_fail() -> None:

@@ -98,7 +98,7 @@ def test_every_fail_on_the_corpus_says_what_to_run() -> None:
     for case in CASES:
         facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
         bare += [f"{case['file']}: {f.id}" for f in diagnose(facts, registry)
-                 if f.status is Status.FAIL and not f.remediation.commands]
+                 if f.status is Status.FAIL and not f.remediation.command_lines()]
     assert not bare, "\n".join(bare)
 
 

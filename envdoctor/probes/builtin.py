@@ -17,9 +17,10 @@ def iter_builtin_probes() -> Iterator[ProbeSpec]:
     from . import host_probe
 
     yield from host_probe.PROBES
-    from . import launch_probe, libraries, micro, nvidia
+    from . import exposure, launch_probe, libraries, micro, nvidia
 
     yield from launch_probe.PROBES
+    yield from exposure.PROBES
     yield from nvidia.PROBES
     yield from libraries.PROBES
     yield from micro.PROBES
