@@ -53,23 +53,38 @@ class Seconds(click.FloatRange):
 
 
 class Interpreter(click.ParamType):
-    """``--python``: an existing executable file, by path or by name on PATH; resolved here so a
-    typo is a usage error (exit 2), not a run whose every torch fact says 'cannot execute'."""
+    """``--python``: an interpreter (a path or a name on PATH) or a venv/conda folder, resolved and
+    verified to be a Python here (:mod:`envdoctor.target`), so a typo or ``/bin/true`` is a usage
+    error (exit 2, one line) before anything is probed."""
 
     name = "path"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        text = str(value)
-        found = text if os.path.sep in text else _which(text)
-        if not found or not os.path.lexists(found):
-            self.fail(f"{text} does not exist" if os.path.sep in text else f"{text} is not on PATH", param, ctx)
-        if os.path.isdir(found):
-            self.fail(f"{text} is a directory, not an interpreter", param, ctx)
-        if not os.path.isfile(found):
-            self.fail(f"{text} does not exist (a broken link?)", param, ctx)
-        if not os.access(found, os.X_OK):
-            self.fail(f"{text} is not executable", param, ctx)
-        return found
+        from .host import Host
+        from .target import TargetError, explicit, verify
+
+        host = Host()
+        try:
+            target = explicit(host, str(value))
+            verify(host, target)
+        except TargetError as exc:
+            raise InputError(str(exc)) from None
+        return target.path
+
+
+def _target(python: str | None) -> tuple[str, str]:
+    """The interpreter whose torch is examined and why: ``--python`` (already verified) or uv's
+    discovery order; an unusable discovered one is exit 2 before any probing."""
+    if python:
+        return python, "--python"
+    from .host import Host
+    from .target import TargetError, choose
+
+    try:
+        target = choose(Host(), None, os.getcwd())
+    except TargetError as exc:
+        raise InputError(str(exc)) from None
+    return target.path, target.chosen_by
 
 
 def run() -> None:
@@ -101,7 +116,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by `check` and `report` (they collect the same way)."""
     decorators = [
         click.option("--python", "python", metavar="PATH", type=Interpreter(),
-                     help="Target interpreter whose torch is examined (default: this one)."),
+                     help="Interpreter (or venv/conda folder) whose torch is examined (default: $VIRTUAL_ENV, "
+                     "$CONDA_PREFIX, a .venv here or above, envdoctor's own when torch is beside it, python3)."),
         click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
                      help="Deadline in seconds per probe (the torch probe gets 6x)."),
         click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
@@ -156,7 +172,8 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
 
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
-    options = Options(timeout=timeout, python=python, micro=not no_micro,
+    python, chosen_by = _target(python)
+    options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
@@ -209,12 +226,6 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     else:
         lifecycle.join(worker)
     return result["facts"], result["runs"], checks, warnings
-
-
-def _which(name: str) -> str | None:
-    import shutil
-
-    return name if os.path.sep in name else shutil.which(name)
 
 
 def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str) -> Any:

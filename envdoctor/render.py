@@ -77,6 +77,15 @@ def _headline(report: Report) -> str:
     return " · ".join(safe(p) for p in parts)
 
 
+def target_line(report: Report) -> str | None:
+    """``python: /x/.venv/bin/python (VIRTUAL_ENV)``: the interpreter examined and why it was chosen."""
+    target = report.facts.value("python.target")
+    if not isinstance(target, Mapping) or not target.get("path"):
+        return None
+    why = target.get("chosen_by")
+    return safe(f"python: {target['path']}" + (f" ({why})" if why else ""))
+
+
 def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
     """One row per finding (skips only with ``verbose``): status, check id, title and the GPUs it names."""
     from rich import box
@@ -101,6 +110,9 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
     from rich.text import Text
 
     console.print(Text(_headline(report), style="bold"))
+    examined = target_line(report)
+    if examined:
+        console.print(Text(examined))
     for w in report.warnings:
         console.print(Text("warning: " + safe(w), style="yellow"))
     console.print(findings_table(report.findings, verbose))

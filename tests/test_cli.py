@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120):
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):  # the tester's active env would become the target
+        full_env.pop(var, None)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "envdoctor", *args], input=stdin, capture_output=True,
                           env=full_env, timeout=timeout)
