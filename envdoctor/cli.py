@@ -163,6 +163,44 @@ def main() -> None:
     """
 
 
+def _known_ids(only: Iterable[str], skip: Iterable[str]) -> None:
+    """Unknown ``--only``/``--skip`` ids are a usage error (exit 2) naming the nearest known id,
+    checked before any probe starts: a typo must not print an empty table and exit 0."""
+    named = [(opt, i) for opt, ids in (("--only", only), ("--skip", skip)) for i in ids]
+    if not named:
+        return
+    import difflib
+
+    from .registry import RegistryError, load_registry
+
+    try:
+        known = [s.id for s in load_registry()]
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    for opt, given in named:
+        if given not in known:
+            near = difflib.get_close_matches(given, known, n=1, cutoff=0.5)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise InputError(f"{opt} {given!r}: no such check ({hint}`envdoctor list` shows every id)")
+
+
+def _writable_output(output: str | None) -> None:
+    """``-o FILE`` whose folder is missing or not writable: exit 2 before seconds of probing."""
+    if not output:
+        return
+    if "%" in output:
+        import socket
+
+        from .launch import expand_output
+
+        output = expand_output(output, os.environ, socket.gethostname())
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise InputError(f"cannot write {output}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {output}: the folder {folder} is not writable")
+
+
 # -- collection --------------------------------------------------------------------------------
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
              compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
@@ -172,6 +210,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
 
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
+    _known_ids(only, skip)
     python, chosen_by = _target(python)
     options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
@@ -308,6 +347,7 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
            device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
            verbose: bool) -> None:
     """The full report: facts, findings, and what did not run and why."""
+    _writable_output(output)
     facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
                                              progress=bool(output))
     rep = _judge(facts, checks, runs, warnings, "live")
@@ -342,14 +382,16 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
 
 
 @main.command(context_settings=CONTEXT)
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="[FILE]", required=False)
 @click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
 @_judge_options
-def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+def diagnose(file: str | None, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
              verbose: bool) -> None:
-    """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE or - for stdin),
-    with today's checks. Touches nothing of this machine."""
+    """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE, or - or a
+    pipe for stdin), with today's checks. Touches nothing of this machine."""
+    file = _diagnose_input(file)
+    _known_ids(only, skip)
     from .diagnose import select
     from .inputs import load
     from .model import Facts, ProbeRun
@@ -382,6 +424,16 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
 
         render_terminal(rep, make_console(), verbose=verbose)
     sys.exit(rep.exit_code(fail_on))
+
+
+def _diagnose_input(file: str | None) -> str:
+    """No FILE: standard input when something is piped or redirected into it, else a usage error."""
+    if file:
+        return file
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("diagnose: give a FILE (a saved report or a pasted text), or pipe one in: "
+                         "envdoctor diagnose < report.json")
+    return "-"
 
 
 @main.command(context_settings=CONTEXT)
