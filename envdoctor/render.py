@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Finding, Status, thaw
+from .model import Finding, Status, summarize, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,8 +86,24 @@ def target_line(report: Report) -> str | None:
     return safe(f"python: {target['path']}" + (f" ({why})" if why else ""))
 
 
-def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
-    """One row per finding (skips only with ``verbose``): status, check id, title and the GPUs it names."""
+#: The order findings are shown in: the problems first (fail, then envdoctor's own errors, then
+#: warnings), then what passed and what did not apply.
+ORDER = {Status.FAIL: 0, Status.ERROR: 1, Status.WARN: 2, Status.OK: 3, Status.SKIP: 4}
+PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
+
+
+def problems_first(findings: Iterable[Finding]) -> list[Finding]:
+    """fail → error → warn → ok → skip; within a status, in check order (stable)."""
+    return sorted(findings, key=lambda f: ORDER[f.status])
+
+
+def _gpus(f: Finding) -> str:
+    return f" [GPU {', '.join(map(str, f.gpus))}]" if f.gpus else ""
+
+
+def findings_table(findings: Iterable[Finding], verbose: bool = False, problems_only: bool = False) -> Table:
+    """One row per finding, problems first (skips only with ``verbose``; with ``problems_only``
+    just fail/error/warn): status, check id, title and the GPUs it names."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -96,68 +112,175 @@ def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True, style="cyan")
     table.add_column("finding")
-    for f in findings:
-        if f.status is Status.SKIP and not verbose:
+    for f in problems_first(findings):
+        if (f.status is Status.SKIP and not verbose) or (problems_only and f.status not in PROBLEMS):
             continue
-        gpus = f" [GPU {', '.join(map(str, f.gpus))}]" if f.gpus else ""
         table.add_row(Text(f"{ICONS[f.status]} {f.status.value}", style=STYLES[f.status]), Text(f.id),
-                      Text(safe(f.title) + gpus))
+                      Text(safe(f.title) + _gpus(f)))
     return table
 
 
+def _plain_rows(findings: list[Finding], console: Console) -> None:
+    """The findings table for a pipe or a file: columns aligned with spaces, nothing wrapped,
+    no padding after the last column (so no trailing spaces)."""
+    from rich.text import Text
+
+    width = max((len(f.id) for f in findings), default=0)
+    for f in findings:
+        line = Text(f"{ICONS[f.status]} {f.status.value:<6} ", style=STYLES[f.status])
+        line.append(f"{f.id:<{width}}  ", style="cyan")
+        line.append(safe(f.title) + _gpus(f))
+        console.print(line, soft_wrap=True)
+
+
+def _count_line(findings: list[Finding], verbose: bool) -> str:
+    counts = summarize(findings)
+    parts = [f"{counts['ok']} ok"] if counts["ok"] else []
+    parts += [f"{counts['skip']} skipped (not applicable here)"] if counts["skip"] else []
+    if not parts:
+        return ""
+    return " · ".join(parts) + ("" if verbose else " — -v lists them with why")
+
+
 def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+    """Problems first: the fail/error/warn rows, one line counting the rest (the rows with ``-v``),
+    a block per problem in the same order with its commands outside any box, and a summary naming
+    the failing checks. On a terminal the rows and blocks are a rich table and panels; on a pipe
+    or a file (``console.is_terminal`` false) plain lines, never wrapped, without trailing spaces,
+    so URLs and commands stay whole."""
+    from rich.text import Text
+
+    plain = not console.is_terminal
+    console.print(Text(_headline(report), style="bold"), soft_wrap=plain)
+    examined = target_line(report)
+    if examined:
+        console.print(Text(examined), soft_wrap=plain)
+    for w in report.warnings:
+        console.print(Text("warning: " + safe(w), style="yellow"), soft_wrap=plain)
+    ordered = problems_first(report.findings)
+    problems = [f for f in ordered if f.status in PROBLEMS]
+    rows = [f for f in ordered if verbose or f.status in PROBLEMS]
+    if not problems:
+        console.print(Text("No problems found.", style="green"))
+    if rows and plain:
+        _plain_rows(rows, console)
+    elif rows:
+        console.print(findings_table(ordered, verbose, problems_only=not verbose))
+    count = _count_line(ordered, verbose)
+    if count:
+        console.print(Text(count, style="dim"), soft_wrap=plain)
+    for f in ordered:
+        if f.status in PROBLEMS or (verbose and f.status is Status.OK):
+            _render_block(f, console, verbose, plain)
+    if verbose:
+        render_facts(report, console)
+    console.print(summary_text(report), soft_wrap=plain)
+
+
+def summary_text(report: Report) -> Any:
+    """``Summary: 1 fail (torch-arch-support) · 0 error · 2 warn (a, b) · 13 ok · 30 skip``."""
+    from rich.text import Text
+
+    line = Text("Summary: ")
+    for n, status in enumerate((Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)):
+        ids = [f.id for f in report.findings if f.status is status] if status in PROBLEMS else []
+        named = f" ({', '.join(dict.fromkeys(ids))})" if ids else ""
+        line.append(("" if n == 0 else " · ") + f"{len(ids) if ids else report.summary[status.value]} "
+                    f"{status.value}{named}", style=STYLES[status] if report.summary[status.value] else "dim")
+    return line
+
+
+def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
-    console.print(Text(_headline(report), style="bold"))
-    examined = target_line(report)
-    if examined:
-        console.print(Text(examined))
-    for w in report.warnings:
-        console.print(Text("warning: " + safe(w), style="yellow"))
-    console.print(findings_table(report.findings, verbose))
-    for f in report.findings:
-        if f.status in (Status.WARN, Status.FAIL, Status.ERROR) or (verbose and f.status is not Status.SKIP):
-            console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"),
-                                title_align="left", border_style=STYLES[f.status].replace("bold ", ""),
-                                expand=True))
-            # Commands go below the panel, unwrapped (soft_wrap), so a copy-paste gets one line.
-            for cmd in f.remediation.commands:
-                for cmd_line in safe(cmd).splitlines() or [""]:
-                    console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
-    skipped = [f for f in report.findings if f.status is Status.SKIP]
-    if skipped and not verbose:
-        console.print(Text(f"{len(skipped)} check(s) skipped (-v shows why).", style="dim"))
-    if verbose:
-        render_facts(report, console)
-    s = report.summary
-    line = Text("Summary: ")
-    for status in (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP):
-        line.append(f"{s[status.value]} {status.value}  ", style=STYLES[status] if s[status.value] else "dim")
-    console.print(line)
+    body = _finding_body(f, verbose, title=not plain)
+    if plain:
+        head = Text(f"\n{ICONS[f.status]} {f.status.value}: {f.id}", style=STYLES[f.status])
+        head.append(" — " + safe(f.title) + _gpus(f), style="bold")
+        console.print(head, soft_wrap=True)
+        for line in body.split("\n"):
+            if line.plain.strip():
+                console.print(Text("  ") + line, soft_wrap=True)
+    else:
+        console.print(Panel(body, title=Text(f"{f.status.value}: {f.id}"), title_align="left",
+                            border_style=STYLES[f.status].replace("bold ", ""), expand=True))
+    # Commands go below the block, never wrapped (soft_wrap), so a copy-paste gets one line each.
+    for text, style in remedy_lines(f.remediation):
+        console.print(Text(text, style=style), soft_wrap=True)
 
 
-def _finding_body(f: Finding, verbose: bool) -> Any:
+def _options(r: Any) -> list[Any]:
+    """The alternatives of a remediation (each one text + commands), when it has any: one of them
+    is to be done, not all (``either … or …``)."""
+    return [a for a in (getattr(r, "alternatives", None) or ()) if a]
+
+
+def _commands_of(option: Any) -> tuple[str, ...]:
+    if isinstance(option, str):
+        return (option,)
+    if isinstance(option, (list, tuple)):
+        return tuple(str(c) for c in option)
+    return tuple(getattr(option, "commands", ()) or ())
+
+
+def all_commands(r: Any) -> list[str]:
+    """Every command a remediation prints (its own steps, then each alternative's)."""
+    out = list(getattr(r, "commands", ()) or ())
+    for option in _options(r):
+        out += _commands_of(option)
+    return out
+
+
+def remedy_lines(r: Any) -> list[tuple[str, str]]:
+    """(line, style) for a remediation's commands, each once and whole: its own steps in order,
+    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it."""
+    lines: list[tuple[str, str]] = []
+    for cmd in getattr(r, "commands", ()) or ():
+        lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+    for n, option in enumerate(_options(r)):
+        words = safe(getattr(option, "text", "") or "")
+        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":"), "bold green"))
+        for cmd in _commands_of(option):
+            lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+    return lines
+
+
+def _without_commands(text: str, commands: Iterable[str]) -> str:
+    """Prose that quotes a command the block prints anyway says so instead: each command once."""
+    for cmd in commands:
+        if cmd and cmd in text:
+            text = text.replace(cmd, "the command below")
+    return text
+
+
+def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
+    """Title, detail, the evidence (without ``verbose`` only its first entry: checks list the fact
+    that decided the verdict first), what to do and the links. Commands are not in here."""
     from rich.text import Text
 
+    commands = all_commands(f.remediation)
     body = Text()
-    body.append(safe(f.title), style="bold")
+    if title:
+        body.append(safe(f.title) + "\n", style="bold")
     if f.detail:
-        body.append("\n" + safe(f.detail))
+        body.append(safe(_without_commands(f.detail, commands)))
     if f.evidence:
-        body.append("\n\nEvidence:", style="dim")
-        for key, value in f.evidence.items():
-            body.append(f"\n  {safe(key)} = ", style="dim")
+        shown = list(f.evidence.items()) if verbose else list(f.evidence.items())[:1]
+        for key, value in shown:
+            body.append(f"\nEvidence: {safe(key)} = ", style="dim")
             body.append(_value_text(value))
+        if len(shown) < len(f.evidence):
+            body.append(f" (+{len(f.evidence) - len(shown)} more with -v)", style="dim")
     r = f.remediation
     if r:
-        body.append("\n\nWhat to do: ", style="bold green")
-        if r.text:
-            body.append(safe(r.text))
-        if r.commands:
-            body.append("\n  (commands below)", style="dim")
+        if r.text or commands:
+            body.append("\nWhat to do: ", style="bold green")
+            body.append(safe(_without_commands(r.text, commands)) if r.text else "")
+            if commands:
+                body.append(" (commands below)" if len(commands) > 1 else " (command below)", style="dim")
         for link in r.links:
-            body.append("\n  ↗ " + safe(link), style="blue")
+            body.append("\n↗ " + safe(link), style="blue")
     return body
 
 
