@@ -184,10 +184,15 @@ def summary_text(report: Report) -> Any:
     line = Text("Summary: ")
     for n, status in enumerate((Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)):
         ids = [f.id for f in report.findings if f.status is status] if status in PROBLEMS else []
-        named = f" ({', '.join(dict.fromkeys(ids))})" if ids else ""
+        named = f" ({_some(list(dict.fromkeys(ids)))})" if ids else ""
         line.append(("" if n == 0 else " · ") + f"{len(ids) if ids else report.summary[status.value]} "
                     f"{status.value}{named}", style=STYLES[status] if report.summary[status.value] else "dim")
     return line
+
+
+def _some(names: list[str], most: int = 10) -> str:
+    """``a, b, c`` — at most ``most`` names, then ``+N more``."""
+    return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "")
 
 
 def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> None:
@@ -316,37 +321,134 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def render_markdown(report: Report) -> str:
-    out = ["### envdoctor report", "", _md(_headline(report)), ""]
-    s = report.summary
-    out.append(" · ".join(f"**{s[st.value]}** {st.value}" for st in
-                          (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)))
-    out += ["", "| status | check | finding |", "| --- | --- | --- |"]
-    for f in report.findings:
-        gpus = f" (GPU {', '.join(map(str, f.gpus))})" if f.gpus else ""
-        out.append(f"| {ICONS[f.status]} {f.status.value} | `{f.id}` | {_md(f.title)}{gpus} |")
-    problems = [f for f in report.findings if f.status in (Status.WARN, Status.FAIL, Status.ERROR)]
-    for f in problems:
-        out += ["", f"#### {f.status.value}: `{f.id}` — {_md(f.title)}", ""]
-        if f.detail:
-            out += [_md(f.detail), ""]
-        r = f.remediation
-        if r:
-            if r.text:
-                out += [f"**What to do:** {_md(r.text)}", ""]
-            if r.commands:
-                body = "\n".join(safe(c) for c in r.commands)
-                fence = _fence(body)
-                out += [f"{fence}sh", body, fence, ""]
-            for link in r.links:
-                out.append(f"- <{safe(link)}>")
-    from .report import json_text
+#: GitHub refuses an issue or comment body over 65,536 characters; the report stays under this,
+#: leaving room for the words the user writes around it.
+MARKDOWN_LIMIT = 60_000
 
-    facts_json = json_text(report.facts.to_dict(thawed=False), indent=1)
+
+def _html(text: Any) -> str:
+    """Text inside an HTML element (the ``<summary>`` line): escaped, one line."""
+    return safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def _summary_words(report: Report) -> str:
+    """``1 fail (torch-arch-support) · 0 error · 2 warn (a, b) · 13 ok · 30 skip``."""
+    return summary_text(report).plain.removeprefix("Summary: ")
+
+
+def _md_row(f: Finding) -> str:
+    gpus = f" (GPU {', '.join(map(str, f.gpus))})" if f.gpus else ""
+    return f"| {ICONS[f.status]} {f.status.value} | `{f.id}` | {_md(f.title)}{gpus} |"
+
+
+def _md_commands(commands: Iterable[str]) -> list[str]:
+    body = "\n".join(safe(c) for c in commands)
+    if not body:
+        return []
+    fence = _fence(body)
+    return [f"{fence}sh", body, fence, ""]
+
+
+def _md_block(f: Finding) -> list[str]:
+    """One problem: heading, detail, what to do, the commands (each once, in a shell fence; the
+    alternatives as *Either* … *or* …), the links."""
+    r = f.remediation
+    commands = all_commands(r)
+    out = [f"#### {ICONS[f.status]} {f.status.value}: `{f.id}` — {_md(f.title)}", ""]
+    if f.detail:
+        out += [_md(_without_commands(f.detail, commands)), ""]
+    if f.evidence:
+        key, value = next(iter(f.evidence.items()))
+        out += [f"Evidence: `{_md(key)}` = {_md(_value_text(value)[:300])}", ""]
+    if r.text:
+        out += [f"**What to do:** {_md(_without_commands(r.text, commands))}", ""]
+    out += _md_commands(r.commands)
+    for n, option in enumerate(_options(r)):
+        words = _md(getattr(option, "text", "") or "")
+        out += [("*Either*" if n == 0 else "*or*") + (f" {words}" if words else ":"), ""]
+        out += _md_commands(_commands_of(option))
+    out += [f"- <{safe(link)}>" for link in r.links]
+    return out + ([""] if r.links else [])
+
+
+def _md_facts(report: Report, budget: int) -> list[str] | None:
+    """The facts, folded, as JSON; None when they do not fit in ``budget`` characters (written in
+    pieces and given up as soon as they pass it: a 50 MB report is never rendered whole)."""
+    from .report import json_chunks
+
+    pieces: list[str] = []
+    size = 0
+    for piece in json_chunks(report.facts.to_dict(thawed=False), indent=1):
+        size += len(piece)
+        if size > budget:
+            return None
+        pieces.append(piece)
+    facts_json = "".join(pieces)
     fence = _fence(facts_json)
-    out += ["", "<details><summary>Facts (envdoctor report --json has everything)</summary>", "",
+    return ["<details><summary>Facts (<code>envdoctor report --json</code> has everything)</summary>", "",
             f"{fence}json", facts_json, fence, "", "</details>", ""]
-    return "\n".join(out)
+
+
+def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
+    """The whole report as one ``<details>`` block for a ticket: its summary line the counts and the
+    failing ids; inside, the problems first with their remedies, the passing checks in one table,
+    the facts folded; skips omitted. Kept under ``limit`` characters: what does not fit is cut
+    (the facts first, then the passing rows, then the last problems' details), with a note."""
+    ordered = problems_first(report.findings)
+    problems = [f for f in ordered if f.status in PROBLEMS]
+    passing = [f for f in ordered if f.status is Status.OK]
+    skipped = len(ordered) - len(problems) - len(passing)
+    examined = target_line(report)
+    head = [f"<details><summary>envdoctor: {_html(_summary_words(report))}</summary>", "", _md(_headline(report)), "",
+            *([_md(examined), ""] if examined else [])]
+    table = ["| status | check | finding |", "| --- | --- | --- |"]
+    tail = ["</details>", ""]
+    cut: list[str] = []
+    # What must fit: the head, the problem rows and their blocks (as many as fit, in order).
+    reserve = 1000  # for the note of what was cut and the closing lines
+    body = list(head)
+    used = sum(len(line) + 1 for line in body)
+    if not problems:
+        body += ["No problems found.", ""]
+    else:
+        body += table
+        # Rows of problems take at most half of the room: the blocks with the remedies matter more.
+        for n, f in enumerate(problems):
+            row = _md_row(f)
+            if used + len(row) + 1 > limit // 2:
+                cut.append(f"the rows of {len(problems) - n} more problem(s)")
+                break
+            body.append(row)
+            used += len(row) + 1
+        body.append("")
+    for n, f in enumerate(problems):
+        block = _md_block(f)
+        size = sum(len(line) + 1 for line in block)
+        if used + size > limit - reserve:
+            cut.append(f"the details of {len(problems) - n} problem(s) ({_some([g.id for g in problems[n:]])})")
+            break
+        body += block
+        used += size
+    if passing:
+        rows = ["<details><summary>" + f"{len(passing)} passing check(s)</summary>", "", *table,
+                *[_md_row(f) for f in passing], "", "</details>", ""]
+        size = sum(len(line) + 1 for line in rows)
+        if used + size > limit - reserve:
+            cut.append(f"the {len(passing)} passing check(s)")
+        else:
+            body += rows
+            used += size
+    facts = _md_facts(report, limit - reserve - used) if not cut else None
+    if facts is None:
+        cut.insert(0, f"the {len(report.facts)} facts")
+    else:
+        body += facts
+    if skipped:
+        body += [f"{skipped} check(s) that do not apply here are omitted.", ""]
+    if cut:
+        body += [f"**Cut to stay under {limit:,} characters:** {'; '.join(cut)}. "
+                 "`envdoctor report --json -o report.json` has everything (attach the file).", ""]
+    return "\n".join(body + tail)
 
 
 # -- healthcheck -------------------------------------------------------------------------------
