@@ -441,7 +441,9 @@ def _diagnose_input(file: str | None) -> str:
               help="Hard time budget; exceeding it is unhealthy.")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
-def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
+@click.option("--expect-gpus", type=click.IntRange(0), metavar="N",
+              help="Unhealthy (exit 1) when fewer than N GPUs are visible.")
+def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus: int | None) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
@@ -478,11 +480,38 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     if micro:
         checks += [s for s in registry if s.micro and s.healthcheck]
     # Through a Report: the one place every output is redacted.
-    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)), probes=tuple(runs))
+    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)) + _expected_gpus(facts, expect_gpus),
+                 probes=tuple(runs))
     hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     lifecycle.answer(line, 0 if healthy else 1)
+
+
+@main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--fail-on", type=click.Choice(["fail", "warn"]), default="fail", show_default=True,
+              help="Lowest status that keeps the command from starting.")
+@click.option("--micro", is_flag=True, help="Also run the device-touch microcheck (imports torch).")
+@click.option("--expect-gpus", type=click.IntRange(0), metavar="N", help="Fail when fewer than N GPUs are visible.")
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=10.0, show_default=True,
+              help="Budget for the preflight; a probe still running then has hung (a failure).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float, command: tuple[str, ...]) -> None:
+    """Container ENTRYPOINT preflight: run the fast checks (the healthcheck's), print the findings
+    to stderr, then become CMD (exec: same PID, signals and exit code are CMD's). When the
+    environment fails, CMD is not started and the exit code is 78."""
+    from .preflight import preflight
+
+    preflight(command, fail_on, micro, expect_gpus, max_seconds)
+
+
+def _expected_gpus(facts: Any, expected: int | None) -> tuple[Any, ...]:
+    """``--expect-gpus N``: one more finding, a failure when fewer GPUs are visible."""
+    if expected is None:
+        return ()
+    from .preflight import expect_gpus
+
+    return (expect_gpus(facts, expected),)
 
 
 def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:

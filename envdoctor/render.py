@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Finding, Status, summarize, thaw
+from .model import Finding, Reason, Status, summarize, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,7 +59,7 @@ def _headline(report: Report) -> str:
         parts.append(f"Python {f.value('python.version')}")
     if f.value("torch.version"):
         parts.append(f"torch {f.value('torch.version')}")
-    elif not f.get("torch.version").ok:
+    elif f.get("torch.version").reason not in (None, Reason.NOT_COLLECTED):  # healthcheck/exec never probe torch
         parts.append("torch: " + f.get("torch.version").describe().split(":")[0])
     if f.value("nvml.driver_version"):
         parts.append(f"driver {f.value('nvml.driver_version')}")
