@@ -591,7 +591,7 @@ def list_checks(as_json: bool) -> None:
     if as_json:
         import json
 
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(_versioned_list(rows), indent=2))
         return
     from rich import box
     from rich.table import Table
@@ -605,6 +605,16 @@ def list_checks(as_json: bool) -> None:
     for r in rows:
         table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), _healthcheck_cell(r))
     make_console().print(table)
+
+
+#: The shape of ``list --json``; raised when a field is removed or changes meaning (added ones keep it).
+LIST_SCHEMA_VERSION = 1
+
+
+def _versioned_list(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``list --json``: an object that says what it is and which shape, like a report."""
+    return {"kind": "envdoctor-check-list", "schema_version": LIST_SCHEMA_VERSION, "envdoctor_version": __version__,
+            "checks": rows}
 
 
 def _healthcheck_cell(row: dict[str, Any]) -> str:

@@ -158,7 +158,10 @@ def test_healthcheck_is_one_line_and_exits_0_or_1():
 
 def test_list_names_every_check_and_its_provider():
     proc = run("list", "--json")
-    rows = json.loads(proc.stdout)
+    listing = json.loads(proc.stdout)
+    assert listing["kind"] == "envdoctor-check-list" and listing["schema_version"] == 1
+    assert listing["envdoctor_version"]
+    rows = listing["checks"]
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)) and "host-shm-size" in ids
     assert all(r["provider"] == "envdoctor" for r in rows)
