@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -141,13 +142,32 @@ def preflight(command: Sequence[str], fail_on: str, micro: bool, expected: int |
     from .render import make_console, render_terminal
 
     began = time.monotonic()
-    report, hung = fast_findings(micro, expected, budget)
+    decided = threading.Event()
+
+    def watchdog() -> None:
+        # The hard budget, as healthcheck's: whatever is stuck (a D-state child, a wedged thread), we answer.
+        if not decided.wait(budget + 1.0):
+            _leave(f"envdoctor exec: preflight exceeded its --max-seconds {budget:g} budget; not starting "
+                   f"{redact_text(command[0])} (exit {EXIT_PREFLIGHT})", EXIT_PREFLIGHT)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    python = None
+    if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
+        from .host import Host
+        from .target import TargetError, choose
+
+        try:
+            python = choose(Host(), None, os.getcwd()).path
+        except TargetError as exc:
+            _leave(f"envdoctor exec: {exc}", 2)
+    report, hung = fast_findings(micro, expected, budget, python)
+    decided.set()
     bad = failing(report.findings, fail_on)
     render_terminal(report, make_console(stderr=True))
     seconds = time.monotonic() - began
     if bad or hung:
         names = [f"probe {h} hung" for h in hung] + list(dict.fromkeys(f.id for f in bad))
         _leave(redact_text(f"envdoctor exec: preflight failed in {seconds:.1f}s ({', '.join(names)}); "
-                                            f"not starting {command[0]} (exit {EXIT_PREFLIGHT})"), EXIT_PREFLIGHT)
+                           f"not starting {command[0]} (exit {EXIT_PREFLIGHT})"), EXIT_PREFLIGHT)
     print(f"envdoctor exec: preflight passed in {seconds:.1f}s; starting {redact_text(command[0])}", file=sys.stderr)
     become(command)

@@ -146,3 +146,16 @@ def test_expect_gpus_counts_what_cuda_would_see():
     assert expect_gpus(hung, 1).status is Status.FAIL and "could be counted" in expect_gpus(hung, 1).title
     hidden = Facts({"cuda.device_count": ok(1), "nvml.gpus": ok([{"index": 0}, {"index": 1}])})
     assert expect_gpus(hidden, 2).title == "1 GPU(s) visible, 2 expected"  # CUDA_VISIBLE_DEVICES=0
+
+
+def test_a_hung_driver_fails_the_preflight_within_its_budget(tmp_path):
+    env = _both(tmp_path, {"init_hang": 1}, {})
+    lib_dirs = env.pop("_LIB_DIRS")
+    marker = tmp_path / "started"
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "exec", "--max-seconds", "2", "--", "touch", str(marker)],
+                          env=cli_env({**env, "LD_LIBRARY_PATH": lib_dirs}), capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 78 and not marker.exists(), err
+    assert time.monotonic() - began < 30  # a budget, not a wait on the stuck child
+    assert "hung" in err.strip().splitlines()[-1], err
