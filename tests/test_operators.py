@@ -159,3 +159,13 @@ def test_a_hung_driver_fails_the_preflight_within_its_budget(tmp_path):
     assert proc.returncode == 78 and not marker.exists(), err
     assert time.monotonic() - began < 30  # a budget, not a wait on the stuck child
     assert "hung" in err.strip().splitlines()[-1], err
+
+
+def test_the_readme_shows_readiness_not_liveness_and_the_install_line():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    container = readme[readme.index("### In a container"):readme.index("## Clusters")]
+    assert "readinessProbe:" in container and "startupProbe:" in container and "livenessProbe" not in readme
+    assert "Why not a liveness probe" in container and "--max-seconds" in container
+    dockerfile = container[container.index("```dockerfile"):container.index("```", container.index("```dockerfile") + 3)]
+    assert "pip install" in dockerfile and 'ENTRYPOINT ["envdoctor", "exec", "--"]' in dockerfile
+    assert f"| {EXIT_PREFLIGHT} | `exec`" in readme and f"values: [{EXIT_PREFLIGHT}]" in container
