@@ -74,7 +74,9 @@ def explicit(host: Host, given: str) -> Target:
         raise TargetError(f"--python {given}: not a file (a broken link?)")
     if not host.access(found, os.X_OK):
         raise TargetError(f"--python {given}: not executable")
-    return Target(found, "--python")
+    # Absolute (not resolved: a venv's bin/python link must stay the venv's), so the header and
+    # the children name the same file whatever their working directory.
+    return Target(os.path.abspath(found), "--python")
 
 
 def discover(host: Host, cwd: str, torch_beside: bool | None = None) -> Target:

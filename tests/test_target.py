@@ -80,7 +80,7 @@ def test_discovery_falls_back_to_python3_on_path_then_to_envdoctor(tmp_path):
 
 def test_a_folder_named_without_a_slash_is_a_folder(venv, monkeypatch):
     monkeypatch.chdir(venv.parent)
-    assert explicit(Host(environ=test_env()), venv.name).path == f"{venv.name}/bin/python"
+    assert explicit(Host(environ=test_env()), venv.name).path == f"{venv}/bin/python"
     with pytest.raises(TargetError, match="not on PATH"):
         explicit(Host(environ=test_env()), "no-such-python-anywhere")
 
