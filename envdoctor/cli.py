@@ -72,11 +72,11 @@ class Interpreter(click.ParamType):
         return target.path
 
 
-def _target(python: str | None) -> tuple[str, str]:
+def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]:
     """The interpreter whose torch is examined and why: ``--python`` (already verified) or uv's
     discovery order; an unusable discovered one is exit 2 before any probing."""
     if python:
-        return python, "--python"
+        return python, chosen_by or "--python"
     from .host import Host
     from .target import TargetError, choose
 
@@ -204,14 +204,14 @@ def _writable_output(output: str | None) -> None:
 # -- collection --------------------------------------------------------------------------------
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
              compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
-             extra: dict[str, Any] | None = None) -> Any:
+             extra: dict[str, Any] | None = None, chosen_by: str | None = None) -> Any:
     from .host import Host
     from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
     _known_ids(only, skip)
-    python, chosen_by = _target(python)
+    python, chosen_by = _target(python, chosen_by)
     options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
@@ -319,9 +319,14 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     prints one cluster report and every rank exits with the same code.
     """
     if distributed:
+        import functools
+
         from .cluster_cli import run_distributed
 
-        run_distributed(_collect, _judge, python=python, timeout=timeout, device=device, only=only, skip=skip,
+        # Every rank examines the interpreter the launcher started (its rank child imports torch
+        # there), unless --python says otherwise: discovery would name another one.
+        collect = functools.partial(_collect, chosen_by=None if python else "started by the launcher")
+        run_distributed(collect, _judge, python=python or sys.executable, timeout=timeout, device=device, only=only, skip=skip,
                         fail_on=fail_on, verbose=verbose, init_timeout=init_timeout,
                         collective_timeout=collective_timeout, min_busbw=min_busbw, as_json=as_json, output=output)
         return
