@@ -75,6 +75,9 @@ def test_evidence_beyond_the_deciding_line_is_behind_v(mixed):
 def test_piped_output_is_never_wrapped_and_commands_print_once(mixed):
     lines = _check(mixed, columns="80")
     assert not [line for line in lines if line != line.rstrip()]  # no trailing spaces
+    verbose = _check(mixed, "-v", columns="80")  # the facts too: one line each, not a wrapped table
+    assert not [line for line in verbose if line != line.rstrip()]
+    assert "  torch.version = 2.6.0+cu126  (collect_env)" in verbose
     assert any(len(line) > 80 for line in lines)  # long lines are kept whole, not wrapped at 80
     text = "\n".join(lines)
     assert "https://pytorch.org/get-started/previous-versions/" in URL.findall(text)
