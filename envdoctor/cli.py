@@ -53,23 +53,38 @@ class Seconds(click.FloatRange):
 
 
 class Interpreter(click.ParamType):
-    """``--python``: an existing executable file, by path or by name on PATH; resolved here so a
-    typo is a usage error (exit 2), not a run whose every torch fact says 'cannot execute'."""
+    """``--python``: an interpreter (a path or a name on PATH) or a venv/conda folder, resolved and
+    verified to be a Python here (:mod:`envdoctor.target`), so a typo or ``/bin/true`` is a usage
+    error (exit 2, one line) before anything is probed."""
 
     name = "path"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        text = str(value)
-        found = text if os.path.sep in text else _which(text)
-        if not found or not os.path.lexists(found):
-            self.fail(f"{text} does not exist" if os.path.sep in text else f"{text} is not on PATH", param, ctx)
-        if os.path.isdir(found):
-            self.fail(f"{text} is a directory, not an interpreter", param, ctx)
-        if not os.path.isfile(found):
-            self.fail(f"{text} does not exist (a broken link?)", param, ctx)
-        if not os.access(found, os.X_OK):
-            self.fail(f"{text} is not executable", param, ctx)
-        return found
+        from .host import Host
+        from .target import TargetError, explicit, verify
+
+        host = Host()
+        try:
+            target = explicit(host, str(value))
+            verify(host, target)
+        except TargetError as exc:
+            raise InputError(str(exc)) from None
+        return target.path
+
+
+def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]:
+    """The interpreter whose torch is examined and why: ``--python`` (already verified) or uv's
+    discovery order; an unusable discovered one is exit 2 before any probing."""
+    if python:
+        return python, chosen_by or "--python"
+    from .host import Host
+    from .target import TargetError, choose
+
+    try:
+        target = choose(Host(), None, os.getcwd())
+    except TargetError as exc:
+        raise InputError(str(exc)) from None
+    return target.path, target.chosen_by
 
 
 def run() -> None:
@@ -101,7 +116,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by `check` and `report` (they collect the same way)."""
     decorators = [
         click.option("--python", "python", metavar="PATH", type=Interpreter(),
-                     help="Target interpreter whose torch is examined (default: this one)."),
+                     help="Interpreter (or venv/conda folder) whose torch is examined (default: $VIRTUAL_ENV, "
+                     "$CONDA_PREFIX, a .venv here or above, envdoctor's own when torch is beside it, python3)."),
         click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
                      help="Deadline in seconds per probe (the torch probe gets 6x)."),
         click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
@@ -147,16 +163,56 @@ def main() -> None:
     """
 
 
+def _known_ids(only: Iterable[str], skip: Iterable[str]) -> None:
+    """Unknown ``--only``/``--skip`` ids are a usage error (exit 2) naming the nearest known id,
+    checked before any probe starts: a typo must not print an empty table and exit 0."""
+    named = [(opt, i) for opt, ids in (("--only", only), ("--skip", skip)) for i in ids]
+    if not named:
+        return
+    import difflib
+
+    from .registry import RegistryError, load_registry
+
+    try:
+        known = [s.id for s in load_registry()]
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    for opt, given in named:
+        if given not in known:
+            near = difflib.get_close_matches(given, known, n=1, cutoff=0.5)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise InputError(f"{opt} {given!r}: no such check ({hint}`envdoctor list` shows every id)")
+
+
+def _writable_output(output: str | None) -> None:
+    """``-o FILE`` whose folder is missing or not writable: exit 2 before seconds of probing."""
+    if not output:
+        return
+    if "%" in output:
+        import socket
+
+        from .launch import expand_output
+
+        output = expand_output(output, os.environ, socket.gethostname())
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise InputError(f"cannot write {output}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {output}: the folder {folder} is not writable")
+
+
 # -- collection --------------------------------------------------------------------------------
 def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
              compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
-             extra: dict[str, Any] | None = None) -> Any:
+             extra: dict[str, Any] | None = None, chosen_by: str | None = None) -> Any:
     from .host import Host
     from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
 
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
-    options = Options(timeout=timeout, python=python, micro=not no_micro,
+    _known_ids(only, skip)
+    python, chosen_by = _target(python, chosen_by)
+    options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
                       micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
@@ -211,12 +267,6 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     return result["facts"], result["runs"], checks, warnings
 
 
-def _which(name: str) -> str | None:
-    import shutil
-
-    return name if os.path.sep in name else shutil.which(name)
-
-
 def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str) -> Any:
     from . import compat
     from .diagnose import diagnose
@@ -269,9 +319,14 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     prints one cluster report and every rank exits with the same code.
     """
     if distributed:
+        import functools
+
         from .cluster_cli import run_distributed
 
-        run_distributed(_collect, _judge, python=python, timeout=timeout, device=device, only=only, skip=skip,
+        # Every rank examines the interpreter the launcher started (its rank child imports torch
+        # there), unless --python says otherwise: discovery would name another one.
+        collect = functools.partial(_collect, chosen_by=None if python else "started by the launcher")
+        run_distributed(collect, _judge, python=python or sys.executable, timeout=timeout, device=device, only=only, skip=skip,
                         fail_on=fail_on, verbose=verbose, init_timeout=init_timeout,
                         collective_timeout=collective_timeout, min_busbw=min_busbw, as_json=as_json, output=output)
         return
@@ -297,6 +352,7 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
            device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
            verbose: bool) -> None:
     """The full report: facts, findings, and what did not run and why."""
+    _writable_output(output)
     facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
                                              progress=bool(output))
     rep = _judge(facts, checks, runs, warnings, "live")
@@ -331,14 +387,16 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
 
 
 @main.command(context_settings=CONTEXT)
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="[FILE]", required=False)
 @click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
 @_judge_options
-def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+def diagnose(file: str | None, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
              verbose: bool) -> None:
-    """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE or - for stdin),
-    with today's checks. Touches nothing of this machine."""
+    """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE, or - or a
+    pipe for stdin), with today's checks. Touches nothing of this machine."""
+    file = _diagnose_input(file)
+    _known_ids(only, skip)
     from .diagnose import select
     from .inputs import load
     from .model import Facts, ProbeRun
@@ -373,12 +431,24 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
     sys.exit(rep.exit_code(fail_on))
 
 
+def _diagnose_input(file: str | None) -> str:
+    """No FILE: standard input when something is piped or redirected into it, else a usage error."""
+    if file:
+        return file
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("diagnose: give a FILE (a saved report or a pasted text), or pipe one in: "
+                         "envdoctor diagnose < report.json")
+    return "-"
+
+
 @main.command(context_settings=CONTEXT)
 @click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True,
               help="Hard time budget; exceeding it is unhealthy.")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
-def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
+@click.option("--expect-gpus", type=click.IntRange(0), metavar="N",
+              help="Unhealthy (exit 1) when fewer than N GPUs are visible.")
+def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus: int | None) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
@@ -415,11 +485,38 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None) -> None:
     if micro:
         checks += [s for s in registry if s.micro and s.healthcheck]
     # Through a Report: the one place every output is redacted.
-    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)), probes=tuple(runs))
+    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)) + _expected_gpus(facts, expect_gpus),
+                 probes=tuple(runs))
     hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     lifecycle.answer(line, 0 if healthy else 1)
+
+
+@main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--fail-on", type=click.Choice(["fail", "warn"]), default="fail", show_default=True,
+              help="Lowest status that keeps the command from starting.")
+@click.option("--micro", is_flag=True, help="Also run the device-touch microcheck (imports torch).")
+@click.option("--expect-gpus", type=click.IntRange(0), metavar="N", help="Fail when fewer than N GPUs are visible.")
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=10.0, show_default=True,
+              help="Budget for the preflight; a probe still running then has hung (a failure).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float, command: tuple[str, ...]) -> None:
+    """Container ENTRYPOINT preflight: run the fast checks (the healthcheck's), print the findings
+    to stderr, then become CMD (exec: same PID, signals and exit code are CMD's). When the
+    environment fails, CMD is not started and the exit code is 78."""
+    from .preflight import preflight
+
+    preflight(command, fail_on, micro, expect_gpus, max_seconds)
+
+
+def _expected_gpus(facts: Any, expected: int | None) -> tuple[Any, ...]:
+    """``--expect-gpus N``: one more finding, a failure when fewer GPUs are visible."""
+    if expected is None:
+        return ()
+    from .preflight import expect_gpus
+
+    return (expect_gpus(facts, expected),)
 
 
 def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:
@@ -499,7 +596,7 @@ def list_checks(as_json: bool) -> None:
     if as_json:
         import json
 
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(_versioned_list(rows), indent=2))
         return
     from rich import box
     from rich.table import Table
@@ -513,6 +610,16 @@ def list_checks(as_json: bool) -> None:
     for r in rows:
         table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), _healthcheck_cell(r))
     make_console().print(table)
+
+
+#: The shape of ``list --json``; raised when a field is removed or changes meaning (added ones keep it).
+LIST_SCHEMA_VERSION = 1
+
+
+def _versioned_list(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``list --json``: an object that says what it is and which shape, like a report."""
+    return {"kind": "envdoctor-check-list", "schema_version": LIST_SCHEMA_VERSION, "envdoctor_version": __version__,
+            "checks": rows}
 
 
 def _healthcheck_cell(row: dict[str, Any]) -> str:

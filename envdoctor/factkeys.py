@@ -115,6 +115,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'object name → value, allow-listed and redacted (`"<redacted>"`)'),
     _k('python.executable', 'str', ('probe:python',),
        'path'),
+    _k('python.target', 'object', ('probe:python',),
+       'the interpreter examined and why it was chosen: `{"path": …, "chosen_by": "--python" | "VIRTUAL_ENV" | '
+       '"CONDA_PREFIX" | ".venv in DIR" | "python3 on PATH" | "envdoctor\'s own interpreter: …"}`'),
     _k('python.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:parse_text', 'parser:statements'),
        '`"3.11.7"`'),
     _k('python.implementation', 'str', ('probe:python',),

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Finding, Status, thaw
+from .model import Finding, Reason, Status, summarize, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,7 +59,7 @@ def _headline(report: Report) -> str:
         parts.append(f"Python {f.value('python.version')}")
     if f.value("torch.version"):
         parts.append(f"torch {f.value('torch.version')}")
-    elif not f.get("torch.version").ok:
+    elif f.get("torch.version").reason not in (None, Reason.NOT_COLLECTED):  # healthcheck/exec never probe torch
         parts.append("torch: " + f.get("torch.version").describe().split(":")[0])
     if f.value("nvml.driver_version"):
         parts.append(f"driver {f.value('nvml.driver_version')}")
@@ -77,8 +77,33 @@ def _headline(report: Report) -> str:
     return " · ".join(safe(p) for p in parts)
 
 
-def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
-    """One row per finding (skips only with ``verbose``): status, check id, title and the GPUs it names."""
+def target_line(report: Report) -> str | None:
+    """``python: /x/.venv/bin/python (VIRTUAL_ENV)``: the interpreter examined and why it was chosen."""
+    target = report.facts.value("python.target")
+    if not isinstance(target, Mapping) or not target.get("path"):
+        return None
+    why = target.get("chosen_by")
+    return safe(f"python: {target['path']}" + (f" ({why})" if why else ""))
+
+
+#: The order findings are shown in: the problems first (fail, then envdoctor's own errors, then
+#: warnings), then what passed and what did not apply.
+ORDER = {Status.FAIL: 0, Status.ERROR: 1, Status.WARN: 2, Status.OK: 3, Status.SKIP: 4}
+PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
+
+
+def problems_first(findings: Iterable[Finding]) -> list[Finding]:
+    """fail → error → warn → ok → skip; within a status, in check order (stable)."""
+    return sorted(findings, key=lambda f: ORDER[f.status])
+
+
+def _gpus(f: Finding) -> str:
+    return f" [GPU {', '.join(map(str, f.gpus))}]" if f.gpus else ""
+
+
+def findings_table(findings: Iterable[Finding], verbose: bool = False, problems_only: bool = False) -> Table:
+    """One row per finding, problems first (skips only with ``verbose``; with ``problems_only``
+    just fail/error/warn): status, check id, title and the GPUs it names."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -87,65 +112,180 @@ def findings_table(findings: Iterable[Finding], verbose: bool = False) -> Table:
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True, style="cyan")
     table.add_column("finding")
-    for f in findings:
-        if f.status is Status.SKIP and not verbose:
+    for f in problems_first(findings):
+        if (f.status is Status.SKIP and not verbose) or (problems_only and f.status not in PROBLEMS):
             continue
-        gpus = f" [GPU {', '.join(map(str, f.gpus))}]" if f.gpus else ""
         table.add_row(Text(f"{ICONS[f.status]} {f.status.value}", style=STYLES[f.status]), Text(f.id),
-                      Text(safe(f.title) + gpus))
+                      Text(safe(f.title) + _gpus(f)))
     return table
 
 
+def _plain_rows(findings: list[Finding], console: Console) -> None:
+    """The findings table for a pipe or a file: columns aligned with spaces, nothing wrapped,
+    no padding after the last column (so no trailing spaces)."""
+    from rich.text import Text
+
+    width = max((len(f.id) for f in findings), default=0)
+    for f in findings:
+        line = Text(f"{ICONS[f.status]} {f.status.value:<6} ", style=STYLES[f.status])
+        line.append(f"{f.id:<{width}}  ", style="cyan")
+        line.append(safe(f.title) + _gpus(f))
+        console.print(line, soft_wrap=True)
+
+
+def _count_line(findings: list[Finding], verbose: bool) -> str:
+    counts = summarize(findings)
+    parts = [f"{counts['ok']} ok"] if counts["ok"] else []
+    parts += [f"{counts['skip']} skipped (not applicable here)"] if counts["skip"] else []
+    if not parts:
+        return ""
+    return " · ".join(parts) + ("" if verbose else " — -v lists them with why")
+
+
 def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+    """Problems first: the fail/error/warn rows, one line counting the rest (the rows with ``-v``),
+    a block per problem in the same order with its commands outside any box, and a summary naming
+    the failing checks. On a terminal the rows and blocks are a rich table and panels; on a pipe
+    or a file (``console.is_terminal`` false) plain lines, never wrapped, without trailing spaces,
+    so URLs and commands stay whole."""
+    from rich.text import Text
+
+    plain = not console.is_terminal
+    console.print(Text(_headline(report), style="bold"), soft_wrap=plain)
+    examined = target_line(report)
+    if examined:
+        console.print(Text(examined), soft_wrap=plain)
+    for w in report.warnings:
+        console.print(Text("warning: " + safe(w), style="yellow"), soft_wrap=plain)
+    ordered = problems_first(report.findings)
+    problems = [f for f in ordered if f.status in PROBLEMS]
+    rows = [f for f in ordered if verbose or f.status in PROBLEMS]
+    if not problems:
+        console.print(Text("No problems found.", style="green"))
+    if rows and plain:
+        _plain_rows(rows, console)
+    elif rows:
+        console.print(findings_table(ordered, verbose, problems_only=not verbose))
+    count = _count_line(ordered, verbose)
+    if count:
+        console.print(Text(count, style="dim"), soft_wrap=plain)
+    for f in ordered:
+        if f.status in PROBLEMS or (verbose and f.status is Status.OK):
+            _render_block(f, console, verbose, plain)
+    if verbose:
+        render_facts(report, console)
+    console.print(summary_text(report), soft_wrap=plain)
+
+
+def summary_text(report: Report) -> Any:
+    """``Summary: 1 fail (torch-arch-support) · 0 error · 2 warn (a, b) · 13 ok · 30 skip``."""
+    from rich.text import Text
+
+    line = Text("Summary: ")
+    for n, status in enumerate((Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)):
+        ids = [f.id for f in report.findings if f.status is status] if status in PROBLEMS else []
+        named = f" ({_some(list(dict.fromkeys(ids)))})" if ids else ""
+        line.append(("" if n == 0 else " · ") + f"{len(ids) if ids else report.summary[status.value]} "
+                    f"{status.value}{named}", style=STYLES[status] if report.summary[status.value] else "dim")
+    return line
+
+
+def _some(names: list[str], most: int = 10) -> str:
+    """``a, b, c`` — at most ``most`` names, then ``+N more``."""
+    return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "")
+
+
+def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
-    console.print(Text(_headline(report), style="bold"))
-    for w in report.warnings:
-        console.print(Text("warning: " + safe(w), style="yellow"))
-    console.print(findings_table(report.findings, verbose))
-    for f in report.findings:
-        if f.status in (Status.WARN, Status.FAIL, Status.ERROR) or (verbose and f.status is not Status.SKIP):
-            console.print(Panel(_finding_body(f, verbose), title=Text(f"{f.status.value}: {f.id}"),
-                                title_align="left", border_style=STYLES[f.status].replace("bold ", ""),
-                                expand=True))
-            # Commands go below the panel, unwrapped (soft_wrap), so a copy-paste gets one line.
-            for cmd in f.remediation.command_lines():
-                for cmd_line in safe(cmd).splitlines() or [""]:
-                    console.print(Text("  " + cmd_line, style="bold"), soft_wrap=True)
-    skipped = [f for f in report.findings if f.status is Status.SKIP]
-    if skipped and not verbose:
-        console.print(Text(f"{len(skipped)} check(s) skipped (-v shows why).", style="dim"))
-    if verbose:
-        render_facts(report, console)
-    s = report.summary
-    line = Text("Summary: ")
-    for status in (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP):
-        line.append(f"{s[status.value]} {status.value}  ", style=STYLES[status] if s[status.value] else "dim")
-    console.print(line)
+    body = _finding_body(f, verbose, title=not plain)
+    if plain:
+        head = Text(f"\n{ICONS[f.status]} {f.status.value}: {f.id}", style=STYLES[f.status])
+        head.append(" — " + safe(f.title) + _gpus(f), style="bold")
+        console.print(head, soft_wrap=True)
+        for line in body.split("\n"):
+            if line.plain.strip():
+                console.print(Text("  ") + line, soft_wrap=True)
+    else:
+        console.print(Panel(body, title=Text(f"{f.status.value}: {f.id}"), title_align="left",
+                            border_style=STYLES[f.status].replace("bold ", ""), expand=True))
+    # Commands go below the block, never wrapped (soft_wrap), so a copy-paste gets one line each.
+    for text, style in remedy_lines(f.remediation):
+        console.print(Text(text, style=style), soft_wrap=True)
 
 
-def _finding_body(f: Finding, verbose: bool) -> Any:
+def _options(r: Any) -> list[Any]:
+    """The alternatives of a remediation (each one text + commands), when it has any: one of them
+    is to be done, not all (``either … or …``)."""
+    return [a for a in (getattr(r, "alternatives", None) or ()) if a]
+
+
+def _commands_of(option: Any) -> tuple[str, ...]:
+    if isinstance(option, str):
+        return (option,)
+    if isinstance(option, (list, tuple)):
+        return tuple(str(c) for c in option)
+    return tuple(getattr(option, "commands", ()) or ())
+
+
+def all_commands(r: Any) -> list[str]:
+    """Every command a remediation prints (its own steps, then each alternative's)."""
+    out = list(getattr(r, "commands", ()) or ())
+    for option in _options(r):
+        out += _commands_of(option)
+    return out
+
+
+def remedy_lines(r: Any) -> list[tuple[str, str]]:
+    """(line, style) for a remediation's commands, each once and whole: its own steps in order,
+    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it."""
+    lines: list[tuple[str, str]] = []
+    for cmd in getattr(r, "commands", ()) or ():
+        lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+    for n, option in enumerate(_options(r)):
+        words = safe(getattr(option, "text", "") or "")
+        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":"), "bold green"))
+        for cmd in _commands_of(option):
+            lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+    return lines
+
+
+def _without_commands(text: str, commands: Iterable[str]) -> str:
+    """Prose that quotes a command the block prints anyway says so instead: each command once."""
+    for cmd in commands:
+        if cmd and cmd in text:
+            text = text.replace(cmd, "the command below")
+    return text
+
+
+def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
+    """Title, detail, the evidence (without ``verbose`` only its first entry: checks list the fact
+    that decided the verdict first), what to do and the links. Commands are not in here."""
     from rich.text import Text
 
+    commands = all_commands(f.remediation)
     body = Text()
-    body.append(safe(f.title), style="bold")
+    if title:
+        body.append(safe(f.title) + "\n", style="bold")
     if f.detail:
-        body.append("\n" + safe(f.detail))
+        body.append(safe(_without_commands(f.detail, commands)))
     if f.evidence:
-        body.append("\n\nEvidence:", style="dim")
-        for key, value in f.evidence.items():
-            body.append(f"\n  {safe(key)} = ", style="dim")
+        shown = list(f.evidence.items()) if verbose else list(f.evidence.items())[:1]
+        for key, value in shown:
+            body.append(f"\nEvidence: {safe(key)} = ", style="dim")
             body.append(_value_text(value))
+        if len(shown) < len(f.evidence):
+            body.append(f" (+{len(f.evidence) - len(shown)} more with -v)", style="dim")
     r = f.remediation
     if r:
-        body.append("\n\nWhat to do: ", style="bold green")
-        if r.text:
-            body.append(safe(r.text))
-        if r.command_lines():
-            body.append("\n  (commands below)", style="dim")
+        if r.text or commands:
+            body.append("\nWhat to do: ", style="bold green")
+            body.append(safe(_without_commands(r.text, commands)) if r.text else "")
+            if commands:
+                body.append(" (commands below)" if len(commands) > 1 else " (command below)", style="dim")
         for link in r.links:
-            body.append("\n  ↗ " + safe(link), style="blue")
+            body.append("\n↗ " + safe(link), style="blue")
     return body
 
 
@@ -154,19 +294,29 @@ def render_facts(report: Report, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    plain = not console.is_terminal  # on a pipe: one line per fact, never wrapped (render_terminal)
     table = Table(title="Facts", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("fact", style="cyan", no_wrap=True)
     table.add_column("value")
     table.add_column("source", style="dim")
+    if plain:
+        console.print(Text("\nFacts", style="bold"))
     for key in sorted(report.facts):
         r = report.facts[key]
         value = Text(_value_text(r.value)[:300]) if r.ok else Text(safe(r.describe()), style="yellow")
-        table.add_row(Text(key), value, Text(safe(r.source)))
-    console.print(table)
+        if plain:
+            line = Text(f"  {key} = ", style="cyan") + value
+            if r.source:
+                line.append(f"  ({safe(r.source)})", style="dim")
+            console.print(line, soft_wrap=True)
+        else:
+            table.add_row(Text(key), value, Text(safe(r.source)))
+    if not plain:
+        console.print(table)
     probes = [p for p in report.probes]
     if probes:
         console.print(Text("Probes: " + ", ".join(f"{p.name} {p.status} {p.seconds:.2f}s" for p in probes),
-                           style="dim"))
+                           style="dim"), soft_wrap=plain)
 
 
 # -- Markdown ----------------------------------------------------------------------------------
@@ -181,37 +331,134 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def render_markdown(report: Report) -> str:
-    out = ["### envdoctor report", "", _md(_headline(report)), ""]
-    s = report.summary
-    out.append(" · ".join(f"**{s[st.value]}** {st.value}" for st in
-                          (Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)))
-    out += ["", "| status | check | finding |", "| --- | --- | --- |"]
-    for f in report.findings:
-        gpus = f" (GPU {', '.join(map(str, f.gpus))})" if f.gpus else ""
-        out.append(f"| {ICONS[f.status]} {f.status.value} | `{f.id}` | {_md(f.title)}{gpus} |")
-    problems = [f for f in report.findings if f.status in (Status.WARN, Status.FAIL, Status.ERROR)]
-    for f in problems:
-        out += ["", f"#### {f.status.value}: `{f.id}` — {_md(f.title)}", ""]
-        if f.detail:
-            out += [_md(f.detail), ""]
-        r = f.remediation
-        if r:
-            if r.text:
-                out += [f"**What to do:** {_md(r.text)}", ""]
-            if r.command_lines():
-                body = "\n".join(safe(c) for c in r.command_lines())
-                fence = _fence(body)
-                out += [f"{fence}sh", body, fence, ""]
-            for link in r.links:
-                out.append(f"- <{safe(link)}>")
-    from .report import json_text
+#: GitHub refuses an issue or comment body over 65,536 characters; the report stays under this,
+#: leaving room for the words the user writes around it.
+MARKDOWN_LIMIT = 60_000
 
-    facts_json = json_text(report.facts.to_dict(thawed=False), indent=1)
+
+def _html(text: Any) -> str:
+    """Text inside an HTML element (the ``<summary>`` line): escaped, one line."""
+    return safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def _summary_words(report: Report) -> str:
+    """``1 fail (torch-arch-support) · 0 error · 2 warn (a, b) · 13 ok · 30 skip``."""
+    return summary_text(report).plain.removeprefix("Summary: ")
+
+
+def _md_row(f: Finding) -> str:
+    gpus = f" (GPU {', '.join(map(str, f.gpus))})" if f.gpus else ""
+    return f"| {ICONS[f.status]} {f.status.value} | `{f.id}` | {_md(f.title)}{gpus} |"
+
+
+def _md_commands(commands: Iterable[str]) -> list[str]:
+    body = "\n".join(safe(c) for c in commands)
+    if not body:
+        return []
+    fence = _fence(body)
+    return [f"{fence}sh", body, fence, ""]
+
+
+def _md_block(f: Finding) -> list[str]:
+    """One problem: heading, detail, what to do, the commands (each once, in a shell fence; the
+    alternatives as *Either* … *or* …), the links."""
+    r = f.remediation
+    commands = all_commands(r)
+    out = [f"#### {ICONS[f.status]} {f.status.value}: `{f.id}` — {_md(f.title)}", ""]
+    if f.detail:
+        out += [_md(_without_commands(f.detail, commands)), ""]
+    if f.evidence:
+        key, value = next(iter(f.evidence.items()))
+        out += [f"Evidence: `{_md(key)}` = {_md(_value_text(value)[:300])}", ""]
+    if r.text:
+        out += [f"**What to do:** {_md(_without_commands(r.text, commands))}", ""]
+    out += _md_commands(r.commands)
+    for n, option in enumerate(_options(r)):
+        words = _md(getattr(option, "text", "") or "")
+        out += [("*Either*" if n == 0 else "*or*") + (f" {words}" if words else ":"), ""]
+        out += _md_commands(_commands_of(option))
+    out += [f"- <{safe(link)}>" for link in r.links]
+    return out + ([""] if r.links else [])
+
+
+def _md_facts(report: Report, budget: int) -> list[str] | None:
+    """The facts, folded, as JSON; None when they do not fit in ``budget`` characters (written in
+    pieces and given up as soon as they pass it: a 50 MB report is never rendered whole)."""
+    from .report import json_chunks
+
+    pieces: list[str] = []
+    size = 0
+    for piece in json_chunks(report.facts.to_dict(thawed=False), indent=1):
+        size += len(piece)
+        if size > budget:
+            return None
+        pieces.append(piece)
+    facts_json = "".join(pieces)
     fence = _fence(facts_json)
-    out += ["", "<details><summary>Facts (envdoctor report --json has everything)</summary>", "",
+    return ["<details><summary>Facts (<code>envdoctor report --json</code> has everything)</summary>", "",
             f"{fence}json", facts_json, fence, "", "</details>", ""]
-    return "\n".join(out)
+
+
+def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
+    """The whole report as one ``<details>`` block for a ticket: its summary line the counts and the
+    failing ids; inside, the problems first with their remedies, the passing checks in one table,
+    the facts folded; skips omitted. Kept under ``limit`` characters: what does not fit is cut
+    (the facts first, then the passing rows, then the last problems' details), with a note."""
+    ordered = problems_first(report.findings)
+    problems = [f for f in ordered if f.status in PROBLEMS]
+    passing = [f for f in ordered if f.status is Status.OK]
+    skipped = len(ordered) - len(problems) - len(passing)
+    examined = target_line(report)
+    head = [f"<details><summary>envdoctor: {_html(_summary_words(report))}</summary>", "", _md(_headline(report)), "",
+            *([_md(examined), ""] if examined else [])]
+    table = ["| status | check | finding |", "| --- | --- | --- |"]
+    tail = ["</details>", ""]
+    cut: list[str] = []
+    # What must fit: the head, the problem rows and their blocks (as many as fit, in order).
+    reserve = 1000  # for the note of what was cut and the closing lines
+    body = list(head)
+    used = sum(len(line) + 1 for line in body)
+    if not problems:
+        body += ["No problems found.", ""]
+    else:
+        body += table
+        # Rows of problems take at most half of the room: the blocks with the remedies matter more.
+        for n, f in enumerate(problems):
+            row = _md_row(f)
+            if used + len(row) + 1 > limit // 2:
+                cut.append(f"the rows of {len(problems) - n} more problem(s)")
+                break
+            body.append(row)
+            used += len(row) + 1
+        body.append("")
+    for n, f in enumerate(problems):
+        block = _md_block(f)
+        size = sum(len(line) + 1 for line in block)
+        if used + size > limit - reserve:
+            cut.append(f"the details of {len(problems) - n} problem(s) ({_some([g.id for g in problems[n:]])})")
+            break
+        body += block
+        used += size
+    if passing:
+        rows = ["<details><summary>" + f"{len(passing)} passing check(s)</summary>", "", *table,
+                *[_md_row(f) for f in passing], "", "</details>", ""]
+        size = sum(len(line) + 1 for line in rows)
+        if used + size > limit - reserve:
+            cut.append(f"the {len(passing)} passing check(s)")
+        else:
+            body += rows
+            used += size
+    facts = _md_facts(report, limit - reserve - used) if not cut else None
+    if facts is None:
+        cut.insert(0, f"the {len(report.facts)} facts")
+    else:
+        body += facts
+    if skipped:
+        body += [f"{skipped} check(s) that do not apply here are omitted.", ""]
+    if cut:
+        body += [f"**Cut to stay under {limit:,} characters:** {'; '.join(cut)}. "
+                 "`envdoctor report --json -o report.json` has everything (attach the file).", ""]
+    return "\n".join(body + tail)
 
 
 # -- healthcheck -------------------------------------------------------------------------------

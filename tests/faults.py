@@ -121,6 +121,9 @@ def pidfile(folder: Path) -> Path:
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("PYTHONPATH", None)
+    # An activated venv or conda env of whoever runs the tests would become the examined target.
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("CONDA_PREFIX", None)
     env.update(extra or {})
     return env
 

@@ -90,6 +90,13 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
 
 
 NOISE_KEY = "torch.import_noise_bytes"
+TARGET_KEY = "python.target"
+
+
+def _target(host: Host, options: Options) -> Reading:
+    """Which interpreter was examined and why (chosen by :mod:`envdoctor.target` before probing)."""
+    return ok({"path": options.python or host.python,
+               "chosen_by": options.python_chosen_by or "envdoctor's own interpreter"}, "options")
 
 
 def probe_python(host: Host, options: Options) -> dict[str, Reading]:
@@ -103,8 +110,9 @@ def probe_python(host: Host, options: Options) -> dict[str, Reading]:
                                 python=options.python)
     if result.status == "absent":
         reading = missing(Reason.ABSENT, SOURCE, result.detail)
-        return {k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS, NOISE_KEY)}
+        return {**{k: reading for k in (*PYTHON_KEYS, *TORCH_KEYS, NOISE_KEY)}, TARGET_KEY: _target(host, options)}
     out = readings_from_child(result)
+    out[TARGET_KEY] = _target(host, options)
     # What `import torch` (and whatever it loads) printed besides the child's records: a flood
     # is reported as one, never mistaken for a failed import.
     out[NOISE_KEY] = ok(result.noise, SOURCE)
@@ -112,5 +120,6 @@ def probe_python(host: Host, options: Options) -> dict[str, Reading]:
 
 
 # torch import alone takes 1-3 s warm and can take 20+ s on a cold network filesystem.
-PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS + (NOISE_KEY,), scale=6.0, critical=True)
+PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS + (NOISE_KEY, TARGET_KEY), scale=6.0,
+                  critical=True)
 PROBES = [PROBE]

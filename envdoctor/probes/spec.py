@@ -16,6 +16,7 @@ class Options:
 
     timeout: float = 5.0  # seconds per probe (scaled per probe by ProbeSpec.scale)
     python: str | None = None  # target interpreter; None = the one running envdoctor
+    python_chosen_by: str = ""  # why that interpreter (envdoctor.target); "" = envdoctor's own
     micro: bool = True  # run microchecks when a GPU is usable
     micro_only: bool = False
     device: str | None = None  # "cpu", "cuda", "cuda:N"
