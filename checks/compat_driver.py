@@ -373,7 +373,7 @@ def _too_old(facts: Facts, d: _Driver, ev: dict[str, Any]) -> Finding:
     elif not certain:
         detail += " The table rows behind this are unconfirmed and torch did not report whether CUDA works."
     title = f"NVIDIA driver is too old for torch {d.build.version} (CUDA {d.cuda})"
-    remedy = fix.remedy((), "Either:" if fix.wheel else "")
+    remedy = fix.remedy(())
     hopeless = _gpus_without_any_wheel(facts)
     if hopeless:
         names = ", ".join(f"{g.label()} ({versions.sm(g.cc)})" for g in hopeless if g.cc)

@@ -165,12 +165,12 @@ def test_companion_rows_are_one_per_release() -> None:
     assert vision == sorted(vision)
 
 
-def test_loading_is_fast() -> None:
+def test_the_table_stays_small() -> None:
+    # Every command reads it at start: its size is the deterministic half of its load time (the time
+    # itself is a benchmark's figure, bench/speed.py, never a timed test).
     text = resources.files("envdoctor").joinpath("data/compat.json").read_text(encoding="utf-8")
-    start = time.perf_counter()
-    for _ in range(10):
-        json.loads(text)
-    assert (time.perf_counter() - start) / 10 < 0.030
+    assert len(text.encode()) < 1_000_000
+    assert isinstance(json.loads(text), dict)
 
 
 @pytest.mark.parametrize(("cuda", "linux", "windows"), [
