@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import time
 from importlib import resources
 from typing import Any
 
