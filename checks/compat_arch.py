@@ -207,7 +207,7 @@ def _reinstall(facts: Facts, build: TorchBuild, devices: list[Gpu], first: Gpu) 
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
        needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
-    ev = evidence(facts, "torch.version", "torch.arch_list", "nvml.gpus", "torch.devices")
+    ev = evidence(facts, "torch.arch_list", "nvml.gpus", "torch.version", "torch.devices")
     build = _build_to_judge(facts, ev)
     if isinstance(build, Finding):
         return build

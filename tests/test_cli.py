@@ -206,3 +206,13 @@ def test_an_nvidia_smi_failure_followed_by_a_working_table_reads_the_table(tmp_p
     facts = json.loads(proc.stdout)["facts"]
     assert facts["nvml.driver_version"]["value"] == "570.86.16"
     assert facts["nvml.gpus"]["value"] is None and facts["nvml.gpus"]["reason"] == "not_in_report"
+
+
+def test_the_readme_example_is_what_diagnose_prints():
+    # The README shows a real re-judged paste; it must stay what envdoctor prints today.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    prompt = "$ envdoctor diagnose pytorch-150733-rtx5090d-cu126.txt\n"
+    shown = readme[readme.index(prompt) + len(prompt):readme.index("$ echo $?", readme.index(prompt))]
+    proc = run("diagnose", str(ROOT / "tests/corpus/pytorch-150733-rtx5090d-cu126.txt"))
+    assert proc.returncode == 1 and readme[readme.index("$ echo $?"):].startswith("$ echo $?\n1\n")
+    assert proc.stdout.decode().replace("paste:" + str(ROOT / "tests/corpus") + "/", "paste:") == shown
