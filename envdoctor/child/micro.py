@@ -31,7 +31,7 @@ import time
 import traceback
 import warnings
 
-from _edchild import args, done, emit, error_text, stage
+from _edchild import args, done, emit, error_text, exit_now, stage
 
 # In the order they run: the per-device checks device by device, then the host-wide ones.
 CHECKS = ("device", "matmul", "transformer", "copy", "compile", "dataloader", "multi_gpu")
@@ -970,3 +970,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()
