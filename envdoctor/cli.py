@@ -337,38 +337,36 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
 
 
 @main.command(context_settings=CONTEXT)
-@click.argument("file", metavar="FILE")
+@click.argument("files", metavar="FILE…|DIR", nargs=-1, required=True)
 @click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
 @_judge_options
-def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
              verbose: bool) -> None:
     """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE or - for stdin),
-    with today's checks. Touches nothing of this machine."""
-    from .diagnose import select
-    from .inputs import load
-    from .model import Facts, ProbeRun
-    from .registry import RegistryError, load_registry
-    from .report import Report, ReportError
+    with today's checks. Touches nothing of this machine.
+
+    \b
+    Several files or a folder are judged in one process, one result per file (a line, or with
+    --json one object per file); the exit code is the worst of theirs."""
+    if len(files) == 1 and not os.path.isdir(files[0]):
+        _diagnose_one(files[0], fmt, only, skip, fail_on, verbose)
+    _diagnose_many(files, fmt, only, skip, fail_on)
+
+
+def _diagnose_one(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+                  verbose: bool) -> None:
+    from .batch import judge_path
+    from .registry import RegistryError
 
     try:
-        loaded = load(file)
-    except ReportError as exc:
-        click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
-        sys.exit(EXIT_USAGE)
-    runs: tuple[ProbeRun, ...]
-    if isinstance(loaded, Facts):
-        facts, runs, origin = loaded, (), f"paste:{'stdin' if file == '-' else os.path.basename(file)}"
-    else:
-        assert isinstance(loaded, Report)
-        facts, runs, origin = loaded.facts, loaded.probes, f"report:{'stdin' if file == '-' else os.path.basename(file)}"
-    try:
-        registry = load_registry()
+        judged = judge_path(file, only, skip)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
-    checks, unknown = select(registry, only, skip)
-    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
-    rep = _judge(facts, checks, runs, warnings, origin)
+    if judged.report is None:
+        click.echo(f"envdoctor: error: {redact_text(judged.error)}", err=True)
+        sys.exit(EXIT_USAGE)
+    rep = judged.report
     if fmt:
         _emit_warnings(list(rep.warnings))
         _write(rep, fmt, None)
@@ -377,6 +375,34 @@ def diagnose(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str,
 
         render_terminal(rep, make_console(), verbose=verbose)
     sys.exit(rep.exit_code(fail_on))
+
+
+def _diagnose_many(items: tuple[str, ...], fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...],
+                   fail_on: str) -> None:
+    from .batch import checks_for, expand, judge_path, summary_line, summary_record, worst_exit
+    from .registry import RegistryError
+
+    if fmt == "markdown":
+        raise click.UsageError("--markdown takes one file; for many use --json or the one-line results")
+    try:
+        _emit_warnings(list(checks_for(only, skip)[1]))
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    codes: list[int] = []
+    if fmt == "json":
+        import json
+
+        sys.stdout.write("[")
+    for i, path in enumerate(expand(items)):
+        judged = judge_path(path, only, skip)
+        codes.append(judged.exit_code(fail_on))
+        if fmt == "json":
+            sys.stdout.write(("," if i else "") + "\n" + json.dumps(summary_record(judged, fail_on), ensure_ascii=False))
+        else:
+            click.echo(summary_line(judged, fail_on))
+    if fmt == "json":
+        sys.stdout.write("\n]\n")
+    sys.exit(worst_exit(codes))
 
 
 @main.command(context_settings=CONTEXT)
