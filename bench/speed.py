@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speed and memory of envdoctor against its floors, as paired ratios measured in one run.
 
-    python bench/speed.py [--runs N] [--before ENVDOCTOR] [--only NAME…] [--suite]
+    python bench/speed.py [--runs N] [--before ENVDOCTOR] [--only wall|throughput|memory…] [--suite]
 
 Every figure of issue 12's table. Commands are run round by round, in a rotating order, so a
 noisy machine slows all of them alike; each ratio is taken within a round (paired) and printed
@@ -158,7 +158,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--files", type=int, default=200, help="saved reports for the per-file and batch figures")
     ap.add_argument("--suite", action="store_true", help="also time the test suite once (warm)")
+    ap.add_argument("--only", nargs="+", choices=("wall", "throughput", "memory"),
+                    help="measure only these parts (default: all)")
     args = ap.parse_args()
+
+    def want(part: str) -> bool:
+        return not args.only or part in args.only
+
     ed = args.envdoctor or shutil.which("envdoctor", path=os.path.dirname(sys.executable) + os.pathsep
                                         + os.environ.get("PATH", ""))
     if not ed:
@@ -198,7 +204,7 @@ def main() -> int:
                 f"{label}: check, 10 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld10}),
                 f"{label}: check, 1000 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld1000}),
             })
-        names = list(commands)
+        names = list(commands) if want("wall") else []
         for name in names:  # warm the page cache once
             run(*commands[name])
         rounds: list[dict[str, float]] = []
@@ -206,63 +212,12 @@ def main() -> int:
             order = names[i % len(names):] + names[:i % len(names)]
             rounds.append({name: run(*commands[name])[0] for name in order})
 
-        print(f"\n{'command':<34} {'wall s: median [min-max]':>28}")
-        for name in names:
-            print(f"{name:<34} {spread([r[name] for r in rounds]):>28}")
-
-        print("\nfigure (paired ratio, median [min-max])                     bar")
-        for label in builds:
-            p = f"{label}: "
-            rows = [
-                (f"{p}check --no-micro / import torch", paired(rounds, p + "check --no-micro", "import torch"),
-                 "<= 1.00"),
-                (f"{p}check --device cpu / check --no-micro",
-                 paired(rounds, p + "check --device cpu", p + "check --no-micro"), "<= 1.60"),
-                (f"{p}healthcheck / import pynvml, psutil",
-                 paired(rounds, p + "healthcheck", "import pynvml, psutil"), "<= 2.00"),
-                (f"{p}check 1000 LD dirs / 10 LD dirs",
-                 paired(rounds, p + "check, 1000 LD dirs", p + "check, 10 LD dirs"), "<= 1.15"),
-            ]
-            for title, values, bar in rows:
-                print(f"{title:<58} {spread(values):>22}  {bar}")
-        print(f"{'collect_env / import torch (anchor)':<58} {spread(paired(rounds, 'collect_env', 'import torch')):>22}")
-        if args.before:
-            for fig in ("check --no-micro", "check --device cpu", "healthcheck", "diagnose FILE",
-                        "check, 1000 LD dirs"):
-                print(f"{'after/before ' + fig:<58} {spread(paired(rounds, 'after: ' + fig, 'before: ' + fig)):>22}")
-
-        print("\nthroughput (median [min-max] of the rounds)                 bar")
-        for label, exe in builds.items():
-            py = interpreter_of(exe)
-            inproc, per_file, batch = [], [], []
-            for _ in range(max(3, args.runs // 2)):
-                out = subprocess.run([py, "-c", DIAG_SNIPPET, str(report), "300"], env=env, capture_output=True,
-                                     text=True, check=False)
-                inproc.append(float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else 0.0)
-                began = time.perf_counter()
-                files = sorted(folder.iterdir())[:20]
-                for f in files:
-                    run([exe, "diagnose", str(f), "--json"], env)
-                per_file.append(len(files) / (time.perf_counter() - began))
-                began = time.perf_counter()
-                proc = subprocess.run([exe, "diagnose", str(folder)], env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, check=False)
-                wall = time.perf_counter() - began
-                batch.append(args.files / wall if proc.returncode in (0, 1) else 0.0)
-            print(f"{label + ': diagnose in-process, saved reports/s':<58} {spread(inproc):>22}  >= 2000")
-            print(f"{label + ': diagnose, one process per file, files/s':<58} {spread(per_file):>22}")
-            print(f"{label + ': diagnose DIR (batch), files/s':<58} {spread(batch):>22}  >= 500"
-                  + ("" if max(batch) else "  (no batch form: exit 2)"))
-
-        print("\nmemory: peak of the whole process tree (sum over the command and its descendants)")
-        for label, exe in builds.items():
-            for what, argv in (("healthcheck", [exe, "healthcheck", *HC_SLACK]), ("check --no-micro", [exe, "check", "--no-micro", *SLACK])):
-                samples = [tree_memory(argv, env) for _ in range(3)]
-                rss = statistics.median(s[0] for s in samples)
-                pss = statistics.median(s[1] for s in samples)
-                bar = "  (bar: PSS <= 30 MiB)" if what == "healthcheck" else ""
-                print(f"{label}: {what:<18} tree RSS {rss:7.1f} MiB   tree PSS {pss:7.1f} MiB{bar}")
-
+        if names:
+            print_walls(names, rounds, builds, bool(args.before))
+        if want("throughput"):
+            throughput(builds, report, folder, args, env)
+        if want("memory"):
+            memory(builds, env)
         if args.suite:
             began = time.perf_counter()
             proc = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], cwd=HERE,
@@ -272,6 +227,70 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def print_walls(names: list[str], rounds: list[dict[str, float]], builds: dict[str, str], before: bool) -> None:
+    print(f"\n{'command':<34} {'wall s: median [min-max]':>28}")
+    for name in names:
+        print(f"{name:<34} {spread([r[name] for r in rounds]):>28}")
+    print("\nfigure (paired ratio, median [min-max])                     bar")
+    for label in builds:
+        p = f"{label}: "
+        rows = [
+            (f"{p}check --no-micro / import torch", paired(rounds, p + "check --no-micro", "import torch"), "<= 1.00"),
+            (f"{p}check --device cpu / check --no-micro",
+             paired(rounds, p + "check --device cpu", p + "check --no-micro"), "<= 1.60"),
+            (f"{p}healthcheck / import pynvml, psutil", paired(rounds, p + "healthcheck", "import pynvml, psutil"),
+             "<= 2.00"),
+            (f"{p}check 1000 LD dirs / 10 LD dirs", paired(rounds, p + "check, 1000 LD dirs", p + "check, 10 LD dirs"),
+             "<= 1.15"),
+        ]
+        for title, values, bar in rows:
+            print(f"{title:<58} {spread(values):>22}  {bar}")
+    print(f"{'collect_env / import torch (anchor)':<58} {spread(paired(rounds, 'collect_env', 'import torch')):>22}")
+    if before:
+        for fig in ("check --no-micro", "check --device cpu", "healthcheck", "diagnose FILE", "check, 1000 LD dirs"):
+            print(f"{'after/before ' + fig:<58} {spread(paired(rounds, 'after: ' + fig, 'before: ' + fig)):>22}")
+
+
+def throughput(builds: dict[str, str], report: Path, folder: Path, args: argparse.Namespace,
+               env: dict[str, str]) -> None:
+    print("\nthroughput (median [min-max] of the rounds)                 bar")
+    for label, exe in builds.items():
+        py = interpreter_of(exe)
+        inproc, per_file, batch = [], [], []
+        for _ in range(max(3, args.runs // 2)):
+            # -I and a cwd outside any checkout: `-c` would otherwise import the envdoctor of the
+            # current folder, not the one this build installed.
+            out = subprocess.run([py, "-I", "-c", DIAG_SNIPPET, str(report), "300"], env=env, capture_output=True,
+                                 text=True, check=False, cwd=report.parent)
+            inproc.append(float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else 0.0)
+            began = time.perf_counter()
+            files = sorted(folder.iterdir())[:20]
+            for f in files:
+                run([exe, "diagnose", str(f), "--json"], env)
+            per_file.append(len(files) / (time.perf_counter() - began))
+            began = time.perf_counter()
+            proc = subprocess.run([exe, "diagnose", str(folder)], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, check=False)
+            wall = time.perf_counter() - began
+            batch.append(args.files / wall if proc.returncode in (0, 1) else 0.0)
+        print(f"{label + ': diagnose in-process, saved reports/s':<58} {spread(inproc):>22}  >= 2000")
+        print(f"{label + ': diagnose, one process per file, files/s':<58} {spread(per_file):>22}")
+        print(f"{label + ': diagnose DIR (batch), files/s':<58} {spread(batch):>22}  >= 500"
+              + ("" if max(batch) else "  (no batch form: exit 2)"))
+
+
+def memory(builds: dict[str, str], env: dict[str, str]) -> None:
+    print("\nmemory: peak of the whole process tree (sum over the command and its descendants), median of 3")
+    for label, exe in builds.items():
+        for what, argv in (("healthcheck", [exe, "healthcheck", *HC_SLACK]),
+                           ("check --no-micro", [exe, "check", "--no-micro", *SLACK])):
+            samples = [tree_memory(argv, env) for _ in range(3)]
+            rss = statistics.median(s[0] for s in samples)
+            pss = statistics.median(s[1] for s in samples)
+            bar = "  (bar: PSS <= 30 MiB)" if what == "healthcheck" else ""
+            print(f"{label}: {what:<18} tree RSS {rss:7.1f} MiB   tree PSS {pss:7.1f} MiB{bar}")
 
 
 if __name__ == "__main__":
