@@ -770,7 +770,12 @@ def _header_version(host: Host, family: str, path: str) -> str | None:
     header, macros = spec
     libdir = os.path.dirname(path)
     for inc in (os.path.join(os.path.dirname(libdir), "include"), os.path.join(libdir, "include")):
-        text, _, _ = host.read_text(os.path.join(inc, header), limit=1 << 18)
+        candidate = os.path.join(inc, header)
+        # A stat first (the folder was just listed, so it answers like the listing did): a read
+        # runs in a deadline thread, and a thousand copies without headers cost two thousand.
+        if not host.exists(candidate):
+            continue
+        text, _, _ = host.read_text(candidate, limit=1 << 18)
         if text:
             version = parse_header(text, macros, family)
             if version:
