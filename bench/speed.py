@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
-"""Speed and memory of envdoctor, as ratios measured in one run (this machine is noisy).
+"""Speed and memory of envdoctor against its floors, as paired ratios measured in one run.
 
-    python bench/speed.py [--python PATH] [--runs N]
+    python bench/speed.py [--runs N] [--before ENVDOCTOR] [--only wall|throughput|memory…] [--suite]
 
-Prints, interleaving the commands round by round and taking medians:
-  * `envdoctor check` wall time / `python -c "import torch"` (the floor any torch-probing tool
-    pays; target <= 1.2x),
-  * `python -m torch.utils.collect_env` / the same floor (for comparison: it judges nothing),
-  * `envdoctor healthcheck` wall time (target <= 0.3 s) and peak RSS of its whole process tree
-    (target <= 60 MB).
+Every figure of issue 12's table. Commands are run round by round, in a rotating order, so a
+noisy machine slows all of them alike; each ratio is taken within a round (paired) and printed
+as median with its min-max spread. ``--before`` names another installed ``envdoctor``
+executable (e.g. one built from main in its own venv): every envdoctor command is then also run
+through it in the same rounds, and the after/before ratio is printed too.
+
+Memory is the whole process tree's (the command and every descendant), sampled from /proc every
+10 ms in separate, untimed runs: the peak of the summed RSS and of the summed PSS (proportional
+set size: shared pages divided among the processes that map them, from smaps_rollup).
+
+Every run must exit 0 or 1 (a finding is fine; 2 or 3 means the measurement is void and the
+bench stops). A line says which path was measured: without an NVIDIA GPU the microchecks of a
+plain ``check`` are skipped, so ``check --device cpu`` is the microcheck figure.
+
+Bars (issue 12): check --no-micro <= 1.00x import torch; check --device cpu <= 1.6x check
+--no-micro; healthcheck <= 2.0x import pynvml+psutil and <= 30 MiB tree PSS; diagnose >= 2,000
+saved reports/s in-process and >= 500 files/s in batch; check with 1,000 LD_LIBRARY_PATH folders
+<= 1.15x the same with 10; test suite warm <= 50 s (``--suite``).
 """
 
 from __future__ import annotations
@@ -19,63 +31,266 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+#: Deadlines far above any probe's time: on a loaded machine a probe that hits its deadline
+#: (exit 3) voids the round; the bench measures speed, not deadlines.
+SLACK = ("--timeout", "20")
+HC_SLACK = ("--max-seconds", "60")
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB of the process and its waited-for descendants, exit code)."""
+def interpreter_of(exe: str) -> str:
+    """The Python an installed console script runs with (its shebang)."""
+    with open(exe, "rb") as fh:
+        first = fh.readline().decode().strip()
+    return first[2:].split()[0] if first.startswith("#!") else sys.executable
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     wall = time.perf_counter() - began
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, proc.returncode
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"bench: {' '.join(argv[:4])}… exited {proc.returncode}: the measurement is void")
+    return wall, proc.returncode
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _mem(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) in KiB from smaps_rollup."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return rss, pss
+
+
+def tree_memory(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Peak summed (RSS, PSS) of the process tree in MiB, sampled every 10 ms."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = [0, 0]
+    while proc.poll() is None:
+        pids = _tree(proc.pid)
+        rss = pss = 0
+        for pid in pids:
+            r, p = _mem(pid)
+            rss, pss = rss + r, pss + p
+        peak = [max(peak[0], rss), max(peak[1], pss)]
+        time.sleep(0.01)
+    return peak[0] / 1024, peak[1] / 1024
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
+def paired(rounds: list[dict[str, float]], a: str, b: str) -> list[float]:
+    return [r[a] / r[b] for r in rounds if a in r and b in r and r[b] > 0]
+
+
+DIAG_SNIPPET = r"""
+import sys, time
+from envdoctor.inputs import load
+from envdoctor.registry import load_registry
+from envdoctor.diagnose import diagnose, select
+from envdoctor.report import Report
+path, n = sys.argv[1], int(sys.argv[2])
+checks = select(load_registry())[0]
+def one():
+    try:
+        rep = load(path, findings=False)
+    except TypeError:  # an envdoctor from before the batch path
+        rep = load(path)
+    Report(facts=rep.facts, findings=tuple(diagnose(rep.facts, checks)), probes=rep.probes, origin="report:x")
+one()
+t = time.perf_counter()
+for _ in range(n):
+    one()
+print(n / (time.perf_counter() - t))
+"""
+
+
+def lib_dirs(root: Path, count: int) -> str:
+    """``count`` folders each holding an identical copy of a small shared library named
+    ``libcudart.so.12`` (libc's ``libdl``: tens of KB, so a thousand copies stay small), joined
+    for LD_LIBRARY_PATH: the shape scripted environment setups leave behind."""
+    src = next(p for p in ("/lib/x86_64-linux-gnu/libdl.so.2", "/usr/lib/x86_64-linux-gnu/libdl.so.2",
+                           "/lib64/libdl.so.2", "/usr/lib/libdl.so.2") if os.path.exists(p))
+    dirs = []
+    for i in range(count):
+        d = root / f"ld{count}" / f"d{i:04d}"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, d / "libcudart.so.12")
+        dirs.append(str(d))
+    return os.pathsep.join(dirs)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--python", default=sys.executable, help="interpreter with torch (default: this one)")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--envdoctor", help="the envdoctor executable to measure (default: next to this Python)")
+    ap.add_argument("--before", help="another envdoctor executable measured in the same rounds")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--files", type=int, default=200, help="saved reports for the per-file and batch figures")
+    ap.add_argument("--suite", action="store_true", help="also time the test suite once (warm)")
+    ap.add_argument("--only", nargs="+", choices=("wall", "throughput", "memory"),
+                    help="measure only these parts (default: all)")
     args = ap.parse_args()
-    envdoctor = shutil.which("envdoctor", path=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    if not envdoctor:
-        print("envdoctor is not installed next to this interpreter", file=sys.stderr)
+
+    def want(part: str) -> bool:
+        return not args.only or part in args.only
+
+    ed = args.envdoctor or shutil.which("envdoctor", path=os.path.dirname(sys.executable) + os.pathsep
+                                        + os.environ.get("PATH", ""))
+    if not ed:
+        print("envdoctor is not installed next to this interpreter (use --envdoctor)", file=sys.stderr)
         return 2
-    env = {**os.environ, "NO_COLOR": "1"}
-    commands = {
-        "import torch (floor)": [args.python, "-c", "import torch"],
-        "envdoctor check": [envdoctor, "check", "--python", args.python],
-        "collect_env": [args.python, "-m", "torch.utils.collect_env"],
-        "envdoctor healthcheck": [envdoctor, "healthcheck"],
-    }
-    results: dict[str, list[tuple[float, int, int]]] = {k: [] for k in commands}
-    for argv in commands.values():  # warm the page cache once
-        measure(argv, env)
-    for _ in range(args.runs):
-        for name, argv in commands.items():
-            results[name].append(measure(argv, env))
+    python = interpreter_of(ed)
+    env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    builds = {"after": ed, **({"before": args.before} if args.before else {})}
+    gpu = any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/dxg"))
+    print(f"measured: {ed} ({python}); " + ("NVIDIA device nodes present: `check` runs the GPU microchecks"
+          if gpu else "no NVIDIA GPU: `check` skips the microchecks; `check --device cpu` runs them on the CPU"))
+    print(f"rounds: {args.runs}, interleaved, order rotated each round; ratios paired within a round, "
+          "median [min-max]")
 
-    def med(name: str) -> float:
-        return statistics.median(r[0] for r in results[name])
+    tmp = Path(tempfile.mkdtemp(prefix="envdoctor-bench-"))
+    try:
+        report = tmp / "report.json"
+        subprocess.run([ed, "report", "--json", "--no-micro", "-o", str(report)], env=env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        folder = tmp / "reports"
+        folder.mkdir()
+        for i in range(args.files):
+            shutil.copyfile(report, folder / f"node{i:04d}.json")
+        ld10, ld1000 = lib_dirs(tmp, 10), lib_dirs(tmp, 1000)
 
-    floor = med("import torch (floor)")
-    print(f"{'command':<24} {'median s':>9} {'min s':>7} {'max s':>7} {'peak RSS MB':>12} {'exit':>5}")
-    for name in commands:
-        walls = [r[0] for r in results[name]]
-        rss = max(r[1] for r in results[name]) / 1024
-        codes = sorted({r[2] for r in results[name]})
-        print(f"{name:<24} {med(name):>9.3f} {min(walls):>7.3f} {max(walls):>7.3f} {rss:>12.1f} {codes!s:>5}")
-    check_ratio = med("envdoctor check") / floor
-    collect_ratio = med("collect_env") / floor
-    hc = med("envdoctor healthcheck")
-    hc_rss = max(r[1] for r in results["envdoctor healthcheck"]) / 1024
-    print()
-    print(f"envdoctor check / import torch       = {check_ratio:.2f}x  (target <= 1.20x) "
-          f"{'OK' if check_ratio <= 1.2 else 'OVER'}")
-    print(f"collect_env / import torch           = {collect_ratio:.2f}x  (reference)")
-    print(f"envdoctor healthcheck wall           = {hc:.3f} s (target <= 0.30 s) {'OK' if hc <= 0.3 else 'OVER'}")
-    print(f"envdoctor healthcheck peak RSS       = {hc_rss:.1f} MB (target <= 60 MB) {'OK' if hc_rss <= 60 else 'OVER'}")
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "import torch": ([python, "-c", "import torch"], env),
+            "collect_env": ([python, "-m", "torch.utils.collect_env"], env),
+            "import pynvml, psutil": ([python, "-c", "import pynvml, psutil"], env),
+        }
+        for label, exe in builds.items():
+            commands.update({
+                f"{label}: check --no-micro": ([exe, "check", "--no-micro", *SLACK], env),
+                f"{label}: check --device cpu": ([exe, "check", "--device", "cpu", *SLACK], env),
+                f"{label}: healthcheck": ([exe, "healthcheck", *HC_SLACK], env),
+                f"{label}: diagnose FILE": ([exe, "diagnose", str(report), "--json"], env),
+                f"{label}: check, 10 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld10}),
+                f"{label}: check, 1000 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld1000}),
+            })
+        names = list(commands) if want("wall") else []
+        for name in names:  # warm the page cache once
+            run(*commands[name])
+        rounds: list[dict[str, float]] = []
+        for i in range(args.runs):
+            order = names[i % len(names):] + names[:i % len(names)]
+            rounds.append({name: run(*commands[name])[0] for name in order})
+
+        if names:
+            print_walls(names, rounds, builds, bool(args.before))
+        if want("throughput"):
+            throughput(builds, report, folder, args, env)
+        if want("memory"):
+            memory(builds, env)
+        if args.suite:
+            began = time.perf_counter()
+            proc = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], cwd=HERE,
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            print(f"\ntest suite (warm, this checkout): {time.perf_counter() - began:.1f} s, exit {proc.returncode}"
+                  "  (bar: <= 50 s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def print_walls(names: list[str], rounds: list[dict[str, float]], builds: dict[str, str], before: bool) -> None:
+    print(f"\n{'command':<34} {'wall s: median [min-max]':>28}")
+    for name in names:
+        print(f"{name:<34} {spread([r[name] for r in rounds]):>28}")
+    print("\nfigure (paired ratio, median [min-max])                     bar")
+    for label in builds:
+        p = f"{label}: "
+        rows = [
+            (f"{p}check --no-micro / import torch", paired(rounds, p + "check --no-micro", "import torch"), "<= 1.00"),
+            (f"{p}check --device cpu / check --no-micro",
+             paired(rounds, p + "check --device cpu", p + "check --no-micro"), "<= 1.60"),
+            (f"{p}healthcheck / import pynvml, psutil", paired(rounds, p + "healthcheck", "import pynvml, psutil"),
+             "<= 2.00"),
+            (f"{p}check 1000 LD dirs / 10 LD dirs", paired(rounds, p + "check, 1000 LD dirs", p + "check, 10 LD dirs"),
+             "<= 1.15"),
+        ]
+        for title, values, bar in rows:
+            print(f"{title:<58} {spread(values):>22}  {bar}")
+    print(f"{'collect_env / import torch (anchor)':<58} {spread(paired(rounds, 'collect_env', 'import torch')):>22}")
+    if before:
+        for fig in ("check --no-micro", "check --device cpu", "healthcheck", "diagnose FILE", "check, 1000 LD dirs"):
+            print(f"{'after/before ' + fig:<58} {spread(paired(rounds, 'after: ' + fig, 'before: ' + fig)):>22}")
+
+
+def throughput(builds: dict[str, str], report: Path, folder: Path, args: argparse.Namespace,
+               env: dict[str, str]) -> None:
+    print("\nthroughput (median [min-max] of the rounds)                 bar")
+    for label, exe in builds.items():
+        py = interpreter_of(exe)
+        inproc, per_file, batch = [], [], []
+        for _ in range(max(3, args.runs // 2)):
+            # -I and a cwd outside any checkout: `-c` would otherwise import the envdoctor of the
+            # current folder, not the one this build installed.
+            out = subprocess.run([py, "-I", "-c", DIAG_SNIPPET, str(report), "300"], env=env, capture_output=True,
+                                 text=True, check=False, cwd=report.parent)
+            inproc.append(float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else 0.0)
+            began = time.perf_counter()
+            files = sorted(folder.iterdir())[:20]
+            for f in files:
+                run([exe, "diagnose", str(f), "--json"], env)
+            per_file.append(len(files) / (time.perf_counter() - began))
+            began = time.perf_counter()
+            proc = subprocess.run([exe, "diagnose", str(folder)], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, check=False)
+            wall = time.perf_counter() - began
+            batch.append(args.files / wall if proc.returncode in (0, 1) else 0.0)
+        print(f"{label + ': diagnose in-process, saved reports/s':<58} {spread(inproc):>22}  >= 2000")
+        print(f"{label + ': diagnose, one process per file, files/s':<58} {spread(per_file):>22}")
+        print(f"{label + ': diagnose DIR (batch), files/s':<58} {spread(batch):>22}  >= 500"
+              + ("" if max(batch) else "  (no batch form: exit 2)"))
+
+
+def memory(builds: dict[str, str], env: dict[str, str]) -> None:
+    print("\nmemory: peak of the whole process tree (sum over the command and its descendants), median of 3")
+    for label, exe in builds.items():
+        for what, argv in (("healthcheck", [exe, "healthcheck", *HC_SLACK]),
+                           ("check --no-micro", [exe, "check", "--no-micro", *SLACK])):
+            samples = [tree_memory(argv, env) for _ in range(3)]
+            rss = statistics.median(s[0] for s in samples)
+            pss = statistics.median(s[1] for s in samples)
+            bar = "  (bar: PSS <= 30 MiB)" if what == "healthcheck" else ""
+            print(f"{label}: {what:<18} tree RSS {rss:7.1f} MiB   tree PSS {pss:7.1f} MiB{bar}")
 
 
 if __name__ == "__main__":

@@ -19,3 +19,7 @@ BUILTIN: tuple[str, ...] = (
     "torch_build",
     "micro",
 )
+
+#: The modules holding the ``healthcheck=True`` checks (tests/test_healthcheck.py keeps this in
+#: step): the healthcheck loads only these, and ``micro`` only with ``--micro``.
+HEALTHCHECK: tuple[str, ...] = ("host", "driver", "gpu_health")

@@ -11,6 +11,11 @@ from . import lifecycle
 
 def run() -> None:
     lifecycle.install_signal_handlers()
+    import sys
+
+    from . import prestart
+
+    prestart.maybe_start(sys.argv[1:])  # the torch child, before click and the rest are imported
     from .cli import run as cli_run
 
     cli_run()

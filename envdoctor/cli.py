@@ -250,6 +250,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
         only = tuple(only) + tuple(s.id for s in registry if s.micro)
     checks, unknown = select(registry, only, skip)
     warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
+    _import_renderers()
     if progress and sys.stderr.isatty():
         from .render import make_console
 
@@ -265,6 +266,11 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
     else:
         lifecycle.join(worker)
     return result["facts"], result["runs"], checks, warnings
+
+
+def _import_renderers() -> None:
+    """rich and the renderers, imported while the children still run (~25 ms off the end)."""
+    from . import render  # noqa: F401
 
 
 def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str) -> Any:
@@ -387,40 +393,38 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
 
 
 @main.command(context_settings=CONTEXT)
-@click.argument("file", metavar="[FILE]", required=False)
+@click.argument("files", metavar="[FILE…|DIR]", nargs=-1)
 @click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
 @_judge_options
-def diagnose(file: str | None, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
              verbose: bool) -> None:
     """Re-judge a saved JSON report, or a pasted collect_env / nvidia-smi text (FILE, or - or a
-    pipe for stdin), with today's checks. Touches nothing of this machine."""
-    file = _diagnose_input(file)
+    pipe for stdin), with today's checks. Touches nothing of this machine.
+
+    \b
+    Several files or a folder are judged in one process, one result per file (a line, or with
+    --json one object per file); the exit code is the worst of theirs."""
+    files = files or (_diagnose_input(None),)
     _known_ids(only, skip)
-    from .diagnose import select
-    from .inputs import load
-    from .model import Facts, ProbeRun
-    from .registry import RegistryError, load_registry
-    from .report import Report, ReportError
+    if len(files) == 1 and not os.path.isdir(files[0]):
+        _diagnose_one(files[0], fmt, only, skip, fail_on, verbose)
+    _diagnose_many(files, fmt, only, skip, fail_on)
+
+
+def _diagnose_one(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+                  verbose: bool) -> None:
+    from .batch import judge_path
+    from .registry import RegistryError
 
     try:
-        loaded = load(file)
-    except ReportError as exc:
-        click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
-        sys.exit(EXIT_USAGE)
-    runs: tuple[ProbeRun, ...]
-    if isinstance(loaded, Facts):
-        facts, runs, origin = loaded, (), f"paste:{'stdin' if file == '-' else os.path.basename(file)}"
-    else:
-        assert isinstance(loaded, Report)
-        facts, runs, origin = loaded.facts, loaded.probes, f"report:{'stdin' if file == '-' else os.path.basename(file)}"
-    try:
-        registry = load_registry()
+        judged = judge_path(file, only, skip)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
-    checks, unknown = select(registry, only, skip)
-    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
-    rep = _judge(facts, checks, runs, warnings, origin)
+    if judged.report is None:
+        click.echo(f"envdoctor: error: {redact_text(judged.error)}", err=True)
+        sys.exit(EXIT_USAGE)
+    rep = judged.report
     if fmt:
         _emit_warnings(list(rep.warnings))
         _write(rep, fmt, None)
@@ -441,6 +445,34 @@ def _diagnose_input(file: str | None) -> str:
     return "-"
 
 
+def _diagnose_many(items: tuple[str, ...], fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...],
+                   fail_on: str) -> None:
+    from .batch import checks_for, expand, judge_path, summary_line, summary_record, worst_exit
+    from .registry import RegistryError
+
+    if fmt == "markdown":
+        raise click.UsageError("--markdown takes one file; for many use --json or the one-line results")
+    try:
+        _emit_warnings(list(checks_for(only, skip)[1]))
+    except RegistryError as exc:
+        raise Incomplete(str(exc)) from None
+    codes: list[int] = []
+    if fmt == "json":
+        import json
+
+        sys.stdout.write("[")
+    for i, path in enumerate(expand(items)):
+        judged = judge_path(path, only, skip)
+        codes.append(judged.exit_code(fail_on))
+        if fmt == "json":
+            sys.stdout.write(("," if i else "") + "\n" + json.dumps(summary_record(judged, fail_on), ensure_ascii=False))
+        else:
+            click.echo(summary_line(judged, fail_on))
+    if fmt == "json":
+        sys.stdout.write("\n]\n")
+    sys.exit(worst_exit(codes))
+
+
 @main.command(context_settings=CONTEXT)
 @click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True,
               help="Hard time budget; exceeding it is unhealthy.")
@@ -453,37 +485,63 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
     began = time.monotonic()
+    _healthcheck_watchdog(max_seconds)
+    from .host import Host
+    from .probes import Options, healthcheck_probes, run_probes
 
+    budget = max(0.3, max_seconds - 0.3)
+    # Probes get most of the budget for their own deadlines, so a hang is reported by the probe
+    # (with the stage it hung in) before the budget itself runs out.
+    specs = healthcheck_probes(micro)
+    scale = max((s.scale for s in specs if not s.micro), default=1.0)
+    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python,
+                      micro=micro, device=None, healthcheck=True)
+    probed: dict[str, Any] = {}
+
+    def work() -> None:
+        # Not niced: on a busy node the probes are all a healthcheck does, and niced they missed it.
+        probed["facts"], probed["runs"] = run_probes(Host(python=options.python), options, specs, budget=budget,
+                                                     background_nice=0)
+
+    worker = threading.Thread(target=work, name="probes", daemon=True)
+    worker.start()
+    checks = _healthcheck_checks(micro)  # loaded while the children run
+    lifecycle.join(worker)
+    _healthcheck_answer(probed["facts"], probed["runs"], checks, began, expect_gpus)
+
+
+def _healthcheck_watchdog(max_seconds: float) -> None:
     def watchdog() -> None:
         # The hard budget: whatever is stuck (a D-state child, a wedged thread), we answer.
         time.sleep(max_seconds)
         lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget", 1)
 
     threading.Thread(target=watchdog, daemon=True).start()
-    from .diagnose import diagnose, select
-    from .host import Host
-    from .model import ProbeStatus
-    from .probes import Options, builtin_probes, run_probes
-    from .registry import RegistryError, load_registry
-    from .render import healthcheck_line
-    from .report import Report
 
-    budget = max(0.3, max_seconds - 0.3)
-    # Probes get most of the budget for their own deadlines, so a hang is reported by the probe
-    # (with the stage it hung in) before the budget itself runs out.
-    specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
-    scale = max((s.scale for s in specs if not s.micro), default=1.0)
-    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python,
-                      micro=micro, device=None, healthcheck=True)
-    facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
+
+def _healthcheck_checks(micro: bool) -> list[Any]:
+    """The healthcheck's checks, from its own built-in modules (and the plugins') only."""
+    from .checks import HEALTHCHECK
+    from .diagnose import select
+    from .registry import RegistryError, load_registry
+
     try:
-        registry = load_registry()
+        registry = load_registry(builtin=HEALTHCHECK + (("micro",) if micro else ()))
     except RegistryError as exc:
         lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", 1)
     # A microcheck in the healthcheck subset runs only with --micro (after the others).
     checks = [s for s in select(registry, healthcheck=True)[0] if not s.micro]
     if micro:
         checks += [s for s in registry if s.micro and s.healthcheck]
+    return checks
+
+
+def _healthcheck_answer(facts: Any, runs: Any, checks: list[Any], began: float, expect_gpus: int | None) -> None:
+    from .diagnose import diagnose
+    from .model import ProbeStatus
+    from .render import healthcheck_line
+    from .report import Report
+
     # Through a Report: the one place every output is redacted.
     rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)) + _expected_gpus(facts, expect_gpus),
                  probes=tuple(runs))

@@ -118,6 +118,7 @@ def verified_minimum(cuda: str, os_name: str = "Linux") -> tuple[str, str] | Non
     return None
 
 
+@functools.lru_cache(maxsize=1024)  # pure table lookups, asked again for every report judged
 def min_driver(cuda: str, os_name: str = "Linux") -> DriverNeed:
     """The driver a CUDA version needs on ``os_name``: natively, and through minor-version compatibility."""
     key = "windows" if os_name == "Windows" else "linux"
@@ -147,6 +148,7 @@ class Answer:
     at_least: bool = False  # the true answer may be higher (input newer than the table)
 
 
+@functools.lru_cache(maxsize=1024)  # pure table lookups, asked again for every report judged
 def highest_cuda_for_driver(driver: str, os_name: str = "Linux") -> Answer:
     """The newest CUDA a driver version supports natively, from the per-toolkit minimums."""
     dv = version(driver)
@@ -227,6 +229,7 @@ def _bounded(pattern: str) -> re.Pattern[str]:
     return re.compile(r"(?<![a-z0-9])(?:" + pattern + r")(?![a-z0-9])")
 
 
+@functools.lru_cache(maxsize=1024)  # pure table lookups, asked again for every report judged
 def _gpu_row(name: str) -> Mapping[str, Any] | None:
     """The table's row for a product name: the longest match wins."""
     text = normalize_gpu_name(name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import traceback
 from collections.abc import Iterable
 
@@ -47,7 +46,7 @@ def run_check(spec: CheckSpec, facts: Facts) -> list[Finding]:
         for f in found:
             if not isinstance(f, Finding):
                 raise TypeError(f"check returned {type(f).__name__}, not a Finding")
-            out.append(f if f.id else dataclasses.replace(f, id=spec.id))
+            out.append(f if f.id else _with_id(f, spec.id))
         return out
     except Exception as exc:  # noqa: BLE001 - contain the crash, show where it happened
         tb = traceback.extract_tb(exc.__traceback__)
@@ -55,6 +54,15 @@ def run_check(spec: CheckSpec, facts: Facts) -> list[Finding]:
         return [error(f"Check crashed: {spec.title}",
                       detail=f"{type(exc).__name__}: {exc}{where}. This is a bug in the check ({spec.provider}); "
                              "the other checks still ran.", id=spec.id)]
+
+
+def _with_id(finding: Finding, check_id: str) -> Finding:
+    """A copy of a finding carrying its check's id. Not ``dataclasses.replace``: that validates and
+    freezes the evidence a second time, which was a sixth of judging a report."""
+    copy = object.__new__(Finding)
+    copy.__dict__.update(finding.__dict__)
+    object.__setattr__(copy, "id", check_id)
+    return copy
 
 
 def diagnose(facts: Facts, checks: Iterable[CheckSpec]) -> list[Finding]:

@@ -181,7 +181,7 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
     if rejudge:
         from .inputs import report_from_json
 
-        s = _from_facts(path, report_from_json(data, path).facts)
+        s = _from_facts(path, report_from_json(data, path, findings=False).facts)
     else:
         get = raw_getter(data["facts"])
         sig = signature(get)
@@ -209,12 +209,13 @@ def _loads_text(path: str, text: str) -> Any:
 
 
 def _from_facts(path: str, facts: Any) -> Summary:
+    from .batch import checks_for
     from .diagnose import diagnose
-    from .registry import load_registry
 
     get = facts_getter(facts)
     sig = signature(get)
-    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, load_registry())
+    # The batch path's checks: the registry is loaded once per process, not once per file.
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, checks_for()[0])
                                       if f.status.value in ("fail", "error")]
     return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
 

@@ -53,6 +53,20 @@ FLOOD_BYTES = 1 << 20
 
 RunStatus = Literal["ok", "timeout", "crashed", "failed", "absent", "denied"]
 
+#: Seconds a child that printed its final record still gets to exit by itself; after that it is
+#: ended and not waited for (its interpreter teardown tells us nothing).
+DONE_GRACE = 0.05
+
+
+def _adopt(command: Sequence[str], env: Mapping[str, str], stdin: bytes | None) -> subprocess.Popen[bytes] | None:
+    """A child :mod:`envdoctor.prestart` already started with exactly this command line and
+    environment (the torch child, started before click is imported), else None."""
+    if stdin is not None:
+        return None
+    from . import prestart
+
+    return prestart.take(tuple(command), dict(env))
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -316,14 +330,14 @@ class Host:
             command = (nice_exe, "-n", str(self.nice), *command)
         start = time.monotonic()
         try:
-            proc = subprocess.Popen(
+            proc = _adopt(command, full_env, stdin) or subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=full_env,
-                start_new_session=True,
                 close_fds=True,
+                **lifecycle.own_group(),
             )
         except FileNotFoundError:
             return CommandResult(argv, "absent", detail=f"{exe} does not exist")
@@ -404,6 +418,7 @@ class Records:
         self.noise = 0
         self.dropped = 0
         self.cleanup_started = threading.Event()
+        self.finished = threading.Event()  # the final record (``_done``) is in
         self._carry = b""
         self._skipping = False  # inside a line longer than MAX_RECORD
 
@@ -467,9 +482,11 @@ class Records:
                 if not isinstance(current, list):
                     current = self.data[key] = []
                 current.append(item)
-        if record.pop("_done", False):
-            self.done = True
+        done = bool(record.pop("_done", False))
         self.data.update(record)
+        if done:
+            self.done = True
+            self.finished.set()
 
 
 def _last_line(text: str) -> str:
@@ -540,31 +557,49 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None,
         readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for t in readers:
         t.start()
-    timed_out = not _wait(proc, timeout, records)
+    outcome = _wait(proc, timeout, records)
+    timed_out = outcome == "timeout"
     if timed_out:
         _kill_and_abandon(proc)
+    elif outcome == "done" and proc.poll() is None:
+        # Everything is said; its teardown (torch's takes a quarter of a second) is not waited for.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        return b"".join(head), b"".join(tail)[-STDERR_TAIL:], 0, False
     # The group may have left grandchildren holding the pipes open; don't wait for them.
     for t in readers:
         t.join(timeout=_REAP_GRACE if not timed_out else 0.1)
     return b"".join(head), b"".join(tail)[-STDERR_TAIL:], proc.returncode, timed_out
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float, records: Records | None) -> bool:
-    """True when ``proc`` exited in time. Once the child announces a cleanup call, it has at
-    most CLEANUP_GRACE more seconds."""
+def _wait(proc: subprocess.Popen[bytes], timeout: float, records: Records | None) -> str:
+    """"exited" when ``proc`` exited in time, "done" when its final record is in and it did not
+    exit within DONE_GRACE after it, "timeout" otherwise. Once the child announces a cleanup
+    call, it has at most CLEANUP_GRACE more seconds."""
     end = time.monotonic() + max(timeout, 0.01)
     shortened = False
     while True:
         remaining = end - time.monotonic()
         if remaining <= 0:
-            return False
-        step = remaining if records is None else min(remaining, 0.1)
-        try:
-            proc.wait(timeout=step)
-            return True
-        except subprocess.TimeoutExpired:
-            pass
-        if records is not None and not shortened and records.cleanup_started.is_set():
+            return "timeout"
+        if records is None:
+            try:
+                proc.wait(timeout=remaining)
+                return "exited"
+            except subprocess.TimeoutExpired:
+                return "timeout"
+        # Woken by the final record itself, not by polling the process.
+        if records.finished.wait(min(remaining, 0.05)):
+            try:
+                proc.wait(timeout=DONE_GRACE)
+                return "exited"
+            except subprocess.TimeoutExpired:
+                return "done"
+        if proc.poll() is not None:
+            return "exited"
+        if not shortened and records.cleanup_started.is_set():
             shortened = True
             end = min(end, time.monotonic() + CLEANUP_GRACE)
 
@@ -741,7 +776,7 @@ def start_live_child(host: Host, script: str, args: Any, env: Mapping[str, str] 
     argv = [host.python, str(CHILD_DIR / f"{script}.py"), json.dumps(args)]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=full_env, start_new_session=True, close_fds=True)
+                                env=full_env, close_fds=True, **lifecycle.own_group())
     except (OSError, ValueError) as exc:
         return f"cannot start {host.python}: {getattr(exc, 'strerror', None) or exc}"
     return LiveChild(proc)

@@ -40,9 +40,12 @@ _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00
 _SNIFF = 4096
 
 
-def load(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> Report | Facts:
-    """``path`` (``-`` = standard input) -> a Report (saved JSON) or Facts (pasted text)."""
-    return parse_report(read_text(path, stdin, limit), "standard input" if path == "-" else path)
+def load(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES,
+         findings: bool = True) -> Report | Facts:
+    """``path`` (``-`` = standard input) -> a Report (saved JSON) or Facts (pasted text).
+    ``findings=False``: the saved findings are not read (``diagnose`` judges again and would throw
+    them away; reading them was half its time)."""
+    return parse_report(read_text(path, stdin, limit), "standard input" if path == "-" else path, findings)
 
 
 def read_text(path: str, stdin: IO[bytes] | None = None, limit: int = MAX_INPUT_BYTES) -> str:
@@ -123,7 +126,7 @@ def decode(data: bytes, name: str = "input") -> str:
     return text.lstrip("\ufeff")
 
 
-def parse_report(text: str, name: str = "input") -> Report | Facts:
+def parse_report(text: str, name: str = "input", findings: bool = True) -> Report | Facts:
     """A saved JSON report -> Report; anything else -> Facts parsed from a pasted text. Size and count
     limits (README, "Limits") and JSON that envdoctor never writes (NaN, Infinity) are refused."""
     stripped = text.lstrip()
@@ -143,7 +146,7 @@ def parse_report(text: str, name: str = "input") -> Report | Facts:
             # could spell one): then the loaded facts need no redaction scan of their own.
             clean = "\\" not in stripped and not may_hold_secret(stripped)
             del stripped, text
-            return report_from_json(data, name, clean)
+            return report_from_json(data, name, clean, findings)
     lines = text.count("\n")
     if lines > MAX_LINES:
         raise ReportError(f"{name} has {lines:,} lines; envdoctor reads at most {MAX_LINES:,} lines of pasted text. "
@@ -186,7 +189,7 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def report_from_json(data: Any, name: str = "input", clean: bool = False) -> Report:
+def report_from_json(data: Any, name: str = "input", clean: bool = False, findings: bool = True) -> Report:
     """A parsed JSON value -> Report; ``clean``: the text held nothing a secret could be (no redaction
     scan needed)."""
     if not isinstance(data, dict):
@@ -201,12 +204,12 @@ def report_from_json(data: Any, name: str = "input", clean: bool = False) -> Rep
         raise ReportError(f"{name} has an invalid schema_version {version}")
     if not isinstance(data.get("facts"), dict):
         raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
-    findings = data.get("findings")
-    if isinstance(findings, list) and len(findings) > MAX_FINDINGS:
-        raise ReportError(f"{name} has {len(findings):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
+    saved = data.get("findings")
+    if isinstance(saved, list) and len(saved) > MAX_FINDINGS:
+        raise ReportError(f"{name} has {len(saved):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
     _check_counts(data["facts"], name, raw=True)
     try:
-        return Report.from_dict(data, clean)
+        return Report.from_dict(data, clean, findings)
     except TooDeep:  # found while freezing, which walks every value anyway
         raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

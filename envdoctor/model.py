@@ -331,7 +331,10 @@ class Finding:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
-        object.__setattr__(self, "evidence", _freeze(dict(self.evidence)))
+        # Evidence this module already froze (a finding copied by ``replace``, facts quoted as
+        # evidence) is kept as is, not copied into a dict to be frozen again.
+        evidence = self.evidence if type(self.evidence) is MappingProxyType else dict(self.evidence)
+        object.__setattr__(self, "evidence", _freeze(evidence))
         object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ masked wherever they appear in a report.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -62,10 +63,14 @@ _HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "
           "key", "credential", "cookie", "session", "signature", "_pat")
 
 
+#: The hints as one alternation of literals, searched once in the lower-cased text: one C call
+#: instead of a Python loop of 28 substring tests (which was a third of ``diagnose``'s time).
+_HINT = re.compile("|".join(re.escape(h) for h in _HINTS))
+
+
 def may_hold_secret(text: str) -> bool:
     """False when no pattern of this module can match ``text`` (a superset test, lower-cased)."""
-    low = text.lower()
-    return any(hint in low for hint in _HINTS)
+    return _HINT.search(text.lower()) is not None
 
 
 def _plain(value: Any) -> Any:
@@ -91,6 +96,21 @@ def redact_text(text: str) -> str:
     """Mask credential-shaped substrings of a free-form string (paths and error texts too)."""
     if not may_hold_secret(text):
         return text
+    out = _redact_short(text) if len(text) <= _MEMO_LONGEST else _redact(text)
+    return text if out == text else out  # unchanged is the same object: callers test identity
+
+
+#: Short texts that hold a hint (a remedy quoting a URL, a title naming a token) recur in every
+#: report a batch judges: they are redacted once.
+_MEMO_LONGEST = 4096
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact_short(text: str) -> str:
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for rx in _SECRET_VALUE:
         text = rx.sub(REDACTED, text)

@@ -138,11 +138,13 @@ def _validate_symptoms(check_id: str, owns: tuple[str, ...]) -> None:
                                 "(e.g. 'cuda.init:802')")
 
 
-def _add_builtins(reg: Registry) -> None:
+def _add_builtins(reg: Registry, modules: Iterable[str] | None = None) -> None:
     from . import checks as _builtin_checks
 
+    wanted = None if modules is None else set(modules)
     for module_name in _builtin_checks.BUILTIN:
-        reg.add_from(importlib.import_module(f"envdoctor.checks.{module_name}"), "envdoctor")
+        if wanted is None or module_name in wanted:
+            reg.add_from(importlib.import_module(f"envdoctor.checks.{module_name}"), "envdoctor")
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,13 +186,15 @@ def _entry_points() -> list[Any]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
-def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True) -> Registry:
-    """Built-ins first, then plugins. Raises RegistryError on duplicate ids."""
+def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True,
+                  builtin: Iterable[str] | None = None) -> Registry:
+    """Built-ins first, then plugins. Raises RegistryError on duplicate ids. ``builtin`` names the
+    built-in check modules to load (default: all of them): the healthcheck loads only its own."""
     import os
 
     env = os.environ if environ is None else environ
     reg = Registry()
-    _add_builtins(reg)
+    _add_builtins(reg, builtin)
     if not plugins or env.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
         return reg
     for ep in _entry_points():

@@ -86,14 +86,15 @@ class Report:
         return data  # already redacted (__post_init__)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], clean: bool = False) -> Report:
-        """``clean``: the caller proved no string in ``data`` can hold a secret (see parse_report)."""
+    def from_dict(cls, data: Mapping[str, Any], clean: bool = False, findings: bool = True) -> Report:
+        """``clean``: the caller proved no string in ``data`` can hold a secret (see parse_report);
+        ``findings=False`` leaves the saved findings unread (they are about to be judged again)."""
         facts = _facts_consuming(data.get("facts") or {})
         if clean:
             _CLEAN[:] = [facts, *_CLEAN[:3]]
         return cls(
             facts=facts,
-            findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()),
+            findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()) if findings else (),
             probes=tuple(ProbeRun.from_dict(p) for p in data.get("probes") or ()),
             created_at=str(data.get("created_at", "")),
             envdoctor_version=str(data.get("envdoctor_version", "")),

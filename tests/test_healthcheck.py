@@ -53,3 +53,42 @@ def test_healthcheck_never_imports_torch(tmp_path):
     proc, seconds = healthcheck({"PYTHONPATH": str(tmp_path)}, "--max-seconds", "5")
     assert seconds < 5 and proc.returncode in (0, 1)
     assert len(proc.stdout.strip().splitlines()) == 1
+
+
+def test_the_healthcheck_subsets_name_every_healthcheck_probe_and_check() -> None:
+    # healthcheck imports only HEALTHCHECK_MODULES / checks.HEALTHCHECK: they must hold every
+    # probe and check flagged healthcheck=True, or one would silently stop running.
+    from envdoctor.checks import HEALTHCHECK
+
+    from envdoctor.probes import builtin_probes, healthcheck_probes
+    from envdoctor.registry import load_registry
+
+    assert [s.name for s in healthcheck_probes()] == [s.name for s in builtin_probes() if s.healthcheck]
+    assert [s.name for s in healthcheck_probes(micro=True)] == [
+        s.name for s in builtin_probes() if s.healthcheck or s.micro]
+    full = [s.id for s in load_registry(plugins=False) if s.healthcheck and not s.micro]
+    subset = [s.id for s in load_registry(plugins=False, builtin=HEALTHCHECK) if s.healthcheck]
+    assert subset == full
+    assert [s.id for s in load_registry(plugins=False, builtin=(*HEALTHCHECK, "micro")) if s.healthcheck] == [
+        s.id for s in load_registry(plugins=False) if s.healthcheck]
+
+
+def test_healthcheck_imports_no_probe_or_check_module_it_does_not_run() -> None:
+    code = ("import sys\nfrom envdoctor import cli\n"
+            "sys.argv = ['envdoctor', 'healthcheck']\n"
+            "import atexit, os\n"
+            "from envdoctor import lifecycle\n"
+            "def answer(line, code):\n"
+            "    print(sorted(m for m in sys.modules if m.startswith(('envdoctor.probes.', 'envdoctor.checks.', 'rich', 'torch'))))\n"
+            "    sys.stdout.flush(); os._exit(code)\n"
+            "lifecycle.answer = answer\n"
+            "cli.run()\n")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    loaded = set(eval(out.strip().splitlines()[-1]))
+    assert not {m for m in loaded if m.startswith(("rich", "torch"))}, loaded
+    assert {"envdoctor.probes.libraries", "envdoctor.probes.python_probe", "envdoctor.probes.launch_probe",
+            "envdoctor.checks.libraries", "envdoctor.checks.compat", "envdoctor.checks.torch_build"}.isdisjoint(loaded)
+    assert "envdoctor.probes.nvidia" in loaded and "envdoctor.checks.driver" in loaded

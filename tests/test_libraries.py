@@ -437,3 +437,22 @@ def test_ldd_also_covers_known_extensions(tmp_path):
     facts = probe_libraries(host, Options(timeout=5))
     entries = [e for e in facts["libs.ldd"].value if e.get("role") == "extension:torchvision"]
     assert entries and list(entries[0]["not_found"]) == ["libcudart.so.11.0"]
+
+
+def test_identical_copies_get_one_ldd_each_says_which_file_it_shares(tmp_path):
+    # The same library copied into many LD_LIBRARY_PATH folders (a common result of scripted
+    # environment setup): ldd runs once per distinct file, and every copy still gets its entry.
+    dirs = [tmp_path / f"d{i}" for i in range(3)]
+    first = install("cudart", dirs[0], "libcudart.so.12", 12040)
+    for d in dirs[1:]:
+        d.mkdir()
+        (d / "libcudart.so.12").write_bytes(first.read_bytes())
+    other = install("cudart", tmp_path / "other", "libcudart.so.12", 12060)  # a different file
+    facts = run(host_for(LD_LIBRARY_PATH=os.pathsep.join(map(str, [*dirs, other.parent]))))
+    ldd = {e["file"]: e for e in value(facts, "libs.ldd") if e["file"].startswith(str(tmp_path))}
+    files = [str(d / "libcudart.so.12") for d in dirs]
+    assert set(ldd) == {*files, str(other)}
+    shared = [ldd[f].get("same_file_as") for f in files]
+    assert shared.count(None) == 1 and len({s for s in shared if s}) == 1, shared
+    assert "same_file_as" not in ldd[str(other)]
+    assert all(ldd[f]["resolved"] == ldd[files[0]]["resolved"] for f in files)

@@ -8,7 +8,7 @@ read from ``/proc/self/maps``: a copy under ``…/compat/`` is a forward-compati
 
 import ctypes
 
-from _edchild import args, done, emit, error_text, mapped, stage
+from _edchild import args, done, emit, error_text, exit_now, mapped, stage
 
 
 def error_info(lib, code):
@@ -67,3 +67,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()

@@ -22,7 +22,7 @@ import os
 import re
 import struct
 
-from _edchild import args, done, emit, error_text, mapped_files, stage
+from _edchild import args, done, emit, error_text, exit_now, mapped_files, stage
 
 # Families this child knows a version function for. cuBLAS is left out on purpose: loading it
 # maps libcublasLt too (hundreds of MB) only to learn what the file name already says.
@@ -279,3 +279,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()

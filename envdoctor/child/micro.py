@@ -31,7 +31,7 @@ import time
 import traceback
 import warnings
 
-from _edchild import args, done, emit, error_text, stage
+from _edchild import args, done, emit, error_text, exit_now, stage
 
 # In the order they run: the per-device checks device by device, then the host-wide ones.
 CHECKS = ("device", "matmul", "transformer", "copy", "compile", "dataloader", "multi_gpu")
@@ -564,7 +564,7 @@ def check_dataloader(device, opts):
             if "error" not in out:
                 out.update(ok=False, error=error_text(exc))
     text = captured.text.replace("\x00", "")
-    out["worker_stderr"] = [ln.strip() for ln in text.splitlines() if ln.strip()][-10:]
+    out["worker_stderr"] = stderr_summary(text)
     if out.get("error"):
         error = out["error"]
         out["bus_error"] = "bus error" in error.lower() or "SIGBUS" in error
@@ -572,6 +572,19 @@ def check_dataloader(device, opts):
     if "bus error" in text.lower():
         out["bus_error"] = True
     return out
+
+
+def stderr_summary(text, tail=10):
+    """What the workers said on fd 2: the lines torch's worker signal handler prints
+    (``ERROR: Unexpected bus error encountered in worker...``) first, each once, then the last
+    ``tail`` other lines; a long traceback in between never pushes the worker's last words out."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = []
+    for ln in lines:
+        if ln.startswith("ERROR:") and ln not in errors:
+            errors.append(ln)
+    rest = [ln for ln in lines if not ln.startswith("ERROR:")]
+    return errors[:tail] + rest[-tail:]
 
 
 #: Seconds the whole DataLoader pass may take before it counts as hung (a healthy pass takes
@@ -583,8 +596,88 @@ class LoaderHung(Exception):
     pass
 
 
+class SignalGuard:
+    """Signal handlers that may raise, confined to the calls made through :meth:`call`.
+
+    torch's SIGCHLD handler raises "DataLoader worker ... killed by signal" at whatever bytecode
+    the main thread is at when a worker dies. While the loader's iterator waits for a batch that
+    is the point; anywhere else it is not: a second worker dying a little later (the common case
+    on a loaded machine) raised it again in the ``except`` that was recording the first one, in
+    the fd-2 restore, in ``emit`` -- losing the result, leaving fd 2 redirected, or killing the
+    child before its last record. Here a signal that arrives outside :meth:`call` is held and
+    handed to its handler at the start of the next :meth:`call`, or never, once the work is over.
+    """
+
+    def __init__(self):
+        self.armed = False
+        self.pending = []
+        self.inner = {}
+
+    def install(self, signum, handler):
+        self.inner[signum] = handler
+        signal.signal(signum, self._handle)
+
+    def _handle(self, signum, frame):
+        if self.armed:
+            self.inner[signum](signum, frame)
+        elif signum not in self.pending:
+            self.pending.append(signum)
+
+    def call(self, fn, *fn_args):
+        self.armed = True
+        try:
+            while self.pending:
+                signum = self.pending.pop(0)
+                self.inner[signum](signum, None)
+            return fn(*fn_args)
+        finally:
+            self.armed = False
+
+
 def _on_alarm(signum, frame):
     raise LoaderHung("no batch within %d s: a DataLoader worker hung" % LOADER_DEADLINE)
+
+
+def torch_sigchld_handler(torch):
+    """torch's DataLoader SIGCHLD handler, installed now rather than inside ``iter(loader)`` (it
+    installs itself once per process), so the guard can wrap it before any worker exists."""
+    handling = getattr(getattr(getattr(torch.utils, "data", None), "_utils", None), "signal_handling", None)
+    setter = getattr(handling, "_set_SIGCHLD_handler", None)
+    if setter is not None:
+        setter()
+    handler = signal.getsignal(signal.SIGCHLD)
+    return handler if callable(handler) else None
+
+
+def warm_up_loader_imports(torch):
+    """Run the lazy imports of the loader's first ``next()`` now, before any worker exists.
+
+    ``DataLoader.__next__`` enters ``record_function``, whose first use imports a profiler module
+    inside a ``try/except Exception`` that logs and carries on. A worker dying during that import
+    (on a loaded machine the import is slow and the workers die at once) had torch's SIGCHLD
+    handler raise inside it: the exception was swallowed, the death went unnoticed until the
+    loader's 5 s liveness poll, and the logged traceback pushed the worker's own last words out
+    of the stderr tail."""
+    profiler = getattr(getattr(torch, "autograd", None), "profiler", None)
+    record = getattr(profiler, "record_function", None)
+    if record is not None:
+        try:
+            with record("envdoctor.warm_up"):
+                pass
+        except Exception:
+            pass
+
+
+def shutdown_loader(iterator):
+    """Stop the iterator's workers now, not whenever the garbage collector frees it: an
+    iterator kept alive by a traceback's reference cycle kept its worker pids registered with
+    torch's SIGCHLD handler, which then raised wherever the child was when a worker died."""
+    stop = getattr(iterator, "_shutdown_workers", None)
+    if stop is not None:
+        try:
+            stop()
+        except Exception:
+            pass
 
 
 class WorkerStderr:
@@ -618,6 +711,7 @@ def _load(device, data, batch, workers, out):
     t0 = time.perf_counter()
     seen = 0
     wrong = []
+    guard = SignalGuard()
     with warnings.catch_warnings():
         # "pin_memory ... no accelerator is found" on CPU-only builds: expected there.
         warnings.simplefilter("ignore")
@@ -631,25 +725,40 @@ def _load(device, data, batch, workers, out):
         unsignalled = INJECT == "sigbus_worker_unsignalled"
         if unsignalled:
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
-        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        previous = signal.getsignal(signal.SIGCHLD), signal.getsignal(signal.SIGALRM)
+        sigchld = torch_sigchld_handler(torch)
+        if sigchld is not None:
+            guard.install(signal.SIGCHLD, sigchld)
+        guard.install(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, LOADER_DEADLINE)
+        iterator = None
         try:
-            try:
-                for i, chunk in enumerate(loader):
-                    want = torch.arange(i * batch, i * batch + batch, dtype=chunk.dtype).unsqueeze(1)
-                    if not bool((chunk == want).all()):
-                        wrong.append(i)
-                    if device != "cpu":
-                        chunk.to(device, non_blocking=True)
-                    seen += chunk.numel() * 4
-            except Exception as exc:
-                out.update(ok=False, error=error_text(exc))
-                return
+            warm_up_loader_imports(torch)
+            iterator = guard.call(iter, loader)
+            for i in range(len(loader)):
+                chunk = guard.call(next, iterator)
+                want = torch.arange(i * batch, i * batch + batch, dtype=chunk.dtype).unsqueeze(1)
+                if not bool((chunk == want).all()):
+                    wrong.append(i)
+                if device != "cpu":
+                    chunk.to(device, non_blocking=True)
+                seen += chunk.numel() * 4
+        except Exception as exc:
+            out.update(ok=False, error=error_text(exc))
+            return
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            # Workers are joined while fd 2 is still captured, so every worker's last words are
+            # in ``worker_stderr``; the guard stays disarmed through it.
+            shutdown_loader(iterator)
             if unsignalled:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
+            if iterator is not None:
+                # The workers are gone and unregistered: torch's handler has nothing left to
+                # raise about. (If iter() itself failed, the half-built iterator may still be
+                # registered, and the disarmed guard stays.)
+                signal.signal(signal.SIGCHLD, sigchld or previous[0] or signal.SIG_DFL)
+            signal.signal(signal.SIGALRM, previous[1] or signal.SIG_DFL)
     sync(device)
     seconds = time.perf_counter() - t0
     out.update(ok=not wrong, wrong_batches=wrong, seconds=round(seconds, 4),
@@ -861,3 +970,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()

@@ -9,7 +9,7 @@ is recorded under the GPU's ``missing`` map and the rest is still read.
 
 import sys
 
-from _edchild import append, args, cleanup, done, emit, error_text, mapped, stage
+from _edchild import append, args, cleanup, done, emit, error_text, exit_now, mapped, stage
 
 # NVML return codes (nvml.h) -> (symbolic name, envdoctor reason), from envdoctor/data/errors.json:
 # the parent passes the table in this script's JSON arguments ({"codes": {"9": [name, reason]}}),
@@ -309,3 +309,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()

@@ -10,7 +10,7 @@ import re
 import sys
 import warnings
 
-from _edchild import args, done, emit, error_text, mapped_files, stage
+from _edchild import args, done, emit, error_text, exit_now, mapped_files, stage
 
 # Distributions worth reporting (normalised names); plus every nvidia-* / cuda-* wheel.
 RELEVANT = {
@@ -182,3 +182,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    exit_now()

@@ -11,8 +11,9 @@ built-in ones). Probe modules import :mod:`.spec` only.
 
 from __future__ import annotations
 
-from .builtin import builtin_probes, iter_builtin_probes
+from .builtin import builtin_probes, healthcheck_probes, iter_builtin_probes
 from .runner import run_probes
 from .spec import Options, ProbeFunc, ProbeSpec
 
-__all__ = ["Options", "ProbeFunc", "ProbeSpec", "builtin_probes", "iter_builtin_probes", "run_probes"]
+__all__ = ["Options", "ProbeFunc", "ProbeSpec", "builtin_probes", "healthcheck_probes", "iter_builtin_probes",
+           "run_probes"]

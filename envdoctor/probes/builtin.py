@@ -28,3 +28,22 @@ def iter_builtin_probes() -> Iterator[ProbeSpec]:
 
 def builtin_probes() -> list[ProbeSpec]:
     return list(iter_builtin_probes())
+
+
+#: The probe modules that hold the ``healthcheck`` probes (tests/test_healthcheck.py keeps this in
+#: step with the ``healthcheck=True`` flags): the healthcheck imports only these.
+HEALTHCHECK_MODULES = ("host_probe", "nvidia")
+
+
+def healthcheck_probes(micro: bool = False) -> list[ProbeSpec]:
+    """The ``healthcheck`` subset (and the microcheck probe with ``micro``), importing no other
+    probe module."""
+    import importlib
+
+    specs = [s for name in HEALTHCHECK_MODULES
+             for s in importlib.import_module(f"{__package__}.{name}").PROBES if s.healthcheck]
+    if micro:
+        from . import micro as micro_probe
+
+        specs += [s for s in micro_probe.PROBES if s.micro]
+    return specs

@@ -425,7 +425,9 @@ def probe_libraries(host: Host, options: Options) -> dict[str, Reading]:
     budget = max(PROBE.deadline(options), 0.5)
     deadline = start + budget
     out: dict[str, Reading] = {}
-    pool = ThreadPoolExecutor(max_workers=_MAX_LDD + 3, thread_name_prefix="libs")
+    # No more threads than cores: each runs a command (ldd, ldconfig, a child), and a dozen
+    # at once on two cores only slow each other and the torch child down.
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="libs")
     try:
         return _probe(host, options, pool, start, deadline, budget, out)
     finally:
@@ -456,7 +458,9 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
     files = [{"path": str(host.path(c.names[0])), "family": c.family} for c in loadable]
     ldd_targets = _ldd_targets(host, copies, site)
     ldd_timeout = max(0.2, min(3.0, deadline - time.monotonic() - 0.1))
-    ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) for p, role in ldd_targets]
+    same = _identical(host, [p for p, _ in ldd_targets])
+    ldd_fs = [pool.submit(_run_ldd, host, str(host.path(p)), role, ldd_timeout) if same[i] == i else None
+              for i, (p, role) in enumerate(ldd_targets)]
     # Loading is milliseconds per library when warm; a cold network filesystem can take a second.
     per_child = max(1.5, budget * 0.45)
     loads = _Loads(*(_child_loads(host, options, files, deadline - 0.05, per_child) if files else ({}, {}, "")))
@@ -467,7 +471,7 @@ def _probe(host: Host, options: Options, pool: ThreadPoolExecutor, start: float,
         out[key] = ok(by_family[family], "search+" + SOURCE_CHILD, detail)
     out["libs.loader_choice"] = ok(_loader_choice(host, sonames, [e for e in ld_entries if e], cache, loads),
                                    SOURCE_CHILD)
-    out["libs.ldd"] = ok(_ldd_results(ldd_fs, ldd_targets, deadline), "ldd")
+    out["libs.ldd"] = ok(_ldd_results(ldd_fs, ldd_targets, deadline, same), "ldd")
     out["libs.search_dirs"] = ok(scan.searched, "search")
     out["libs.wheel_dirs"] = ok(sorted(set(wheel_dirs)), SOURCE_CHILD + ":site", "" if site else site_note)
     out["libs.torch_requires"] = _torch_requires(site, torch_path, site_note)
@@ -683,13 +687,57 @@ def _loader_choice(host: Host, sonames: Mapping[str, str], ld_dirs: list[str], c
     return choice
 
 
-def _ldd_results(futures: list[Future[dict[str, Any]]], targets: list[tuple[str, str]], deadline: float
-                 ) -> list[dict[str, Any]]:
+def _identical(host: Host, paths: list[str]) -> list[int]:
+    """For each path, the index of the first path that is the same file: the same inode, or the same
+    size and bytes where the file does not name ``$ORIGIN`` (whose resolution depends on where the
+    copy lies). ``ldd`` runs once per distinct file: a thousand identical copies on
+    ``LD_LIBRARY_PATH`` cost one ``ldd``, not a dozen."""
+    import hashlib
+
+    stats: list[os.stat_result | None] = []
+    for p in paths:
+        try:
+            stats.append(os.stat(host.path(p)))
+        except OSError:
+            stats.append(None)
+    sizes = [st.st_size for st in stats if st is not None]
+    first: dict[tuple[object, ...], int] = {}
+    out: list[int] = []
+    for i, (p, st) in enumerate(zip(paths, stats, strict=True)):
+        keys: list[tuple[object, ...]] = []
+        if st is not None:
+            keys.append(("inode", st.st_dev, st.st_ino))
+            if sizes.count(st.st_size) > 1 and st.st_size <= 256 << 20:
+                keys.extend(_content_key(host.path(p), st.st_size, hashlib.sha256))
+        rep = next((first[k] for k in keys if k in first), i)
+        for k in keys:
+            first.setdefault(k, rep)
+        out.append(rep)
+    return out
+
+
+def _content_key(path: os.PathLike[str], size: int, digest: Any) -> list[tuple[object, ...]]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return []
+    return [] if b"$ORIGIN" in data else [("bytes", size, digest(data).digest())]
+
+
+def _ldd_results(futures: list[Future[dict[str, Any]] | None], targets: list[tuple[str, str]], deadline: float,
+                 same: list[int]) -> list[dict[str, Any]]:
     ldd: list[dict[str, Any]] = []
-    for f, (p, role) in zip(futures, targets, strict=True):
-        got = _wait(f, deadline)
-        ldd.append(got if got is not None else {"file": p, "role": role, "reason": "timeout",
-                                                  "detail": "ldd did not finish within the probe's deadline"})
+    for i, (p, role) in enumerate(targets):
+        f = futures[same[i]]
+        got = _wait(f, deadline) if f is not None else None
+        if got is None:
+            ldd.append({"file": p, "role": role, "reason": "timeout",
+                        "detail": "ldd did not finish within the probe's deadline"})
+        elif same[i] != i:
+            ldd.append({**got, "file": p, "role": role, "same_file_as": targets[same[i]][0]})
+        else:
+            ldd.append(got)
     return ldd
 
 
@@ -722,7 +770,12 @@ def _header_version(host: Host, family: str, path: str) -> str | None:
     header, macros = spec
     libdir = os.path.dirname(path)
     for inc in (os.path.join(os.path.dirname(libdir), "include"), os.path.join(libdir, "include")):
-        text, _, _ = host.read_text(os.path.join(inc, header), limit=1 << 18)
+        candidate = os.path.join(inc, header)
+        # A stat first (the folder was just listed, so it answers like the listing did): a read
+        # runs in a deadline thread, and a thousand copies without headers cost two thousand.
+        if not host.exists(candidate):
+            continue
+        text, _, _ = host.read_text(candidate, limit=1 << 18)
         if text:
             version = parse_header(text, macros, family)
             if version:

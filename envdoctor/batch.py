@@ -1,0 +1,128 @@
+"""Judging many saved reports or pastes in one process: ``diagnose FILE… | DIR`` and
+``fleet --rejudge``.
+
+One process pays click, the registry and the checks' imports once; each file then costs only its
+own reading and judging. A saved report's old findings are not read (they are judged again), and
+an unusable file is one result line with its reason, never the end of the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .report import EXIT_INCOMPLETE, EXIT_USAGE
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One file's result: its report (re-judged), or why it could not be read."""
+
+    path: str
+    report: Any = None
+    error: str = ""
+
+    def exit_code(self, fail_on: str = "fail") -> int:
+        return EXIT_USAGE if self.report is None else int(self.report.exit_code(fail_on))
+
+
+@functools.lru_cache(maxsize=8)
+def checks_for(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """(the checks to run, warnings), loaded once per process. Raises RegistryError."""
+    from .diagnose import select
+    from .registry import load_registry
+
+    registry = load_registry()
+    checks, unknown = select(registry, only, skip)
+    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
+    return tuple(checks), tuple(warnings)
+
+
+def judge(facts: Any, runs: Any = (), origin: str = "", only: tuple[str, ...] = (),
+          skip: tuple[str, ...] = ()) -> Any:
+    """Facts (with the probe runs they came with) -> a Report judged by today's checks."""
+    from . import compat
+    from .diagnose import diagnose
+    from .report import Report
+
+    checks, warnings = checks_for(tuple(only), tuple(skip))
+    return Report(facts=facts, findings=tuple(diagnose(facts, checks)), probes=tuple(runs), origin=origin,
+                  compat_as_of=compat.as_of(), warnings=warnings)
+
+
+def origin_of(path: str, loaded: Any) -> str:
+    from .model import Facts
+
+    kind = "paste" if isinstance(loaded, Facts) else "report"
+    return f"{kind}:{'stdin' if path == '-' else os.path.basename(path)}"
+
+
+def judge_path(path: str, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Judged:
+    """One file through the one loader and today's checks; never raises on bad input."""
+    from .inputs import load
+    from .model import Facts
+    from .report import ReportError
+
+    try:
+        loaded = load(path, findings=False)
+    except ReportError as exc:
+        return Judged(path, error=str(exc))
+    except RecursionError:
+        return Judged(path, error=f"{path} is nested too deeply to be an envdoctor report")
+    facts, runs = (loaded, ()) if isinstance(loaded, Facts) else (loaded.facts, loaded.probes)
+    return Judged(path, judge(facts, runs, origin_of(path, loaded), only, skip))
+
+
+def expand(items: Iterable[str]) -> Iterator[str]:
+    """Files named, and the files of folders named (sorted, hidden ones left out)."""
+    for item in items:
+        if os.path.isdir(item):
+            for root, dirs, files in os.walk(item):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith("."):
+                        yield os.path.join(root, name)
+        else:
+            yield item
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The batch's exit code: the worst of its files' (3 could not complete > 2 unusable input >
+    1 a failure > 0)."""
+    return max(codes, default=EXIT_USAGE)
+
+
+def summary_record(judged: Judged, fail_on: str = "fail") -> dict[str, Any]:
+    """One file's result as JSON: its exit code, counts and the findings that are not ok."""
+    from .redact import redact_text
+
+    out: dict[str, Any] = {"file": redact_text(judged.path), "exit_code": judged.exit_code(fail_on)}
+    if judged.report is None:
+        out["error"] = redact_text(judged.error)
+        return out
+    rep = judged.report
+    out["summary"] = rep.summary
+    out["findings"] = [{"id": f.id, "status": f.status.value, "title": f.title}
+                       for f in rep.findings if f.status.value in ("fail", "error", "warn")]
+    return out
+
+
+def summary_line(judged: Judged, fail_on: str = "fail") -> str:
+    from .redact import redact_text
+
+    name = redact_text(judged.path)
+    if judged.report is None:
+        return f"{name}: unusable: {redact_text(judged.error)}"
+    counts = judged.report.summary
+    worst = counts.get("worst", "ok")
+    parts = [f"{counts.get(k, 0)} {k}" for k in ("fail", "error", "warn") if counts.get(k)]
+    failing = [f.id for f in judged.report.findings if f.status.value in ("fail", "error")]
+    tail = f" ({', '.join(failing[:8])}{', …' if len(failing) > 8 else ''})" if failing else ""
+    return f"{name}: {worst}" + (f": {', '.join(parts)}" if parts else "") + tail
+
+
+__all__ = ["EXIT_INCOMPLETE", "Judged", "checks_for", "expand", "judge", "judge_path", "summary_line",
+           "summary_record", "worst_exit"]

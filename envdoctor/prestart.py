@@ -1,0 +1,89 @@
+"""Start the torch child before anything heavy is imported.
+
+``envdoctor check`` and ``report`` spend most of their time waiting for the child that imports
+torch; everything the parent imports first (click, the report model, the probes) delays it. So
+the entry point, knowing only ``sys.argv``, starts that child at once, exactly as the python
+probe would start it, and the probe later adopts it (:func:`take`) when its command line and
+environment match to the byte. When they do not (an option changed them, a usage error ends the
+run), the child is ended unused: the guess can cost a wasted start, never a wrong fact.
+
+Only the standard library is imported here, and little of it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from . import lifecycle
+
+#: The torch probe's script, its arguments and the environment it gets, as
+#: :meth:`envdoctor.host.Host.run_child` builds them for ``probes/python_probe.py``.
+SCRIPT = "torch_probe"
+ARGS = '{"maps": true}'
+CHILD_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+#: Subcommands whose first probe is the torch child; any of these options means it is not.
+COMMANDS = ("check", "report")
+NOT_NOW = ("-h", "--help", "--distributed", "--micro-only", "--version")
+
+_started: list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]] = []
+
+
+def interpreter(argv: list[str]) -> str | None:
+    """The target interpreter ``--python`` names (as the CLI resolves it), this one without it,
+    None when it would be a usage error."""
+    value: str | None = None
+    for i, arg in enumerate(argv):
+        if arg == "--python" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--python="):
+            value = arg.split("=", 1)[1]
+    if value is None:
+        return sys.executable
+    if os.sep not in value:
+        import shutil
+
+        value = shutil.which(value)
+    if value and os.path.isfile(value) and os.access(value, os.X_OK):
+        return value
+    return None
+
+
+def command_for(python: str) -> tuple[str, ...]:
+    script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "child", f"{SCRIPT}.py")
+    return (python, script, ARGS)
+
+
+def maybe_start(argv: list[str]) -> None:
+    """Start the torch child when ``argv`` is a plain ``check``/``report`` run."""
+    if not argv or argv[0] not in COMMANDS or any(a in NOT_NOW or a.startswith("--python=-") for a in argv):
+        return
+    python = interpreter(argv[1:])
+    if python is None:
+        return
+    command = command_for(python)
+    env = dict(os.environ)
+    env.update(CHILD_ENV)
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, close_fds=True, **lifecycle.own_group())
+    except (OSError, ValueError):
+        return  # the probe will start it and say why it cannot
+    lifecycle.register(proc)
+    _started.append((command, env, proc))
+
+
+def take(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """The prestarted child for exactly ``command`` and ``env``, else None. The torch child's own
+    start ends every prestarted child it does not take: an unused torch import only steals CPU."""
+    if not _started or len(command) < 2 or os.path.basename(command[1]) != f"{SCRIPT}.py":
+        return None
+    found = None
+    while _started:
+        started_command, started_env, proc = _started.pop()
+        if found is None and started_command == command and started_env == env:
+            found = proc
+        else:
+            lifecycle.end_group(proc)
+    return found
