@@ -662,12 +662,17 @@ def list_checks(as_json: bool) -> None:
 
     from .render import make_console, safe
 
+    console = make_console()
+    if not console.is_terminal:  # on a pipe: one line per check, tab-separated, never wrapped
+        for r in rows:
+            click.echo("\t".join((r["id"], safe(r["title"]), safe(r["provider"]), _healthcheck_cell(r) or "no")))
+        return
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("id", "title", "provider", "healthcheck"):
         table.add_column(col, style="cyan" if col == "id" else None, no_wrap=col in ("id", "provider"))
     for r in rows:
         table.add_row(Text(r["id"]), Text(safe(r["title"])), Text(safe(r["provider"])), _healthcheck_cell(r))
-    make_console().print(table)
+    console.print(table)
 
 
 #: The shape of ``list --json``; raised when a field is removed or changes meaning (added ones keep it).

@@ -216,3 +216,11 @@ def test_the_readme_example_is_what_diagnose_prints():
     proc = run("diagnose", str(ROOT / "tests/corpus/pytorch-150733-rtx5090d-cu126.txt"))
     assert proc.returncode == 1 and readme[readme.index("$ echo $?"):].startswith("$ echo $?\n1\n")
     assert proc.stdout.decode().replace("paste:" + str(ROOT / "tests/corpus") + "/", "paste:") == shown
+
+
+def test_list_on_a_pipe_is_one_whole_line_per_check():
+    proc = run("list", env={**os.environ, "COLUMNS": "40"})
+    lines = proc.stdout.decode().splitlines()
+    assert proc.returncode == 0 and len(lines) > 40
+    assert all(len(line.split("\t")) == 4 and line == line.rstrip() for line in lines)
+    assert "host-shm-size\tShared memory (/dev/shm) is large enough for DataLoader workers\tenvdoctor\tyes" in lines
