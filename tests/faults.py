@@ -61,7 +61,9 @@ class cuda:
 """
 
 #: Behaviours of a broken torch, as module source run at ``import torch``.
-#: ``{pidfile}`` is replaced by a path the import writes its pid to.
+#: ``{pidfile}`` is replaced by a path the import writes its pid to: written whole and renamed into
+#: place, so a test that waits for the file never reads it empty (it did, under load: a signal sent as
+#: soon as the file existed landed between its creation and the write).
 TORCH_VARIANTS: dict[str, str] = {
     "healthy": HEALTHY,
     "raises-importerror": "raise ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')",
@@ -71,9 +73,9 @@ TORCH_VARIANTS: dict[str, str] = {
     "raises-keyboardinterrupt": "raise KeyboardInterrupt",
     "raises-recursion": "def f(n):\n    return f(n + 1)\nf(0)",
     "raises-memoryerror": "raise MemoryError()",
-    "hangs": "import os, time\nopen({pidfile!r}, 'w').write(str(os.getpid()))\ntime.sleep(3600)",
+    "hangs": "import os, time\nopen({pidfile!r} + '.tmp', 'w').write(str(os.getpid())); os.replace({pidfile!r} + '.tmp', {pidfile!r})\ntime.sleep(3600)",
     "hangs-ignoring-sigterm": ("import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                               "open({pidfile!r}, 'w').write(str(os.getpid()))\ntime.sleep(3600)"),
+                               "open({pidfile!r} + '.tmp', 'w').write(str(os.getpid())); os.replace({pidfile!r} + '.tmp', {pidfile!r})\ntime.sleep(3600)"),
     "segfaults": "import ctypes\nctypes.string_at(0)",
     "aborts": "import os\nos.abort()",
     "os-exit-0": "import os\nos._exit(0)",
@@ -90,7 +92,7 @@ TORCH_VARIANTS: dict[str, str] = {
                                     + HEALTHY),
     "spawns-daemon-then-hangs": ("import subprocess, sys, os, time\n"
                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-                                 "open({pidfile!r}, 'w').write(str(os.getpid()))\ntime.sleep(3600)"),
+                                 "open({pidfile!r} + '.tmp', 'w').write(str(os.getpid())); os.replace({pidfile!r} + '.tmp', {pidfile!r})\ntime.sleep(3600)"),
     "closes-stdout": "import os\nos.close(1)\n" + HEALTHY,
     "version-not-a-string": HEALTHY + "\n__version__ = 12345\n",
     "version-huge": HEALTHY + "\n__version__ = '2.6.0' + 'a' * 1000000\n",
