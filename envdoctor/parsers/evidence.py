@@ -41,7 +41,8 @@ from . import listings
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
+        "libs.missing_dlls", "driver.fabricmanager_service", "driver.fabricmanager_mismatch",
+        "driver.nvswitch_present", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
@@ -74,6 +75,27 @@ _FM_UNIT = "nvidia-fabricmanager"
 _FM_LINE_RE = re.compile(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
                          r"inactive)", re.IGNORECASE)
 _ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
+
+
+# The fabric manager's own log (journalctl -u nvidia-fabricmanager, its start script): it refuses a driver of
+# another version ("fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver version
+# 530.41.03", later "doesn't match"), and exits when the system has no NVSwitch to manage ("request to query
+# NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do
+# [NV_WARN_NOTHING_TO_DO]": GPUs joined by an NVLink bridge, or none, need no fabric manager).
+_FM_VERSION_RE = re.compile(r"fabric manager NVIDIA GPU driver interface version\s+(\d+(?:\.\d+)+)\s+do\w*'?t\s+match"
+                            r"\s+with\s+(?:the\s+)?driver version\s+(\d+(?:\.\d+)+)", re.IGNORECASE)
+
+
+def _fabricmanager_log(text: str) -> tuple[str, Any] | None:
+    if "NV_WARN_NOTHING_TO_DO" in text and "NVSwitch" in text:
+        return "driver.nvswitch_present", False
+    if "interface version" in text and (m := _FM_VERSION_RE.search(text)):
+        return "driver.fabricmanager_mismatch", {"fabricmanager": m.group(1), "driver": m.group(2)}
+    return None
+
+
+def _write_fabricmanager_log(scan: Any, _text: str, found: tuple[str, Any]) -> None:
+    scan.evidence.setdefault(found[0], found[1])
 
 
 def _fabricmanager(text: str) -> str | None:
@@ -278,6 +300,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("docker-no-gpu-driver", _no_gpu_driver, _write_no_gpu_driver),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
+    ("fabricmanager-log", _fabricmanager_log, _write_fabricmanager_log),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
@@ -356,6 +379,12 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     if "driver.fabricmanager_service" in found:
         out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
                                                  "systemd about nvidia-fabricmanager, as pasted")
+    if "driver.fabricmanager_mismatch" in found:
+        out["driver.fabricmanager_mismatch"] = ok(found["driver.fabricmanager_mismatch"], SOURCE,
+                                                  "the fabric manager's log, as pasted")
+    if "driver.nvswitch_present" in found:
+        out["driver.nvswitch_present"] = ok(found["driver.nvswitch_present"], SOURCE,
+                                            "the fabric manager's log: NV_WARN_NOTHING_TO_DO (no NVSwitch to manage)")
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
