@@ -16,6 +16,9 @@ The sentences and where they come from (their fixed words are matched, never one
   route to the peer).
 * The kernel (dmesg, journalctl): "NVRM: Xid (PCI:0000:02:00): 79, …" and "… has fallen off the bus",
   written as ``driver.xid_events`` exactly as the kernel-log probe writes them (the gpu-xid check judges).
+* The fabric manager (systemctl, journalctl): "Job for nvidia-fabricmanager.service failed", "Active: failed",
+  its own "fabric manager NVIDIA GPU driver interface version X don't match with driver version Y" and, on a
+  system without NVSwitch, "… NVSwitch … Nothing to do [NV_WARN_NOTHING_TO_DO]".
 * Launch lines: ``torchrun`` / ``python -m torch.distributed.launch|run`` with ``--nproc_per_node``
   (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
 * torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found"; a
@@ -368,6 +371,18 @@ def _write_mismatch(found: dict[str, Any], out: dict[str, Reading]) -> None:
         out["torch.cuda_version"] = ok(cuda, SOURCE, why)
 
 
+_FABRIC_WHY = {"driver.fabricmanager_service": "systemd about nvidia-fabricmanager, as pasted",
+               "driver.fabricmanager_mismatch": "the fabric manager's log, as pasted",
+               "driver.nvswitch_present": "the fabric manager's log: NV_WARN_NOTHING_TO_DO (no NVSwitch to manage)"}
+
+
+def _write_fabric(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """systemd and the fabric manager's own log about the fabric manager."""
+    for key, why in _FABRIC_WHY.items():
+        if key in found:
+            out[key] = ok(found[key], SOURCE, why)
+
+
 def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     """The facts of what the signatures found."""
     for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
@@ -376,15 +391,7 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(found[key], SOURCE, "lines pasted in the text")
     if "nccl.socket_ifname" in found:
         out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
-    if "driver.fabricmanager_service" in found:
-        out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
-                                                 "systemd about nvidia-fabricmanager, as pasted")
-    if "driver.fabricmanager_mismatch" in found:
-        out["driver.fabricmanager_mismatch"] = ok(found["driver.fabricmanager_mismatch"], SOURCE,
-                                                  "the fabric manager's log, as pasted")
-    if "driver.nvswitch_present" in found:
-        out["driver.nvswitch_present"] = ok(found["driver.nvswitch_present"], SOURCE,
-                                            "the fabric manager's log: NV_WARN_NOTHING_TO_DO (no NVSwitch to manage)")
+    _write_fabric(found, out)
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
