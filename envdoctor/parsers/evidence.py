@@ -58,7 +58,7 @@ _NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NC
                                r"|Socket creation failed\s*:\s*Address family not supported"
                                r"|socketStartConnect: Connect to \S+ failed\s*:\s*(?:No route to host|Network is unreachable)")
 _IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
-_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
+_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+[\"'“]?fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
                         re.IGNORECASE)
 _LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
 _NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
