@@ -116,3 +116,16 @@ def test_fallen_off_the_bus_in_quotes_is_xid_79() -> None:
     text = 'The kernel log confirms this with a Xid 79 error, indicating the GPU has "fallen off the bus".\n'
     assert parse_text(text).value("driver.xid_events")[0]["code"] == 79
     assert _top_fail(text)[0] == "gpu-xid"
+
+
+def test_one_nccl_wheel_at_two_versions_across_nodes_is_the_nccl_mismatch() -> None:
+    text = ("misc/socket.cc:717 NCCL WARN ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) "
+            "nor AF_INET6(10)\nnode 1:\nnvidia-nccl-cu12==2.20.5\nnodes 2-4:\n[pip3] nvidia-nccl-cu12==2.19.3\n")
+    assert dict(parse_text(text).value("nccl.wheel_versions")) == {"nvidia-nccl-cu12": ("2.20.5", "2.19.3")}
+    fid, said = _top_fail(text)
+    assert fid == "nccl-mismatch"
+    assert "nvidia-nccl-cu12==2.19.3" in said
+    assert "nccl-socket-interface" not in _fails(text)
+    # One version listed: the address-family line stays the socket-interface failure.
+    one = text.replace("2.20.5", "2.19.3")
+    assert _top_fail(one)[0] == "nccl-socket-interface"

@@ -45,7 +45,7 @@ SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
         "libs.missing_dlls", "driver.fabricmanager_service", "driver.fabricmanager_mismatch",
-        "driver.nvswitch_present", "host.kernel", "host.wsl", "pci.acs_enabled",
+        "driver.nvswitch_present", "nccl.wheel_versions", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
@@ -99,6 +99,23 @@ def _fabricmanager_log(text: str) -> tuple[str, Any] | None:
 
 def _write_fabricmanager_log(scan: Any, _text: str, found: tuple[str, Any]) -> None:
     scan.evidence.setdefault(found[0], found[1])
+
+
+# An NCCL wheel's row in `pip freeze` ("nvidia-nccl-cu12==2.20.5"), `pip list` ("nvidia-nccl-cu12  2.20.5") or
+# collect_env ("[pip3] nvidia-nccl-cu12==2.20.5"); every version a text lists is kept, so the listings of several
+# nodes pasted together show whether they run one NCCL.
+_NCCL_WHEEL_RE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?(nvidia-nccl-cu\d+)(?:\s*==\s*|\s+)(\d+\.\d+\.\d+)\b")
+
+
+def _nccl_wheel(text: str) -> tuple[str, str] | None:
+    m = _NCCL_WHEEL_RE.match(text) if "nvidia-nccl-cu" in text else None
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _write_nccl_wheel(scan: Any, _text: str, found: tuple[str, str]) -> None:
+    listed = scan.evidence.setdefault("nccl.wheel_versions", {}).setdefault(found[0], [])
+    if found[1] not in listed:
+        listed.append(found[1])
 
 
 def _fabricmanager(text: str) -> str | None:
@@ -304,6 +321,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("docker-no-gpu-driver", _no_gpu_driver, _write_no_gpu_driver),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("fabricmanager-log", _fabricmanager_log, _write_fabricmanager_log),
+    ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
@@ -371,14 +389,15 @@ def _write_mismatch(found: dict[str, Any], out: dict[str, Reading]) -> None:
         out["torch.cuda_version"] = ok(cuda, SOURCE, why)
 
 
-_FABRIC_WHY = {"driver.fabricmanager_service": "systemd about nvidia-fabricmanager, as pasted",
+_AS_FOUND = {"nccl.wheel_versions": "the NCCL wheels' rows of the pasted package listings",
+               "driver.fabricmanager_service": "systemd about nvidia-fabricmanager, as pasted",
                "driver.fabricmanager_mismatch": "the fabric manager's log, as pasted",
                "driver.nvswitch_present": "the fabric manager's log: NV_WARN_NOTHING_TO_DO (no NVSwitch to manage)"}
 
 
-def _write_fabric(found: dict[str, Any], out: dict[str, Reading]) -> None:
-    """systemd and the fabric manager's own log about the fabric manager."""
-    for key, why in _FABRIC_WHY.items():
+def _write_as_found(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """The facts written as their signature found them (the NCCL wheels listed, the fabric manager)."""
+    for key, why in _AS_FOUND.items():
         if key in found:
             out[key] = ok(found[key], SOURCE, why)
 
@@ -391,7 +410,7 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(found[key], SOURCE, "lines pasted in the text")
     if "nccl.socket_ifname" in found:
         out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
-    _write_fabric(found, out)
+    _write_as_found(found, out)
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
