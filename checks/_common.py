@@ -8,7 +8,8 @@ from .. import views
 from ..model import Facts
 from ..views import torch_variant
 
-__all__ = ["cpu_only", "gib", "gpu_presence", "library_errors", "mib", "outside_wheel", "torch_variant"]
+__all__ = ["cpu_only", "gib", "gpu_presence", "library_errors", "mib", "nccl_versions_differ", "outside_wheel",
+           "torch_variant"]
 
 
 def gpu_presence(facts: Facts) -> tuple[bool | None, str]:
@@ -97,3 +98,12 @@ def outside_wheel(path: str | None) -> bool:
         return False
     norm = path.replace("\\", "/")
     return "/site-packages/" not in norm and "/dist-packages/" not in norm
+
+
+def nccl_versions_differ(facts: Facts) -> tuple[str, list[str]] | None:
+    """The first NCCL wheel the text lists at more than one version (several nodes' listings), with them."""
+    listed = facts.value("nccl.wheel_versions") if facts.get("nccl.wheel_versions").ok else None
+    for name, found in sorted((listed or {}).items()):
+        if len(set(found)) > 1:
+            return name, sorted(set(found))
+    return None

@@ -11,7 +11,7 @@ from .. import compat, messages, remedies, versions, views
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._common import library_errors, outside_wheel
+from ._common import library_errors, nccl_versions_differ, outside_wheel
 from ._torch import _as_of, _exe, _packages, _torch_dist, torch_build
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +223,25 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
                                                 (remedies.NCCL_RELEASE_NOTES,)))
 
 
+def _nccl_versions_mixed(facts: Facts, ev: dict[str, Any], name: str, found: list[str]) -> Finding:
+    """One NCCL wheel listed at several versions: the nodes (or environments) pasted together disagree, and
+    every rank of a job must run the same NCCL."""
+    ev.update(evidence(facts, "nccl.wheel_versions"))
+    b = _bundled(facts, "nccl")
+    pinned = b.row["nccl"] if b is not None and b.row and b.row.get("nccl") in found else None
+    version = pinned or found[0]
+    return fail(f"{name} is installed at {len(found)} versions ({', '.join(found)})",
+                detail="the package listings pasted together show different NCCL versions; all ranks of a job must "
+                       "run one NCCL version, or their bootstrap and collectives misread each other (\"connecting to "
+                       "address with family N is neither AF_INET…\", hangs).",
+                evidence=ev,
+                remedy=Remediation(f"Install the same {name} on every node (the one torch pins), then rerun.",
+                                   (remedies.pip(_exe(facts), "list") + " | grep -i nccl   # on every node",
+                                    remedies.pip_install(_exe(facts), f"{name}=={version}", force=True)
+                                    + ("   # torch's pin" if pinned else "   # the same version on every node")),
+                                   (remedies.NCCL_RELEASE_NOTES,)))
+
+
 @check("nccl-mismatch", "The NCCL torch uses is the one it was built with",
        needs=("torch.version", "torch.nccl_version"), owns=("library_errors:nccl",))
 def nccl_mismatch(facts: Facts) -> Finding:
@@ -230,6 +249,8 @@ def nccl_mismatch(facts: Facts) -> Finding:
     broken = _nccl_loader_error(facts, ev)
     if broken is not None:
         return broken
+    if (mixed := nccl_versions_differ(facts)) is not None:
+        return _nccl_versions_mixed(facts, ev, *mixed)
     b = _bundled(facts, "nccl")
     if b is None:
         return skip("Not a CUDA build of torch (or torch was not read)", evidence=ev)

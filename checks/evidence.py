@@ -14,6 +14,7 @@ from .. import remedies
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts, Finding
 from ..registry import check
+from ._common import nccl_versions_differ
 
 
 def _shown(facts: Facts, key: str) -> bool:
@@ -46,6 +47,12 @@ def nccl_socket_interface(facts: Facts) -> Finding:
     ev = evidence(facts, "nccl.socket_errors", "nccl.socket_ifname")
     if not _shown(facts, "nccl.socket_errors"):
         return skip("No NCCL socket-interface failure shown", evidence=ev)
+    if (mixed := nccl_versions_differ(facts)) and all("AF_INET" in line for line in facts.value("nccl.socket_errors")):
+        ev.update(evidence(facts, "nccl.wheel_versions"))
+        return skip("NCCL's address-family error next to NCCL wheels of different versions",
+                    detail=f"{mixed[0]} is listed at {', '.join(mixed[1])}: ranks running different NCCL versions "
+                           "misread each other's bootstrap messages (an address 'of family N'); nccl-mismatch judges "
+                           "that.", evidence=ev)
     ifname = facts.value("nccl.socket_ifname") if facts.get("nccl.socket_ifname").ok else None
     forced = f" NCCL_SOCKET_IFNAME={ifname} restricts it to interfaces that do not exist here." if ifname else ""
     return fail("NCCL found no usable network interface",

@@ -437,19 +437,40 @@ def _xid_gpus(facts: Facts, events: Iterable[dict[str, Any]]) -> list[int]:
 _FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
+def _fabric_log(facts: Facts, mismatch: dict[str, str] | None, no_nvswitch: bool, ev: dict[str, Any],
+                remedy: Remediation) -> CheckResult | None:
+    """What the fabric manager's own log says: no NVSwitch to manage (its exit is then expected, and no
+    fabric manager is needed), or a driver of another version than its own (it refuses to start)."""
+    if no_nvswitch:
+        ev.update(evidence(facts, "driver.nvswitch_present", "driver.fabricmanager_service"))
+        return ok("No NVSwitch: the fabric manager has nothing to manage", detail="its log says NV_WARN_NOTHING_TO_DO "
+                  "(no NVSwitch found); GPUs without NVSwitch (PCIe, NVLink bridges) need no fabric manager, so its "
+                  "failing to start is expected there.", evidence=ev)
+    if mismatch:
+        ev.update(evidence(facts, "driver.fabricmanager_mismatch", "driver.fabricmanager_service"))
+        return fail(f"The fabric manager ({mismatch.get('fabricmanager')}) does not match the driver "
+                    f"({mismatch.get('driver')})", detail="the fabric manager refuses a driver of another version and "
+                    "does not start; on NVSwitch systems (HGX/DGX) CUDA then fails with error 802 \"system not yet "
+                    "initialized\".", evidence=ev, remedy=remedy)
+    return None
+
+
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
        needs=("nvml.gpus",), owns=("cuda.init:802",))
 def fabric_manager(facts: Facts) -> CheckResult:
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     service = facts.value("driver.fabricmanager_service") if facts.get("driver.fabricmanager_service").ok else None
     stopped = service in ("inactive", "failed", "not-found", "masked")
+    mismatch = facts.value("driver.fabricmanager_mismatch") if facts.get("driver.fabricmanager_mismatch").ok else None
+    no_nvswitch = facts.get("driver.nvswitch_present").ok and facts.value("driver.nvswitch_present") is False
     none = _no_gpus(facts)
-    if none and not cuda_802 and not stopped:
+    if none and not cuda_802 and not stopped and not mismatch and not no_nvswitch:
         return none
     gpus = _gpus(facts) if none is None else []
     ev = _gpu_ev(gpus, "fabric")
     ev.update(evidence(facts, "cuda.init", "nvml.driver_version"))
-    driver = facts.value("nvml.driver_version") or facts.value("driver.kernel_module_version")
+    driver = (facts.value("nvml.driver_version") or facts.value("driver.kernel_module_version")
+              or (mismatch or {}).get("driver"))
     # Without a version read, let the shell ask the driver for its branch.
     branch = (str(driver).split(".")[0] if driver
               else "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)")
@@ -473,6 +494,8 @@ def fabric_manager(facts: Facts) -> CheckResult:
         return warn("The NVSwitch fabric is still being set up", detail=", ".join(_label(g) for g in in_progress) +
                     ": fabric state 'in progress'. CUDA returns 802 until it completes (usually seconds after boot).",
                     evidence=ev, gpus=[g["index"] for g in in_progress], remedy=remedy)
+    if (logged := _fabric_log(facts, mismatch, no_nvswitch and not cuda_802, ev, remedy)) is not None:
+        return logged
     if stopped and not cuda_802:
         ev.update(evidence(facts, "driver.fabricmanager_service"))
         return fail(f"The fabric manager service is {service}", detail=f"systemd shows nvidia-fabricmanager "

@@ -63,6 +63,16 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('driver.fabricmanager_service', 'str', ('parser:evidence',),
        'the nvidia-fabricmanager systemd unit as shown: `"active"`, `"inactive"`, `"failed"`, `"not-found"`, '
        '`"masked"`'),
+    _k('driver.fabricmanager_mismatch', 'object', ('parser:evidence',),
+       "the fabric manager's own refusal to start, as its log shows it: `{\"fabricmanager\": \"530.30.02\", "
+       '"driver": "530.41.03"}` from "fabric manager NVIDIA GPU driver interface version X don\'t match with driver '
+       'version Y"'),
+    _k('driver.nvswitch_present', 'bool', ('parser:evidence',),
+       'False when the fabric manager\'s log says it found no NVSwitch to manage ("request to query NVSwitch device '
+       'information from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]")'),
+    _k('nccl.wheel_versions', 'object', ('parser:evidence',),
+       'every version a text lists for each NCCL wheel (`pip freeze` / `pip list` / collect_env\'s `[pip3]` rows, '
+       'several nodes\' listings pasted together): `{"nvidia-nccl-cu12": ["2.19.3", "2.20.5"]}`'),
     _k('pci.acs_enabled', 'int', ('parser:evidence',),
        'how many distinct `lspci -vvv` ACSCtl lines shown have SrcValid+ (ACS on: P2P goes through the IOMMU)'),
     _k('launch.nproc_per_node', 'int', ('parser:evidence',),

@@ -147,11 +147,11 @@ def test_every_corpus_paste_writes_only_registry_keys_of_the_registry_types():
         _assert_in_contract(facts, path.name)
         written |= {k for k, r in facts.items() if r.ok}
     # Every key the registry says a parser writes is written, read fine, by some paste; except
-    # torch.nccl_version, which collect_env never prints (it is declared so a paste marks it
-    # not_in_report), env.vars, which only vLLM's variant prints (tests/test_parsers.py), and
-    # host.shm_size, which a paste states only through `df -h /dev/shm` (tests/test_evidence_checks.py).
+    # env.vars, which only vLLM's variant prints (tests/test_parsers.py), and host.shm_size, which a
+    # paste states only through `df -h /dev/shm` (tests/test_evidence_checks.py). (torch.nccl_version,
+    # which collect_env never prints, is written by a hand-written list's "**NCCL**: 2.25.1".)
     pasted = {e.key for e in factkeys.FACT_KEYS.values() if e.parsers}
-    assert sorted(pasted - written) == ["env.vars", "host.shm_size", "torch.nccl_version"]
+    assert sorted(pasted - written) == ["env.vars", "host.shm_size"]
 
 
 def test_every_literal_key_a_check_reads_is_in_the_registry():

@@ -82,3 +82,50 @@ def test_cuda_before_10_1_numbered_unknown_error_30() -> None:
     assert messages.cuda_error("RuntimeError: cuda runtime error (30) : unknown error at x.cpp:50")["code"] == 999
     assert messages.cuda_error("cuda runtime error (30): unknown error")["code"] == 999
     assert messages.cuda_error("cuda runtime error (30) : something else") is None
+
+
+# -- held-out batch 3 -----------------------------------------------------------------------------------------------
+def _fails(text: str) -> list[str]:
+    findings = diagnose(parse_text(text), load_registry(plugins=False))
+    return [f.id for f in findings if f.status is Status.FAIL]
+
+
+def test_fabric_manager_refusing_a_driver_of_another_version_names_both() -> None:
+    for verb in ("don't", "doesn't"):
+        text = (f"Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version "
+                f"550.127.05 {verb} match with driver version 550.120. Please update with matching NVIDIA driver package.\n")
+        facts = parse_text(text)
+        assert facts.value("driver.fabricmanager_mismatch") == {"fabricmanager": "550.127.05", "driver": "550.120"}
+        fid, said = _top_fail(text)
+        assert fid == "fabric-manager"
+        assert "nvidia-fabricmanager-550" in said and "550.120" in said
+
+
+def test_fabric_manager_with_no_nvswitch_to_manage_is_no_fail() -> None:
+    text = ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.\n"
+            "Jan 02 10:00:00 host nv-fabricmanager[4177]: request to query NVSwitch device information from NVSwitch "
+            "driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n")
+    facts = parse_text(text)
+    assert facts.value("driver.nvswitch_present") is False
+    assert "fabric-manager" not in _fails(text)
+    # Without that line the failed unit is still a failing fabric manager.
+    assert _top_fail(text.splitlines()[0] + "\n")[0] == "fabric-manager"
+
+
+def test_fallen_off_the_bus_in_quotes_is_xid_79() -> None:
+    text = 'The kernel log confirms this with a Xid 79 error, indicating the GPU has "fallen off the bus".\n'
+    assert parse_text(text).value("driver.xid_events")[0]["code"] == 79
+    assert _top_fail(text)[0] == "gpu-xid"
+
+
+def test_one_nccl_wheel_at_two_versions_across_nodes_is_the_nccl_mismatch() -> None:
+    text = ("misc/socket.cc:717 NCCL WARN ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) "
+            "nor AF_INET6(10)\nnode 1:\nnvidia-nccl-cu12==2.20.5\nnodes 2-4:\n[pip3] nvidia-nccl-cu12==2.19.3\n")
+    assert dict(parse_text(text).value("nccl.wheel_versions")) == {"nvidia-nccl-cu12": ("2.20.5", "2.19.3")}
+    fid, said = _top_fail(text)
+    assert fid == "nccl-mismatch"
+    assert "nvidia-nccl-cu12==2.19.3" in said
+    assert "nccl-socket-interface" not in _fails(text)
+    # One version listed: the address-family line stays the socket-interface failure.
+    one = text.replace("2.20.5", "2.19.3")
+    assert _top_fail(one)[0] == "nccl-socket-interface"

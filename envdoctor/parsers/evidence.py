@@ -16,6 +16,9 @@ The sentences and where they come from (their fixed words are matched, never one
   route to the peer).
 * The kernel (dmesg, journalctl): "NVRM: Xid (PCI:0000:02:00): 79, …" and "… has fallen off the bus",
   written as ``driver.xid_events`` exactly as the kernel-log probe writes them (the gpu-xid check judges).
+* The fabric manager (systemctl, journalctl): "Job for nvidia-fabricmanager.service failed", "Active: failed",
+  its own "fabric manager NVIDIA GPU driver interface version X don't match with driver version Y" and, on a
+  system without NVSwitch, "… NVSwitch … Nothing to do [NV_WARN_NOTHING_TO_DO]".
 * Launch lines: ``torchrun`` / ``python -m torch.distributed.launch|run`` with ``--nproc_per_node``
   (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
 * torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found"; a
@@ -41,7 +44,8 @@ from . import listings
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
         "launch.visible_devices", "launch.command", "cuda.invalid_device_ordinal", "toolkit.build_errors",
-        "libs.missing_dlls", "driver.fabricmanager_service", "host.kernel", "host.wsl", "pci.acs_enabled",
+        "libs.missing_dlls", "driver.fabricmanager_service", "driver.fabricmanager_mismatch",
+        "driver.nvswitch_present", "nccl.wheel_versions", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
@@ -54,7 +58,7 @@ _NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NC
                                r"|Socket creation failed\s*:\s*Address family not supported"
                                r"|socketStartConnect: Connect to \S+ failed\s*:\s*(?:No route to host|Network is unreachable)")
 _IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
-_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
+_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+[\"'“]?fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
                         re.IGNORECASE)
 _LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
 _NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
@@ -74,6 +78,44 @@ _FM_UNIT = "nvidia-fabricmanager"
 _FM_LINE_RE = re.compile(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
                          r"inactive)", re.IGNORECASE)
 _ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
+
+
+# The fabric manager's own log (journalctl -u nvidia-fabricmanager, its start script): it refuses a driver of
+# another version ("fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver version
+# 530.41.03", later "doesn't match"), and exits when the system has no NVSwitch to manage ("request to query
+# NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do
+# [NV_WARN_NOTHING_TO_DO]": GPUs joined by an NVLink bridge, or none, need no fabric manager).
+_FM_VERSION_RE = re.compile(r"fabric manager NVIDIA GPU driver interface version\s+(\d+(?:\.\d+)+)\s+do\w*'?t\s+match"
+                            r"\s+with\s+(?:the\s+)?driver version\s+(\d+(?:\.\d+)+)", re.IGNORECASE)
+
+
+def _fabricmanager_log(text: str) -> tuple[str, Any] | None:
+    if "NV_WARN_NOTHING_TO_DO" in text and "NVSwitch" in text:
+        return "driver.nvswitch_present", False
+    if "interface version" in text and (m := _FM_VERSION_RE.search(text)):
+        return "driver.fabricmanager_mismatch", {"fabricmanager": m.group(1), "driver": m.group(2)}
+    return None
+
+
+def _write_fabricmanager_log(scan: Any, _text: str, found: tuple[str, Any]) -> None:
+    scan.evidence.setdefault(found[0], found[1])
+
+
+# An NCCL wheel's row in `pip freeze` ("nvidia-nccl-cu12==2.20.5"), `pip list` ("nvidia-nccl-cu12  2.20.5") or
+# collect_env ("[pip3] nvidia-nccl-cu12==2.20.5"); every version a text lists is kept, so the listings of several
+# nodes pasted together show whether they run one NCCL.
+_NCCL_WHEEL_RE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?(nvidia-nccl-cu\d+)(?:\s*==\s*|\s+)(\d+\.\d+\.\d+)\b")
+
+
+def _nccl_wheel(text: str) -> tuple[str, str] | None:
+    m = _NCCL_WHEEL_RE.match(text) if "nvidia-nccl-cu" in text else None
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _write_nccl_wheel(scan: Any, _text: str, found: tuple[str, str]) -> None:
+    listed = scan.evidence.setdefault("nccl.wheel_versions", {}).setdefault(found[0], [])
+    if found[1] not in listed:
+        listed.append(found[1])
 
 
 def _fabricmanager(text: str) -> str | None:
@@ -278,6 +320,8 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("docker-no-gpu-driver", _no_gpu_driver, _write_no_gpu_driver),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
+    ("fabricmanager-log", _fabricmanager_log, _write_fabricmanager_log),
+    ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
@@ -345,6 +389,19 @@ def _write_mismatch(found: dict[str, Any], out: dict[str, Reading]) -> None:
         out["torch.cuda_version"] = ok(cuda, SOURCE, why)
 
 
+_AS_FOUND = {"nccl.wheel_versions": "the NCCL wheels' rows of the pasted package listings",
+               "driver.fabricmanager_service": "systemd about nvidia-fabricmanager, as pasted",
+               "driver.fabricmanager_mismatch": "the fabric manager's log, as pasted",
+               "driver.nvswitch_present": "the fabric manager's log: NV_WARN_NOTHING_TO_DO (no NVSwitch to manage)"}
+
+
+def _write_as_found(found: dict[str, Any], out: dict[str, Reading]) -> None:
+    """The facts written as their signature found them (the NCCL wheels listed, the fabric manager)."""
+    for key, why in _AS_FOUND.items():
+        if key in found:
+            out[key] = ok(found[key], SOURCE, why)
+
+
 def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     """The facts of what the signatures found."""
     for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
@@ -353,9 +410,7 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(found[key], SOURCE, "lines pasted in the text")
     if "nccl.socket_ifname" in found:
         out["nccl.socket_ifname"] = ok(found["nccl.socket_ifname"], SOURCE, "NCCL_SOCKET_IFNAME as the text shows it")
-    if "driver.fabricmanager_service" in found:
-        out["driver.fabricmanager_service"] = ok(found["driver.fabricmanager_service"], SOURCE,
-                                                 "systemd about nvidia-fabricmanager, as pasted")
+    _write_as_found(found, out)
     if "host.kernel" in found and not (out.get("host.kernel") and out["host.kernel"].ok):
         out["host.kernel"] = ok(found["host.kernel"], SOURCE, "a WSL kernel release printed in the text")
         out.setdefault("host.wsl", ok(True, SOURCE, "the kernel release is WSL's"))
