@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
+from typing import Any
 
 from . import lifecycle
 
@@ -30,24 +30,54 @@ NOT_NOW = ("-h", "--help", "--distributed", "--micro-only", "--version")
 _started: list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]] = []
 
 
+class _Local:
+    """What :mod:`envdoctor.target` asks of a Host, from ``os`` alone (Host imports too much)."""
+
+    class _Path:
+        def __init__(self, path: str) -> None:
+            self._p = path
+
+        def is_file(self) -> bool:
+            return os.path.isfile(self._p)
+
+        def is_dir(self) -> bool:
+            return os.path.isdir(self._p)
+
+    def path(self, path: str) -> _Local._Path:
+        return self._Path(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def access(self, path: str, mode: int) -> bool:
+        return os.access(path, mode)
+
+    def getenv(self, name: str, default: str | None = None) -> str | None:
+        return os.environ.get(name, default)
+
+    def which(self, name: str) -> str | None:
+        import shutil
+
+        return shutil.which(name)
+
+
 def interpreter(argv: list[str]) -> str | None:
-    """The target interpreter ``--python`` names (as the CLI resolves it), this one without it,
-    None when it would be a usage error."""
+    """The target interpreter the CLI will examine: ``--python``'s, else the one discovered, in
+    :mod:`envdoctor.target`'s one order. None when it would be a usage error."""
+    from . import target
+
     value: str | None = None
     for i, arg in enumerate(argv):
         if arg == "--python" and i + 1 < len(argv):
             value = argv[i + 1]
         elif arg.startswith("--python="):
             value = arg.split("=", 1)[1]
-    if value is None:
-        return sys.executable
-    if os.sep not in value:
-        import shutil
-
-        value = shutil.which(value)
-    if value and os.path.isfile(value) and os.access(value, os.X_OK):
-        return value
-    return None
+    local: Any = _Local()
+    try:
+        chosen = target.explicit(local, value) if value is not None else target.discover(local, os.getcwd())
+    except (target.TargetError, OSError):
+        return None
+    return chosen.path
 
 
 def command_for(python: str) -> tuple[str, ...]:

@@ -21,8 +21,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .host import Host
+if TYPE_CHECKING:  # only its methods are used: envdoctor.prestart passes a lighter stand-in
+    from .host import Host
 
 #: Where a venv (``python -m venv``, virtualenv, uv) or a conda environment keeps its interpreter.
 _IN_FOLDER = ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe")
