@@ -97,3 +97,23 @@ test_env.__test__ = False  # a helper, not a test, despite its name
 def python_exe() -> str:
     return sys.executable
 
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> Path:
+    """A saved report (for the terminal and the Markdown renderers' tests) with one fail (a paste's
+    RTX 5090 D on a cu126 wheel), one error (a fact whose probe hung) and one warn (Docker's 64 MiB
+    /dev/shm), besides many ok and skip."""
+    import json
+
+    from tests.faults import run_cli
+
+    paste = Path(__file__).resolve().parent / "corpus" / "pytorch-150733-rtx5090d-cu126.txt"
+    out = run_cli(["diagnose", str(paste), "--json"], timeout=60)
+    data = json.loads(out.stdout)
+    data["facts"]["host.shm_size"] = {"value": 64 * 1024 * 1024}
+    data["facts"]["host.container"] = {"value": "docker"}
+    data["facts"]["libs.cudart_copies"] = {"value": None, "reason": "timeout", "detail": "no answer within 5.0 s"}
+    path = tmp_path_factory.mktemp("mixed") / "mixed.json"
+    path.write_text(json.dumps(data))
+    return path

@@ -9,7 +9,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 from markdown_it import MarkdownIt
 
 from envdoctor.model import Facts, Finding, Reading, Remediation, Status
@@ -70,18 +69,6 @@ def html_of(markdown: str) -> tuple[str, Tree]:
     tree = Tree()
     tree.feed(html)
     return html, tree
-
-
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory) -> Path:
-    out = run_cli(["diagnose", str(CORPUS / "pytorch-150733-rtx5090d-cu126.txt"), "--json"], timeout=60)
-    data = json.loads(out.stdout)
-    data["facts"]["host.shm_size"] = {"value": 64 * 1024 * 1024}
-    data["facts"]["host.container"] = {"value": "docker"}
-    data["facts"]["libs.cudart_copies"] = {"value": None, "reason": "timeout", "detail": "no answer within 5.0 s"}
-    path = tmp_path_factory.mktemp("mixed") / "mixed.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 def _markdown(path: Path) -> str:

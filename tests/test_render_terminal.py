@@ -4,32 +4,15 @@ output never wrapped, without trailing spaces, URLs and commands whole and print
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
-
-import pytest
 
 from envdoctor.render import remedy_lines
 from tests.faults import run_cli
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 URL = re.compile(r"https?://\S+")
-
-
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory) -> Path:
-    """A report with one fail (a paste's RTX 5090 D on a cu126 wheel), one error (a fact whose probe
-    hung) and one warn (Docker's 64 MiB /dev/shm), besides many ok and skip."""
-    out = run_cli(["diagnose", str(CORPUS / "pytorch-150733-rtx5090d-cu126.txt"), "--json"], timeout=60)
-    data = json.loads(out.stdout)
-    data["facts"]["host.shm_size"] = {"value": 64 * 1024 * 1024}
-    data["facts"]["host.container"] = {"value": "docker"}
-    data["facts"]["libs.cudart_copies"] = {"value": None, "reason": "timeout", "detail": "no answer within 5.0 s"}
-    path = tmp_path_factory.mktemp("mixed") / "mixed.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 def _check(path: Path, *args: str, columns: str = "80") -> list[str]:
