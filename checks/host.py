@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import remedies
 from ..kit import Remediation, evidence, ok, skip, warn
+from ..launch import nccl_switches
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
 from ._common import gib, mib
@@ -121,14 +122,10 @@ def env_vars(facts: Facts) -> CheckResult:
         problems.append(f"LD_PRELOAD={env['LD_PRELOAD']} injects libraries into every process, which can shadow "
                         "the CUDA libraries torch bundles")
         commands.append("unset LD_PRELOAD")
-    if env.get("NCCL_P2P_DISABLE") == "1" or env.get("NCCL_IB_DISABLE") == "1":
-        which = [k for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE") if env.get(k) == "1"]
-        problems.append(f"{', '.join(which)}=1 forces NCCL onto slower transports (often left over from debugging "
+    for switch in nccl_switches(env, everywhere=True):
+        problems.append(f"{switch['name']}={switch['value']} {switch['effect']} (often left over from debugging "
                         "a hang)")
-        commands.extend(f"unset {k}" for k in which)
-    if env.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE"):
-        problems.append(f"NCCL_DEBUG={env['NCCL_DEBUG']} floods the logs of every rank")
-        commands.append("export NCCL_DEBUG=WARN")
+        commands.append(switch["undo"])
     if env.get("CUDA_VISIBLE_DEVICES") == "" or env.get("CUDA_VISIBLE_DEVICES") == "-1":
         # Judged in detail by cuda-visible-devices; mention it here only as context.
         problems.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r} hides every GPU from CUDA")

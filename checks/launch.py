@@ -183,4 +183,4 @@ def launch_nccl_env(facts: Facts) -> Finding:
         f"{s['name']}={s['value']} {s['effect']}" for s in found) + ". Often left over from debugging a hang; "
         "collectives are then slower than the hardware allows.", evidence={"env.vars": {s["name"]: s["value"]
                                                                                         for s in found}},
-        remedy=Remediation("Unset them unless you set them on purpose.", tuple(f"unset {s['name']}" for s in found)))
+        remedy=Remediation("Unset them unless you set them on purpose.", tuple(s["undo"] for s in found)))

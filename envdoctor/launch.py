@@ -42,11 +42,23 @@ class NcclSwitch:
     name: str
     bad: tuple[str, ...]  # values (upper-case) that disable/force something; () = any value
     effect: str
+    #: Judged on every run (the `env-vars` check), not only for a distributed launch: the
+    #: leftovers of debugging a hang that slow down even a one-node job.
+    everywhere: bool = False
+    #: The command that undoes it, when it is not ``unset NAME``.
+    fix: str = ""
+
+    def undo(self) -> str:
+        return self.fix or f"unset {self.name}"
 
 
-#: NCCL_P2P_DISABLE, NCCL_IB_DISABLE and NCCL_DEBUG are judged by the `env-vars` check on every
-#: run; these are the rest a distributed launch should know about.
+#: The one list of NCCL switches worth a word. Those marked ``everywhere`` are judged by the
+#: `env-vars` check on every run; the rest by `launch-nccl-env` when a launch is seen.
 NCCL_SWITCHES: tuple[NcclSwitch, ...] = (
+    NcclSwitch("NCCL_P2P_DISABLE", ("1",), "forces NCCL off peer-to-peer onto slower transports", everywhere=True),
+    NcclSwitch("NCCL_IB_DISABLE", ("1",), "forces NCCL off InfiniBand onto slower transports", everywhere=True),
+    NcclSwitch("NCCL_DEBUG", ("INFO", "TRACE"), "floods the logs of every rank", everywhere=True,
+               fix="export NCCL_DEBUG=WARN"),
     NcclSwitch("NCCL_SHM_DISABLE", ("1",), "disables the shared-memory transport between GPUs of one node"),
     NcclSwitch("NCCL_NET_GDR_LEVEL", ("LOC", "0"), "disables GPUDirect RDMA between NIC and GPU"),
     NcclSwitch("NCCL_NET_GDR_DISABLE", ("1",), "disables GPUDirect RDMA between NIC and GPU"),
@@ -62,16 +74,19 @@ NCCL_SWITCHES: tuple[NcclSwitch, ...] = (
 )
 
 
-def nccl_switches(env: Mapping[str, str]) -> list[dict[str, str]]:
-    """The NCCL switches set in ``env`` to a value that changes transports or debugging."""
+def nccl_switches(env: Mapping[str, str], everywhere: bool = False) -> list[dict[str, str]]:
+    """The NCCL switches set in ``env`` to a value that changes transports or debugging: those
+    judged on every run (``everywhere``), or the rest, a distributed launch's."""
     out = []
     for sw in NCCL_SWITCHES:
+        if sw.everywhere is not everywhere:
+            continue
         value = env.get(sw.name)
         if value is None or value == "":
             continue
         if sw.bad and value.strip().upper() not in sw.bad:
             continue
-        out.append({"name": sw.name, "value": value, "effect": sw.effect})
+        out.append({"name": sw.name, "value": value, "effect": sw.effect, "undo": sw.undo()})
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from envdoctor.checks import launch as launch_checks
 
+from envdoctor import launch
 from envdoctor.host import Host
 from envdoctor.launch import (
     ifname_matches,
@@ -322,3 +323,17 @@ def test_srun_without_master_is_a_warning_in_a_plain_check() -> None:
     assert finding.status is Status.WARN and "export MASTER_PORT=29500" in finding.remediation.commands
     info = read_launch({"SLURM_PROCID": "5", "SLURM_NTASKS": "4"})
     assert _judge(facts(launch__info=info), launch_checks.launch_vars).status is Status.FAIL
+
+
+def test_every_nccl_switch_is_judged_by_exactly_one_check() -> None:
+    """One list of switches: the three every-run ones go to `env-vars` (with their undo), the rest to
+    `launch-nccl-env`; none to both, none to neither."""
+    env = {sw.name: (sw.bad[0] if sw.bad else "x") for sw in launch.NCCL_SWITCHES}
+    everywhere = {f["name"] for f in nccl_switches(env, everywhere=True)}
+    launch_only = {f["name"] for f in nccl_switches(env)}
+    assert everywhere == {"NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_DEBUG"}
+    assert not everywhere & launch_only
+    assert everywhere | launch_only == {sw.name for sw in launch.NCCL_SWITCHES}
+    debug = next(f for f in nccl_switches({"NCCL_DEBUG": "info"}, everywhere=True))
+    assert debug["undo"] == "export NCCL_DEBUG=WARN"
+    assert nccl_switches({"NCCL_DEBUG": "WARN"}, everywhere=True) == []
