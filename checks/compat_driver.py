@@ -45,17 +45,29 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
     caps = [int(a["last_driver_branch"]) for g in gpus(facts)
             if g.cc and (a := compat.architecture(g.cc)) and a.get("last_driver_branch")]
     cap = min(caps) if caps else None
-    rows = [r for r in compat.data()["driver_branches"]["rows"]
-            if (need is None or Version(f"{r['branch']}.999") >= need) and (cap is None or r["branch"] <= cap)]
+    table = compat.data()["driver_branches"]["rows"]
+    new_enough = [r for r in table if need is None or Version(f"{r['branch']}.999") >= need]
+    # A GPU whose compute capability is not known may be one a newer branch dropped: stop at the
+    # first branch that is the last for some architecture (R470 for Kepler), never the newest.
+    unknown = [g.name or f"GPU {g.index}" for g in gpus(facts) if g.cc is None]
+    if unknown and cap is None:
+        cap = min((r["branch"] for r in new_enough if r.get("last_for")), default=None)
+    rows = [r for r in new_enough if cap is None or r["branch"] <= cap]
     if not rows:
         return ("nvidia-smi   # no driver branch both supports this GPU and is new enough: see gpu-eol",)
     pick = max((r for r in rows if r.get("verified")), key=lambda r: r["branch"], default=None) or \
         max(rows, key=lambda r: r["branch"])
     branch = pick["branch"]
+    if unknown and not caps:
+        tail = (f"; {unknown[0]} is not in envdoctor's GPU table and newer branches drop old GPUs"
+                + (f" (R{cap} is the last for {', '.join(pick.get('last_for', []))})" if pick.get("last_for") else "")
+                + f"; or: {remedies.ubuntu_drivers_install()} (picks a branch for this GPU)")
+    elif cap is not None:
+        tail = f"; R{cap} is the last branch for this GPU"
+    else:
+        tail = f"; or: {remedies.ubuntu_drivers_install()}"
     note = (f"Ubuntu/Debian: branch R{branch}" + (f" (≥ {minimum})" if minimum else "")
-            + ("" if pick.get("verified") else f", {compat.said(str(pick.get('source', '')), False)}")
-            + (f"; R{cap} is the last branch for this GPU" if cap is not None
-               else f"; or: {remedies.ubuntu_drivers_install()}"))
+            + ("" if pick.get("verified") else f", {compat.said(str(pick.get('source', '')), False)}") + tail)
     return (remedies.apt_install(remedies.driver_branch_package(branch), note=note),
             "sudo reboot   # the new kernel module loads at boot",
             "nvidia-smi   # 'Driver Version' and the 'CUDA Version' it supports")
