@@ -172,3 +172,48 @@ def test_fleet_and_diff_read_cluster_reports_rank_by_rank(tmp_path: Path) -> Non
     assert [(x["name"], x["b"]) for x in d["differences"]] == [("torch", "2.5.1+cu124")]
     bad = cli("diff", str(path), f"{path}#7")
     assert bad.returncode == 2 and "without rank 7" in bad.stderr
+
+
+def test_diff_and_fleet_on_a_pipe_are_tab_separated_lines_never_wrapped(tmp_path: Path) -> None:
+    """Pasted into a ticket, a table must keep every value whole: on a pipe each row is one line of
+    tab-separated cells under a header line, however long a value (rich would wrap it at 80 columns)."""
+    long_torch = "2.5.1+cu124." + "x" * 150
+    a = write_report(tmp_path / "a.json")
+    b = write_report(tmp_path / "b.json", torch__version=long_torch)
+    out = cli("diff", str(a), str(b))
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert "area\twhat\tA\tB\tjudged by (A → B today)" in lines
+    row = next(line for line in lines if long_torch in line)
+    assert row.split("\t")[:4] == ["torch", "torch", "2.6.0+cu126", long_torch]
+    assert not any(line != line.rstrip() for line in lines)
+    reports = tmp_path / "fleet"
+    reports.mkdir()
+    for i in range(3):
+        write_report(reports / f"node{i}.json")
+    write_report(reports / f"odd-{'n' * 120}.json", torch__version=long_torch)
+    out = cli("fleet", str(reports))
+    lines = out.stdout.splitlines()
+    assert out.returncode == 1 and "Configurations" in lines
+    assert lines[lines.index("Configurations") + 1].startswith("#\tnodes\tdriver\ttorch\t")
+    odd = next(line for line in lines if long_torch in line)
+    assert f"odd-{'n' * 120}" in odd and len(odd.split("\t")) == 9
+
+
+def test_diff_and_fleet_on_a_terminal_are_tables(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from envdoctor.fleet_render import render_diff, render_fleet
+
+    a = write_report(tmp_path / "a.json")
+    b = write_report(tmp_path / "b.json", torch__version="2.5.1+cu124")
+    buf = io.StringIO()
+    render_diff(diff_reports(str(a), str(b)), Console(file=buf, force_terminal=True, width=120, no_color=True))
+    text = buf.getvalue()
+    assert "\t" not in text and "judged by" in text and "2.5.1+cu124" in text
+    write_report(tmp_path / "c.json")
+    buf = io.StringIO()
+    render_fleet(fleet([str(tmp_path)]), Console(file=buf, force_terminal=True, width=160, no_color=True))
+    assert "\t" not in buf.getvalue() and "Configurations" in buf.getvalue() and "(majority)" in buf.getvalue()
