@@ -329,3 +329,15 @@ def test_typographic_quotes_and_a_docker_prompt_are_understood():
     assert facts["host.container"].value == "docker" and "098b49afe624" in facts["host.container"].detail
     plain = parse_text("user@gpu-node-3:~$ nvidia-smi\nFailed to initialize NVML: Unknown Error\n")
     assert plain.get("host.container").reason is not None  # an ordinary host name says nothing
+
+
+def test_a_pasted_nvml_failure_has_the_reason_of_the_error_table() -> None:
+    """What nvidia-smi prints for an NVML failure gets the reason errors.json gives its code, the same
+    one a live probe would report (the parser keeps no map of its own)."""
+    from envdoctor import errors
+    from envdoctor.parsers import nvidia_smi
+
+    for words, code, name in errors.nvml_printed():
+        init = nvidia_smi.parse([f"Failed to initialize NVML: {words}"])["nvml.init"].value
+        assert init["code"] == code and init["name"] == name
+        assert init["reason"] == (errors.nvml()[code].reason or "failed"), words

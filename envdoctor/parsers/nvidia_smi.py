@@ -86,7 +86,8 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     elif failure:
         for words, code, name in errors.nvml_printed():
             if words.lower() in failure.lower():
-                reason = {9: "absent", 12: "absent", 4: "denied"}.get(code, "failed")
+                info = errors.nvml().get(code)
+                reason = (info.reason if info else None) or "failed"
                 out["nvml.init"] = ok({"code": code, "name": name, "reason": reason, "message": words}, SOURCE,
                                       failure)
                 break
