@@ -74,22 +74,70 @@ def may_hold_secret(text: str) -> bool:
 
 
 def _plain(value: Any) -> Any:
+    """``default`` of the scanning serialiser: frozen and other mappings as dicts; anything else
+    that is not JSON raises, so the caller takes the walk (a ``str()`` of an object could spell what
+    a string of the same text would need masked, and must not share a memo entry with it)."""
     if type(value) is MappingProxyType:  # copy() copies the underlying dict in C
         return value.copy()
-    return dict(value) if isinstance(value, Mapping) else str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(type(value).__name__)
+
+
+def json_blob(value: Any) -> str | None:
+    """The compact JSON text the redaction scans of a JSON-like value (frozen mappings and tuples
+    included), or None when it holds something that is not JSON (then only the walk is safe)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_plain)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class UnchangedMemo:
+    """Texts known to need nothing masked, keyed by the exact text (never a hash, a prefix or an
+    identity): whether redaction changes a JSON value is a function of its JSON text alone, so a
+    value met again (the same evidence in every finding of a fleet's reports) is scanned once.
+    Only texts redaction left unchanged are remembered; bounded (emptied when full)."""
+
+    __slots__ = ("_seen", "longest", "size")
+
+    def __init__(self, size: int = 8192, longest: int = 1 << 16) -> None:
+        self._seen: dict[str, None] = {}
+        self.size, self.longest = size, longest
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._seen
+
+    def add(self, text: str) -> None:
+        if len(text) > self.longest:
+            return
+        if len(self._seen) >= self.size:
+            self._seen.clear()
+        self._seen[text] = None
+
+    def clear(self) -> None:
+        self._seen.clear()
+
+
+#: JSON texts of values :func:`redact_tree` left unchanged.
+UNCHANGED = UnchangedMemo()
 
 
 def redact_tree(value: Any, key: str = "") -> Any:
     """:func:`redact_value` for a big value: one scan of its JSON text first (C speed), and the
-    walk string by string only when that scan finds a hint. A 50 MB fact with no secret costs
-    one serialisation, not millions of pattern tests."""
+    walk string by string only when that scan finds a hint and the same text was not already
+    found clean. A 50 MB fact with no secret costs one serialisation, not millions of pattern tests."""
     if isinstance(value, str):
         return redact_value(value, key)
-    try:
-        blob = json.dumps(value, ensure_ascii=False, default=_plain)
-    except (TypeError, ValueError, RecursionError):
+    blob = json_blob(value)
+    if blob is None:
         return redact_value(value, key)
-    return redact_value(value, key) if may_hold_secret(blob) else value
+    if not may_hold_secret(blob) or blob in UNCHANGED:
+        return value
+    out = redact_value(value, key)
+    if out is value:
+        UNCHANGED.add(blob)
+    return out
 
 
 def redact_text(text: str) -> str:
