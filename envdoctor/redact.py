@@ -58,19 +58,30 @@ _BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
 # these, and a 50 MB report has millions of strings. Substring tests on the lower-cased text are
 # ten times faster than one case-insensitive alternation.
 _HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "akia", "xox", "eyj", "://", "bearer",
-          "passw", "pwd", "secret", "token", "api", "access", "private", "auth",
+          # _KEYED's words; its api_key / access_key / private_key all contain "key"
+          "passw", "pwd", "secret", "token", "private", "auth",
+          # _SECRET_NAME's words that no other hint holds (PASSPHRASE has no "passw")
+          "passphrase",
           # secret-looking variable names (is_secret_name), for a mapping of environment variables
-          "key", "credential", "cookie", "session", "signature", "_pat")
+          "key", "credential", "cookie", "session", "signature")
 
 
 #: The hints as one alternation of literals, searched once in the lower-cased text: one C call
 #: instead of a Python loop of 28 substring tests (which was a third of ``diagnose``'s time).
-_HINT = re.compile("|".join(re.escape(h) for h in _HINTS))
+#: ``_pat`` only where _SECRET_NAME matches it, at the end of a word: as a bare substring it is in
+#: every ``library_path`` and ``nvcc_path`` of a report, and sent every one through the walk.
+_HINT_WORDS = "|".join(re.escape(h) for h in _HINTS) + r"|_pat\b"
+_HINT = re.compile(_HINT_WORDS)
+#: For text that is not ASCII: the patterns' own case-insensitive matching (``re.IGNORECASE``
+#: folds e.g. U+017F, U+0131 and U+212A onto s, i and k, which ``str.lower`` leaves alone).
+_HINT_FOLDED = re.compile(_HINT_WORDS, re.IGNORECASE)
 
 
 def may_hold_secret(text: str) -> bool:
     """False when no pattern of this module can match ``text`` (a superset test, lower-cased)."""
-    return _HINT.search(text.lower()) is not None
+    if _HINT.search(text.lower()) is not None:
+        return True
+    return not text.isascii() and _HINT_FOLDED.search(text) is not None
 
 
 def _plain(value: Any) -> Any:
