@@ -9,7 +9,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -330,6 +329,8 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Non
     """Write via a temporary file in the same folder and rename: readers never see half a file.
     Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
     a complete file, the last one wins."""
+    import tempfile  # only a writer needs it (diagnose FILE --json prints)
+
     target = _regular_target(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
