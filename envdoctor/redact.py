@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .lazyre import lazy_re
+
 REDACTED = "<redacted>"
 
 ALLOW_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "CUDNN_", "CUBLAS_", "TORCHINDUCTOR_",
@@ -24,20 +26,20 @@ ALLOW_NAMES = frozenset({
     "CONDA_DEFAULT_ENV", "VIRTUAL_ENV", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
     "LOCAL_WORLD_SIZE", "GROUP_RANK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "container", "WSL_DISTRO_NAME",
 })
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT\b|BEARER",
+_SECRET_NAME = lazy_re(r"TOKEN|KEY|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT\b|BEARER",
                           re.IGNORECASE)
 _SECRET_VALUE = [
-    re.compile(r"\b(hf_[A-Za-z0-9]{20,})"),  # Hugging Face
-    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),  # GitHub
-    re.compile(r"\b(github_pat_[A-Za-z0-9_]{20,})"),
-    re.compile(r"\b(sk-[A-Za-z0-9_-]{20,})"),  # OpenAI-style
-    re.compile(r"\b(AKIA[0-9A-Z]{16})\b"),  # AWS access key id
-    re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
-    re.compile(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
+    lazy_re(r"\b(hf_[A-Za-z0-9]{20,})"),  # Hugging Face
+    lazy_re(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),  # GitHub
+    lazy_re(r"\b(github_pat_[A-Za-z0-9_]{20,})"),
+    lazy_re(r"\b(sk-[A-Za-z0-9_-]{20,})"),  # OpenAI-style
+    lazy_re(r"\b(AKIA[0-9A-Z]{16})\b"),  # AWS access key id
+    lazy_re(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
+    lazy_re(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
 ]
 # Bounded and anchored (no scheme character before it): an unbounded scheme/credential run
 # backtracks quadratically, and whole reports pass through here (64 KB took seconds).
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = lazy_re(
     r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<cred>[^/@\s:]{1,256}:[^/@\s]{1,256})@")
 
 
@@ -51,9 +53,9 @@ def is_reported(name: str) -> bool:
 
 # Credentials written as key=value or key: value in free text (a proxy error quoting its URL
 # query, an exception quoting a config line), and HTTP bearer tokens. Bounded runs only.
-_KEYED = re.compile(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
+_KEYED = lazy_re(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
                     r"private[_-]?key|auth))(?P<sep>[\"']?\s{0,3}[=:]\s{0,3}[\"']?)(?P<value>[^\s\"',;&)}\]]{3,512})")
-_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
+_BEARER = lazy_re(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
 # One cheap scan first: most strings of a report (GPU names, versions, paths) contain none of
 # these, and a 50 MB report has millions of strings. Substring tests on the lower-cased text are
 # ten times faster than one case-insensitive alternation.
@@ -71,7 +73,7 @@ _HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "
 #: ``_pat`` only where _SECRET_NAME matches it, at the end of a word: as a bare substring it is in
 #: every ``library_path`` and ``nvcc_path`` of a report, and sent every one through the walk.
 _HINT_WORDS = "|".join(re.escape(h) for h in _HINTS) + r"|_pat\b"
-_HINT = re.compile(_HINT_WORDS)
+_HINT = re.compile(_HINT_WORDS)  # every text meets it: compiled now
 #: For text that is not ASCII: the patterns' own case-insensitive matching (``re.IGNORECASE``
 #: folds e.g. U+017F, U+0131 and U+212A onto s, i and k, which ``str.lower`` leaves alone).
 _HINT_FOLDED = re.compile(_HINT_WORDS, re.IGNORECASE)

@@ -67,3 +67,48 @@ def test_a_finding_never_shares_its_evidence_with_the_check_that_wrote_it() -> N
     evidence["n"] = 2
     evidence["paths"].append("/b")
     assert f.evidence == {"paths": ("/a",), "n": 1}
+
+
+def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
+    import re
+
+    from envdoctor.lazyre import LazyPattern, lazy_re
+
+    text = "cuda runtime error (2) : out of memory at x.cu:1; CUDA_ERROR_NO_DEVICE, cuda runtime error (3) : y"
+    for pattern, flags in ((r"cuda runtime error \((\d+)\)\s?: (\w+)", 0), (r"CUDA_ERROR_(?P<name>[A-Z_]+)", re.I)):
+        lazy, eager = lazy_re(pattern, flags), re.compile(pattern, flags)
+        assert isinstance(lazy, LazyPattern) and not lazy.is_compiled
+        assert lazy.search(text).groups() == eager.search(text).groups()  # type: ignore[union-attr]
+        assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in eager.finditer(text)]
+        assert lazy.findall(text) == eager.findall(text) and lazy.split(text) == eager.split(text)
+        assert lazy.sub("<x>", text) == eager.sub("<x>", text) and lazy.subn(lambda m: "", text) == eager.subn(
+            lambda m: "", text)
+        first, second = lazy.match(text), eager.match(text)
+        assert (first and first.span()) == (second and second.span())
+        assert (lazy.groups, lazy.groupindex, lazy.flags) == (eager.groups, eager.groupindex, eager.flags)
+        assert lazy.is_compiled
+
+
+def test_importing_the_parsers_and_messages_compiles_none_of_their_patterns() -> None:
+    code = ("import gc\n"
+            "import envdoctor.parsers, envdoctor.messages, envdoctor.redact\n"
+            "from envdoctor.lazyre import LazyPattern\n"
+            "every = [o for o in gc.get_objects() if type(o) is LazyPattern]\n"
+            "print(len(every), sum(o.is_compiled for o in every))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    total, compiled = map(int, out.split())
+    assert total > 100 and compiled == 0
+
+
+def test_every_lazy_pattern_of_the_tables_compiles() -> None:
+    """A typo in a pattern fails here, not on the first paste that reaches it."""
+    import gc
+    import re
+
+    import envdoctor.messages
+    import envdoctor.parsers
+    import envdoctor.redact  # noqa: F401
+    from envdoctor.lazyre import LazyPattern
+
+    for rx in (o for o in gc.get_objects() if type(o) is LazyPattern):
+        assert rx.compiled() is re.compile(rx.pattern, rx.flags_given)
