@@ -39,7 +39,6 @@ from typing import Any
 from ..lazyre import lazy_re
 from ..messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
 from ..model import Reading, ok
-from ..probes.nvidia import parse_xid
 from . import listings
 
 SOURCE = "pasted text"
@@ -235,8 +234,11 @@ def _ifname(text: str) -> re.Match[str] | None:
 def _xid(text: str) -> list[dict[str, Any]] | None:
     """Xid events in the probe's own shape (probes/nvidia.py's parse_xid reads the same lines from dmesg);
     the kernel's "… has fallen off the bus" without its Xid line is the condition Xid 79 names."""
-    if "NVRM" in text and "Xid" in text and (events := parse_xid(text)):
-        return events
+    if "NVRM" in text and "Xid" in text:
+        from ..probes.nvidia import parse_xid  # the probes (host, subprocess) only for a paste quoting an Xid
+
+        if events := parse_xid(text):
+            return events
     if "fallen off" in text and (m := _FALLEN_RE.search(text)):
         return [{"pci": m.group(1), "code": 79, "text": "GPU has fallen off the bus.", "line": text.strip()[:400]}]
     return None
