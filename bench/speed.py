@@ -17,6 +17,13 @@ Every run must exit 0 or 1 (a finding is fine; 2 or 3 means the measurement is v
 bench stops). A line says which path was measured: without an NVIDIA GPU the microchecks of a
 plain ``check`` are skipped, so ``check --device cpu`` is the microcheck figure.
 
+Throughput (``--only throughput``): the in-process figure reads and judges 200 *distinct* saved
+reports (each node's own creation time, memory, interpreter path and scheduler variables, so no
+memo of a text already judged can stand in for the work), one after another, after one warm-up
+report that pays the imports and the registry (start-up is not a per-report cost). Printed beside
+it, for comparison: one report judged again and again (the figure measured before), and judging
+alone with the facts read once. ``diagnose DIR`` is the whole process over the same 200 files.
+
 Bars (issue 12): check --no-micro <= 1.00x import torch; check --device cpu <= 1.6x check
 --no-micro; healthcheck <= 2.0x import pynvml+psutil and <= 30 MiB tree PSS; diagnose >= 2,000
 saved reports/s in-process and >= 500 files/s in batch; check with 1,000 LD_LIBRARY_PATH folders
