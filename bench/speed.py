@@ -17,6 +17,13 @@ Every run must exit 0 or 1 (a finding is fine; 2 or 3 means the measurement is v
 bench stops). A line says which path was measured: without an NVIDIA GPU the microchecks of a
 plain ``check`` are skipped, so ``check --device cpu`` is the microcheck figure.
 
+Throughput (``--only throughput``): the in-process figure reads and judges 200 *distinct* saved
+reports (each node's own creation time, memory, interpreter path and scheduler variables, so no
+memo of a text already judged can stand in for the work), one after another, after one warm-up
+report that pays the imports and the registry (start-up is not a per-report cost). Printed beside
+it, for comparison: one report judged again and again (the figure measured before), and judging
+alone with the facts read once. ``diagnose DIR`` is the whole process over the same 200 files.
+
 Bars (issue 12): check --no-micro <= 1.00x import torch; check --device cpu <= 1.6x check
 --no-micro; healthcheck <= 2.0x import pynvml+psutil and <= 30 MiB tree PSS; diagnose >= 2,000
 saved reports/s in-process and >= 500 files/s in batch; check with 1,000 LD_LIBRARY_PATH folders
@@ -115,25 +122,57 @@ def paired(rounds: list[dict[str, float]], a: str, b: str) -> list[float]:
 
 
 DIAG_SNIPPET = r"""
-import sys, time
+import os, sys, time
 from envdoctor.inputs import load
 from envdoctor.registry import load_registry
 from envdoctor.diagnose import diagnose, select
 from envdoctor.report import Report
-path, n = sys.argv[1], int(sys.argv[2])
+warm, folder = sys.argv[1], sys.argv[2]
+files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
 checks = select(load_registry())[0]
-def one():
+def read(path):
     try:
-        rep = load(path, findings=False)
+        return load(path, findings=False)
     except TypeError:  # an envdoctor from before the batch path
-        rep = load(path)
+        return load(path)
+def judge(rep):
     Report(facts=rep.facts, findings=tuple(diagnose(rep.facts, checks)), probes=rep.probes, origin="report:x")
-one()
+judge(read(warm))  # imports, the registry and first-call caches: start-up, not a per-report cost
 t = time.perf_counter()
-for _ in range(n):
-    one()
-print(n / (time.perf_counter() - t))
+for path in files:  # each a different report, met once: no memo can have seen it
+    judge(read(path))
+varied = len(files) / (time.perf_counter() - t)
+t = time.perf_counter()
+for _ in files:  # one report again and again (the old figure)
+    judge(read(warm))
+same = len(files) / (time.perf_counter() - t)
+rep = read(warm)
+t = time.perf_counter()
+for _ in files:  # judging alone: the facts read once
+    judge(rep)
+print(varied, same, len(files) / (time.perf_counter() - t))
 """
+
+
+def vary(report: Path, folder: Path, count: int) -> None:
+    """``count`` distinct saved reports, as a fleet's nodes write them: each with its own creation
+    time, host memory, interpreter path and scheduler variables (facts quoted in evidence, and
+    redacted, so no report repeats another's texts)."""
+    import json
+
+    data = json.loads(report.read_text(encoding="utf-8"))
+    for i in range(count):
+        facts = data["facts"]
+        facts.setdefault("env.vars", {"value": {}})
+        env = dict(facts["env.vars"].get("value") or {})
+        env.update({"SLURM_NODEID": str(i), "SLURM_JOB_ID": str(81_000 + i), "SLURM_NODENAME": f"node{i:04d}"})
+        facts["env.vars"] = {**facts["env.vars"], "value": env}
+        for key, value in (("host.memory_total", 25_000_000_000 + i * 4096),
+                           ("python.executable", f"/shared/envs/node{i:04d}/bin/python")):
+            if key in facts:
+                facts[key] = {**facts[key], "value": value}
+        data["created_at"] = f"2026-12-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+        (folder / f"node{i:04d}.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def lib_dirs(root: Path, count: int) -> str:
@@ -186,8 +225,7 @@ def main() -> int:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         folder = tmp / "reports"
         folder.mkdir()
-        for i in range(args.files):
-            shutil.copyfile(report, folder / f"node{i:04d}.json")
+        vary(report, folder, args.files)
         ld10, ld1000 = lib_dirs(tmp, 10), lib_dirs(tmp, 1000)
 
         commands: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -208,7 +246,7 @@ def main() -> int:
         for name in names:  # warm the page cache once
             run(*commands[name])
         rounds: list[dict[str, float]] = []
-        for i in range(args.runs):
+        for i in range(args.runs if names else 0):
             order = names[i % len(names):] + names[:i % len(names)]
             rounds.append({name: run(*commands[name])[0] for name in order})
 
@@ -255,30 +293,52 @@ def print_walls(names: list[str], rounds: list[dict[str, float]], builds: dict[s
 
 def throughput(builds: dict[str, str], report: Path, folder: Path, args: argparse.Namespace,
                env: dict[str, str]) -> None:
-    print("\nthroughput (median [min-max] of the rounds)                 bar")
-    for label, exe in builds.items():
-        py = interpreter_of(exe)
-        inproc, per_file, batch = [], [], []
-        for _ in range(max(3, args.runs // 2)):
-            # -I and a cwd outside any checkout: `-c` would otherwise import the envdoctor of the
-            # current folder, not the one this build installed.
-            out = subprocess.run([py, "-I", "-c", DIAG_SNIPPET, str(report), "300"], env=env, capture_output=True,
-                                 text=True, check=False, cwd=report.parent)
-            inproc.append(float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else 0.0)
-            began = time.perf_counter()
-            files = sorted(folder.iterdir())[:20]
-            for f in files:
-                run([exe, "diagnose", str(f), "--json"], env)
-            per_file.append(len(files) / (time.perf_counter() - began))
-            began = time.perf_counter()
-            proc = subprocess.run([exe, "diagnose", str(folder)], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, check=False)
-            wall = time.perf_counter() - began
-            batch.append(args.files / wall if proc.returncode in (0, 1) else 0.0)
-        print(f"{label + ': diagnose in-process, saved reports/s':<58} {spread(inproc):>22}  >= 2000")
-        print(f"{label + ': diagnose, one process per file, files/s':<58} {spread(per_file):>22}")
-        print(f"{label + ': diagnose DIR (batch), files/s':<58} {spread(batch):>22}  >= 500"
-              + ("" if max(batch) else "  (no batch form: exit 2)"))
+    """Every build in every round, in a rotating order (paired like the wall figures)."""
+    rounds: list[dict[str, float]] = []
+    labels = list(builds)
+    files = sorted(folder.iterdir())
+    for i in range(max(3, args.runs // 2)):
+        row: dict[str, float] = {}
+        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+            row.update({f"{label}: {k}": v for k, v in throughput_round(builds[label], report, folder, files,
+                                                                          env).items()})
+        rounds.append(row)
+    print(f"\nthroughput ({len(files)} distinct saved reports; median [min-max] of {len(rounds)} rounds)"
+          "            bar")
+    figures = (("inproc varied", "diagnose in-process, distinct reports/s", ">= 2000"),
+               ("inproc same", "diagnose in-process, one report repeated/s", ""),
+               ("inproc judge", "diagnose in-process, judging only (read once)/s", ""),
+               ("batch", "diagnose DIR (batch), files/s", ">= 500"),
+               ("per file", "diagnose FILE, one process per file, files/s", ""),
+               ("per file s", "diagnose FILE, one process per file, s each", ""))
+    for label in labels:
+        for key, title, bar in figures:
+            values = [r[f"{label}: {key}"] for r in rounds]
+            note = "  (no batch form: exit 2)" if key == "batch" and not max(values) else ""
+            print(f"{label + ': ' + title:<58} {spread(values):>22}  {bar}{note}")
+    if len(labels) > 1:
+        for key, title, _ in figures:
+            values = paired(rounds, f"after: {key}", f"before: {key}")
+            print(f"{'after/before ' + title:<58} {spread(values):>22}")
+
+
+def throughput_round(exe: str, report: Path, folder: Path, files: list[Path], env: dict[str, str]) -> dict[str, float]:
+    # -I and a cwd outside any checkout: `-c` would otherwise import the envdoctor of the
+    # current folder, not the one this build installed.
+    out = subprocess.run([interpreter_of(exe), "-I", "-c", DIAG_SNIPPET, str(report), str(folder)], env=env,
+                         capture_output=True, text=True, check=False, cwd=report.parent)
+    rates = [float(x) for x in out.stdout.split()] if out.returncode == 0 else [0.0, 0.0, 0.0]
+    per = files[:20]
+    began = time.perf_counter()
+    for f in per:
+        run([exe, "diagnose", str(f), "--json"], env)
+    each = (time.perf_counter() - began) / len(per)
+    began = time.perf_counter()
+    proc = subprocess.run([exe, "diagnose", str(folder)], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - began
+    return {"inproc varied": rates[0], "inproc same": rates[1], "inproc judge": rates[2],
+            "batch": len(files) / wall if proc.returncode in (0, 1) else 0.0, "per file": 1 / each, "per file s": each}
 
 
 def memory(builds: dict[str, str], env: dict[str, str]) -> None:

@@ -368,10 +368,14 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
 
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
-    from .render import render_markdown
     from .report import OutputTargetError, to_json_chunks, write_atomic
 
-    text = to_json_chunks(rep) if fmt == "json" else (render_markdown(rep),)
+    if fmt == "json":
+        text: Iterable[str] = to_json_chunks(rep)
+    else:
+        from .render import render_markdown
+
+        text = (render_markdown(rep),)
     if output and "%" in output:
         import socket
 

@@ -14,11 +14,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Literal
 
 from packaging.version import Version
 
+from . import datafiles
 from .model import Source
 from .versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
 from .versions import parse as version
@@ -32,7 +32,7 @@ Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
 @functools.cache
 def data() -> Mapping[str, Any]:
     """The parsed table (≈1 ms); cached for the life of the process."""
-    text = resources.files("envdoctor").joinpath("data/compat.json").read_text(encoding="utf-8")
+    text = datafiles.read_text("compat.json")
     return json.loads(text)
 
 

@@ -30,7 +30,7 @@ def select(registry: Registry | Iterable[CheckSpec], only: Iterable[str] = (), s
 
 def run_check(spec: CheckSpec, facts: Facts) -> list[Finding]:
     if not spec.judges_failures:
-        broken = {k: facts.get(k) for k in spec.needs if facts.get(k).reason in _UNJUDGEABLE}
+        broken = {k: r for k in spec.needs if (r := facts.get(k)).reason in _UNJUDGEABLE}
         if broken:
             detail = "; ".join(f"{k}: {r.describe()}" for k, r in broken.items())
             return [error(f"Could not judge: {spec.title}", detail=f"A fact this check needs could not be read ({detail}).",

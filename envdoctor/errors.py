@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
+
+from . import datafiles
 
 __all__ = ["CodeInfo", "cuda_driver", "cuda_init_codes", "cuda_init_text", "cuda_runtime", "nvml", "nvml_child_table",
            "nvml_printed", "runtime_messages", "runtime_names", "sources"]
@@ -45,7 +46,7 @@ def _entry(code: str, raw: dict[str, Any]) -> CodeInfo:
 
 @functools.lru_cache(maxsize=1)
 def _load() -> dict[str, Any]:
-    text = resources.files("envdoctor").joinpath("data/errors.json").read_text(encoding="utf-8")
+    text = datafiles.read_text("errors.json")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -101,11 +101,10 @@ def encoding_of(data: bytes) -> tuple[str, int]:
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return codec, len(bom)
-    head = data[:_SNIFF]
-    pairs = len(head) // 2
+    pairs = min(len(data), _SNIFF) // 2
     if pairs >= 2:
-        odd = sum(1 for i in range(1, 2 * pairs, 2) if head[i] == 0)
-        even = sum(1 for i in range(0, 2 * pairs, 2) if head[i] == 0)
+        head = data[:2 * pairs]
+        odd, even = head[1::2].count(0), head[0::2].count(0)  # counted in C, not byte by byte
         if odd >= 0.9 * pairs and even == 0:
             return "utf-16-le", 0
         if even >= 0.9 * pairs and odd == 0:

@@ -17,8 +17,14 @@ __all__ = ["ok", "warn", "fail", "skip", "error", "evidence", "Remediation", "pi
 
 def _make(status: Status, title: str, detail: str = "", evidence: Mapping[str, Any] | None = None,
           remedy: Remediation | None = None, gpus: Iterable[int] = (), id: str = "") -> Finding:
-    return Finding(id=id, status=status, title=title, detail=detail, evidence=dict(evidence or {}),
-                   remediation=remedy or Remediation(), gpus=tuple(gpus))
+    # The Finding freezes the evidence into a mapping of its own, so the caller's is not copied first;
+    # an empty remedy is one shared frozen value.
+    return Finding(id=id, status=status, title=title, detail=detail,
+                   evidence=evidence if type(evidence) is dict else dict(evidence or {}),
+                   remediation=remedy or _NO_REMEDY, gpus=gpus if type(gpus) is tuple else tuple(gpus))
+
+
+_NO_REMEDY = Remediation()
 
 
 def ok(title: str, detail: str = "", evidence: Mapping[str, Any] | None = None, gpus: Iterable[int] = (),

@@ -13,10 +13,10 @@ https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from . import compat, errors
+from .lazyre import lazy_re
 from .versions import cudnn_tuple
 
 __all__ = ["NOT_COMPILED", "cuda_error", "cudnn_incompatibility"]
@@ -26,28 +26,28 @@ NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 # torch >= 1.8: "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before
 # calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized"
-_GET_COUNT_RE = re.compile(r"Unexpected error from cudaGetDeviceCount\(\).{0,300}?Error (\d+): ([^(]{1,200}?)\s*(?:\(Triggered|$)")
+_GET_COUNT_RE = lazy_re(r"Unexpected error from cudaGetDeviceCount\(\).{0,300}?Error (\d+): ([^(]{1,200}?)\s*(?:\(Triggered|$)")
 # torch 0.4-1.7: "cuda runtime error (999) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:47"
-_THC_RE = re.compile(r"cuda runtime error \((\d+)\)\s?: (.{1,200}?)(?: at \S+|$)")
+_THC_RE = lazy_re(r"cuda runtime error \((\d+)\)\s?: (.{1,200}?)(?: at \S+|$)")
 # "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=30 : unknown error"
-_THC_CHECK_RE = re.compile(r"THCudaCheck FAIL .{0,300}?error=(\d+) : (.{1,200}?)\s*$")
+_THC_CHECK_RE = lazy_re(r"THCudaCheck FAIL .{0,300}?error=(\d+) : (.{1,200}?)\s*$")
 # c10's special case for cudaErrorUnknown (torch >= 1.6): "CUDA unknown error - this may be due to an
 # incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start."
-_UNKNOWN_RE = re.compile(r"CUDA unknown error - this may be due to an incorrectly set up environment")
+_UNKNOWN_RE = lazy_re(r"CUDA unknown error - this may be due to an incorrectly set up environment")
 
 # torch >= 1.2: "cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but found
 # runtime version (8, 0, 3)." torch 1.0/1.1: "cuDNN version mismatch: PyTorch was compiled against
 # 7102 but linked against 7005"
-_CUDNN_TUPLE_RE = re.compile(r"cuDNN version incompatibility: PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) "
+_CUDNN_TUPLE_RE = lazy_re(r"cuDNN version incompatibility: PyTorch was compiled\s+against \((\d+), (\d+), (\d+)\) "
                              r"but (?:found runtime version|linked against) \((\d+), (\d+), (\d+)\)")
-_CUDNN_INT_RE = re.compile(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
+_CUDNN_INT_RE = lazy_re(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
 
 # Which codes stand for cuInit's result, their names and the runtime's own words for them:
 # envdoctor/data/errors.json (envdoctor.errors).
 #: cudaError_t names as CUDA samples print them: "code=35(cudaErrorInsufficientDriver)".
-_RUNTIME_NAME_RE = re.compile(r"\b(cudaError[A-Za-z]+)\b")
+_RUNTIME_NAME_RE = lazy_re(r"\b(cudaError[A-Za-z]+)\b")
 #: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).
-_CUINIT_NAME_RE = re.compile(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
+_CUINIT_NAME_RE = lazy_re(r"cuInit\b.{0,40}?\b(CUDA_ERROR_[A-Z_]+)")
 
 
 def cuda_error(text: str) -> dict[str, Any] | None:
@@ -105,10 +105,10 @@ def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, i
 #: the token before it and the symbol the token after: linear time on any line (no backtracking).
 _UNDEFINED = ": undefined symbol: "
 _MISSING = ": cannot open shared object file"
-_SO_RE = re.compile(r".*\.so(?:\.[\w.]+)?")
-_SYMBOL_RE = re.compile(r"[\w$@]+(?:\.[\w$@]+)*")
-_NODE_RE = re.compile(r", version ([\w+-]+(?:\.[\w+-]+)*)")
-_TOKEN_SPLIT_RE = re.compile(r"[\s'\"(`]")
+_SO_RE = lazy_re(r".*\.so(?:\.[\w.]+)?")
+_SYMBOL_RE = lazy_re(r"[\w$@]+(?:\.[\w$@]+)*")
+_NODE_RE = lazy_re(r", version ([\w+-]+(?:\.[\w+-]+)*)")
+_TOKEN_SPLIT_RE = lazy_re(r"[\s'\"(`]")
 
 
 def _path_before(text: str, end: int) -> str | None:
@@ -120,7 +120,7 @@ def _path_before(text: str, end: int) -> str | None:
 # libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference".
 _NOT_DEFINED = " not defined in file "
 _SYMBOL_AT = ": symbol "
-_NOT_DEFINED_RE = re.compile(r"([\w$@.]+),? version ([\w.+-]+) not defined in file ([\w.+-]+)")
+_NOT_DEFINED_RE = lazy_re(r"([\w$@.]+),? version ([\w.+-]+) not defined in file ([\w.+-]+)")
 
 
 def _not_defined(text: str) -> list[dict[str, Any]]:
@@ -182,9 +182,9 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
 
 #: torchvision/extension.py: "Detected that PyTorch and torchvision were compiled with different CUDA
 #: [major ]versions. PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.8."
-_VISION_CUDA_RE = re.compile(r"PyTorch has CUDA Version=(\d+\.\d+) and torchvision has CUDA Version=(\d+\.\d+)")
+_VISION_CUDA_RE = lazy_re(r"PyTorch has CUDA Version=(\d+\.\d+) and torchvision has CUDA Version=(\d+\.\d+)")
 #: torchaudio/_extension: "PyTorch has CUDA version 11.7 whereas TorchAudio has CUDA version 11.6."
-_AUDIO_CUDA_RE = re.compile(r"PyTorch has CUDA version (\d+\.\d+) whereas TorchAudio has CUDA version (\d+\.\d+)")
+_AUDIO_CUDA_RE = lazy_re(r"PyTorch has CUDA version (\d+\.\d+) whereas TorchAudio has CUDA version (\d+\.\d+)")
 
 
 def companion_cuda(text: str) -> tuple[str, str, str] | None:
@@ -204,14 +204,14 @@ def companion_cuda(text: str) -> tuple[str, str, str] | None:
 
 #: nvidia-container-cli (toolkit >= 1.0): "requirement error: unsatisfied condition: cuda>=12.4, please
 #: update your driver to a newer version, or use an earlier cuda container"
-_CLI_REQUIRE_RE = re.compile(r"requirement error: unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
+_CLI_REQUIRE_RE = lazy_re(r"requirement error: unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
 #: nvidia-docker 1.0: "Error: unsupported CUDA version: 7.5 < 6.5" (image, driver) and, later,
 #: "unsupported CUDA version: driver 8.0 < image 9.0.176"
-_V1_REQUIRE_RE = re.compile(r"unsupported CUDA version: (\d+\.\d+) < (\d+\.\d+)")
-_V1_NAMED_RE = re.compile(r"unsupported CUDA version: driver (\d+\.\d+)\S* < image (\d+\.\d+)")
+_V1_REQUIRE_RE = lazy_re(r"unsupported CUDA version: (\d+\.\d+) < (\d+\.\d+)")
+_V1_NAMED_RE = lazy_re(r"unsupported CUDA version: driver (\d+\.\d+)\S* < image (\d+\.\d+)")
 #: NGC images: "This container was built for NVIDIA Driver Release 535.86 or later, but version
 #: 510.47.03 was detected and compatibility mode is UNAVAILABLE."
-_NGC_DRIVER_RE = re.compile(r"built for NVIDIA Driver Release (\d+(?:\.\d+)*) or later, but\s+version "
+_NGC_DRIVER_RE = lazy_re(r"built for NVIDIA Driver Release (\d+(?:\.\d+)*) or later, but\s+version "
                             r"(\d+(?:\.\d+)+) was detected")
 
 
@@ -236,7 +236,7 @@ def container_driver_requirement(text: str) -> tuple[str, str] | None:
 # torch.utils.cpp_extension's refusal to build when the toolkit's nvcc and torch's CUDA differ
 # (_check_cuda_version): "The detected CUDA version (12.1) mismatches the version that was used to compile
 # PyTorch (11.8). Please make sure to use the same CUDA versions." — usually wrapped after "compile".
-_TOOLKIT_MISMATCH_RE = re.compile(r"The detected CUDA version \((\d+\.\d+)\) mismatches the version that was used to"
+_TOOLKIT_MISMATCH_RE = lazy_re(r"The detected CUDA version \((\d+\.\d+)\) mismatches the version that was used to"
                                   r"\s+compile\s+PyTorch \((\d+\.\d+)\)")
 
 
@@ -252,7 +252,7 @@ def toolkit_mismatch(text: str) -> tuple[str, str] | None:
 # for them — the NVIDIA Container Toolkit is not installed or not configured for this Docker:
 # 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
 # (older daemons print no driver name: "could not select device driver with capabilities: [[gpu]]").
-_NO_GPU_DRIVER_RE = re.compile(r'could not select device driver(?:\s+"[^"]*")?\s+with capabilit(?:y|ies):\s*\[\[gpu')
+_NO_GPU_DRIVER_RE = lazy_re(r'could not select device driver(?:\s+"[^"]*")?\s+with capabilit(?:y|ies):\s*\[\[gpu')
 
 
 def docker_no_gpu_driver(text: str) -> bool:

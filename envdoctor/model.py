@@ -95,7 +95,11 @@ def _freeze(value: Any, depth: int = 0) -> Any:
     if kind is dict:  # what json.loads gives: the common case, tested first (ABC checks are slow)
         if len(value) > 64 and _all_str(value.values()) and _all_str(value.keys()):
             return MappingProxyType(value.copy())  # a big flat object (a package list): one C copy
-        return MappingProxyType({k if type(k) is str else str(k): _freeze(v, deeper) for k, v in value.items()})
+        out = {}
+        for k, v in value.items():  # scalars and frozen values inline: most evidence is a few of them
+            kv = type(v)
+            out[k if type(k) is str else str(k)] = v if kv in _SCALAR_TYPES or kv is MappingProxyType else _freeze(v, deeper)
+        return MappingProxyType(out)
     if kind is list:
         if len(value) > 64 and _all_str(value):
             return tuple(value)
@@ -129,7 +133,9 @@ class Reading:
     detail: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "value", _freeze(self.value))
+        kind = type(self.value)
+        if kind not in _SCALAR_TYPES and kind is not MappingProxyType:
+            object.__setattr__(self, "value", _freeze(self.value))
         if self.reason is not None and not isinstance(self.reason, Reason):
             object.__setattr__(self, "reason", Reason(self.reason))
 
@@ -188,6 +194,21 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+#: The ``not_collected`` reading of each key asked for and absent (frozen, so one is shared): a check
+#: asks for facts a report may lack on every report it judges.
+_NOT_COLLECTED: dict[str, Reading] = {}
+
+
+def not_collected(key: str) -> Reading:
+    found = _NOT_COLLECTED.get(key)
+    if found is None:
+        found = Reading(reason=Reason.NOT_COLLECTED, detail=f"nothing in this report reads {key}")
+        if len(_NOT_COLLECTED) >= 4096:  # keys come from checks, but a plugin could ask for anything
+            _NOT_COLLECTED.clear()
+        _NOT_COLLECTED[key] = found
+    return found
+
+
 class Facts(Mapping[str, Reading]):
     """The snapshot of the world: dotted key (``torch.version``) -> Reading. Immutable."""
 
@@ -210,8 +231,7 @@ class Facts(Mapping[str, Reading]):
         found = self._data.get(key)
         if found is not None:
             return found
-        return default if default is not None else Reading(
-            reason=Reason.NOT_COLLECTED, detail=f"nothing in this report reads {key}")
+        return default if default is not None else not_collected(key)
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of ``key`` when it was read, else ``default``."""
@@ -330,12 +350,15 @@ class Finding:
     gpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "status", Status(self.status))
+        if type(self.status) is not Status:
+            object.__setattr__(self, "status", Status(self.status))
         # Evidence this module already froze (a finding copied by ``replace``, facts quoted as
-        # evidence) is kept as is, not copied into a dict to be frozen again.
-        evidence = self.evidence if type(self.evidence) is MappingProxyType else dict(self.evidence)
-        object.__setattr__(self, "evidence", _freeze(evidence))
-        object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
+        # evidence) is kept as is; a mapping is frozen into a new one (never the caller's dict).
+        evidence = self.evidence
+        if type(evidence) is not MappingProxyType:
+            object.__setattr__(self, "evidence", _freeze(evidence if isinstance(evidence, Mapping) else dict(evidence)))
+        if self.gpus or type(self.gpus) is not tuple:
+            object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .lazyre import lazy_re
+
 REDACTED = "<redacted>"
 
 ALLOW_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "CUDNN_", "CUBLAS_", "TORCHINDUCTOR_",
@@ -24,20 +26,20 @@ ALLOW_NAMES = frozenset({
     "CONDA_DEFAULT_ENV", "VIRTUAL_ENV", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
     "LOCAL_WORLD_SIZE", "GROUP_RANK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "container", "WSL_DISTRO_NAME",
 })
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT\b|BEARER",
+_SECRET_NAME = lazy_re(r"TOKEN|KEY|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT\b|BEARER",
                           re.IGNORECASE)
 _SECRET_VALUE = [
-    re.compile(r"\b(hf_[A-Za-z0-9]{20,})"),  # Hugging Face
-    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),  # GitHub
-    re.compile(r"\b(github_pat_[A-Za-z0-9_]{20,})"),
-    re.compile(r"\b(sk-[A-Za-z0-9_-]{20,})"),  # OpenAI-style
-    re.compile(r"\b(AKIA[0-9A-Z]{16})\b"),  # AWS access key id
-    re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
-    re.compile(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
+    lazy_re(r"\b(hf_[A-Za-z0-9]{20,})"),  # Hugging Face
+    lazy_re(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),  # GitHub
+    lazy_re(r"\b(github_pat_[A-Za-z0-9_]{20,})"),
+    lazy_re(r"\b(sk-[A-Za-z0-9_-]{20,})"),  # OpenAI-style
+    lazy_re(r"\b(AKIA[0-9A-Z]{16})\b"),  # AWS access key id
+    lazy_re(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
+    lazy_re(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
 ]
 # Bounded and anchored (no scheme character before it): an unbounded scheme/credential run
 # backtracks quadratically, and whole reports pass through here (64 KB took seconds).
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = lazy_re(
     r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<cred>[^/@\s:]{1,256}:[^/@\s]{1,256})@")
 
 
@@ -51,45 +53,104 @@ def is_reported(name: str) -> bool:
 
 # Credentials written as key=value or key: value in free text (a proxy error quoting its URL
 # query, an exception quoting a config line), and HTTP bearer tokens. Bounded runs only.
-_KEYED = re.compile(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
+_KEYED = lazy_re(r"(?i)\b(?P<key>[a-z0-9_.-]{0,32}(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|"
                     r"private[_-]?key|auth))(?P<sep>[\"']?\s{0,3}[=:]\s{0,3}[\"']?)(?P<value>[^\s\"',;&)}\]]{3,512})")
-_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
+_BEARER = lazy_re(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/-]{8,2048}=*")
 # One cheap scan first: most strings of a report (GPU names, versions, paths) contain none of
 # these, and a 50 MB report has millions of strings. Substring tests on the lower-cased text are
 # ten times faster than one case-insensitive alternation.
 _HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "akia", "xox", "eyj", "://", "bearer",
-          "passw", "pwd", "secret", "token", "api", "access", "private", "auth",
+          # _KEYED's words; its api_key / access_key / private_key all contain "key"
+          "passw", "pwd", "secret", "token", "private", "auth",
+          # _SECRET_NAME's words that no other hint holds (PASSPHRASE has no "passw")
+          "passphrase",
           # secret-looking variable names (is_secret_name), for a mapping of environment variables
-          "key", "credential", "cookie", "session", "signature", "_pat")
+          "key", "credential", "cookie", "session", "signature")
 
 
 #: The hints as one alternation of literals, searched once in the lower-cased text: one C call
 #: instead of a Python loop of 28 substring tests (which was a third of ``diagnose``'s time).
-_HINT = re.compile("|".join(re.escape(h) for h in _HINTS))
+#: ``_pat`` only where _SECRET_NAME matches it, at the end of a word: as a bare substring it is in
+#: every ``library_path`` and ``nvcc_path`` of a report, and sent every one through the walk.
+_HINT_WORDS = "|".join(re.escape(h) for h in _HINTS) + r"|_pat\b"
+_HINT = re.compile(_HINT_WORDS)  # every text meets it: compiled now
+#: For text that is not ASCII: the patterns' own case-insensitive matching (``re.IGNORECASE``
+#: folds e.g. U+017F, U+0131 and U+212A onto s, i and k, which ``str.lower`` leaves alone).
+_HINT_FOLDED = re.compile(_HINT_WORDS, re.IGNORECASE)
 
 
 def may_hold_secret(text: str) -> bool:
     """False when no pattern of this module can match ``text`` (a superset test, lower-cased)."""
-    return _HINT.search(text.lower()) is not None
+    if _HINT.search(text.lower()) is not None:
+        return True
+    return not text.isascii() and _HINT_FOLDED.search(text) is not None
 
 
 def _plain(value: Any) -> Any:
+    """``default`` of the scanning serialiser: frozen and other mappings as dicts; anything else
+    that is not JSON raises, so the caller takes the walk (a ``str()`` of an object could spell what
+    a string of the same text would need masked, and must not share a memo entry with it)."""
     if type(value) is MappingProxyType:  # copy() copies the underlying dict in C
         return value.copy()
-    return dict(value) if isinstance(value, Mapping) else str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(type(value).__name__)
+
+
+def json_blob(value: Any) -> str | None:
+    """The compact JSON text the redaction scans of a JSON-like value (frozen mappings and tuples
+    included), or None when it holds something that is not JSON (then only the walk is safe)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_plain)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class UnchangedMemo:
+    """Texts known to need nothing masked, keyed by the exact text (never a hash, a prefix or an
+    identity): whether redaction changes a JSON value is a function of its JSON text alone, so a
+    value met again (the same evidence in every finding of a fleet's reports) is scanned once.
+    Only texts redaction left unchanged are remembered; bounded (emptied when full)."""
+
+    __slots__ = ("_seen", "longest", "size")
+
+    def __init__(self, size: int = 8192, longest: int = 1 << 16) -> None:
+        self._seen: dict[str, None] = {}
+        self.size, self.longest = size, longest
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._seen
+
+    def add(self, text: str) -> None:
+        if len(text) > self.longest:
+            return
+        if len(self._seen) >= self.size:
+            self._seen.clear()
+        self._seen[text] = None
+
+    def clear(self) -> None:
+        self._seen.clear()
+
+
+#: JSON texts of values :func:`redact_tree` left unchanged.
+UNCHANGED = UnchangedMemo()
 
 
 def redact_tree(value: Any, key: str = "") -> Any:
     """:func:`redact_value` for a big value: one scan of its JSON text first (C speed), and the
-    walk string by string only when that scan finds a hint. A 50 MB fact with no secret costs
-    one serialisation, not millions of pattern tests."""
+    walk string by string only when that scan finds a hint and the same text was not already
+    found clean. A 50 MB fact with no secret costs one serialisation, not millions of pattern tests."""
     if isinstance(value, str):
         return redact_value(value, key)
-    try:
-        blob = json.dumps(value, ensure_ascii=False, default=_plain)
-    except (TypeError, ValueError, RecursionError):
+    blob = json_blob(value)
+    if blob is None:
         return redact_value(value, key)
-    return redact_value(value, key) if may_hold_secret(blob) else value
+    if not may_hold_secret(blob) or blob in UNCHANGED:
+        return value
+    out = redact_value(value, key)
+    if out is value:
+        UNCHANGED.add(blob)
+    return out
 
 
 def redact_text(text: str) -> str:

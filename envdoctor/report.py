@@ -9,7 +9,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -18,9 +17,9 @@ from types import MappingProxyType
 from typing import Any
 
 from . import __version__
-from .kit import capped
+from .kit import EVIDENCE_ITEMS, capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
-from .redact import redact_text, redact_tree
+from .redact import UnchangedMemo, json_blob, may_hold_secret, redact_text, redact_tree
 from .schema import SCHEMA_ID
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -164,7 +163,46 @@ def _redact_remedy(r: Remediation) -> Remediation:
     return r if same else rem
 
 
+def _remedy_parts(r: Remediation) -> list[Any]:
+    return [r.text, r.commands, r.links, [_remedy_parts(a) for a in r.alternatives]]
+
+
+#: Findings' JSON texts (title, detail, evidence, remedy) that capping and redaction leave as they are.
+_UNCHANGED_FINDINGS = UnchangedMemo(size=4096, longest=1 << 14)
+#: A finding's JSON text shorter than this holds no string that reaches a cap but the title's
+#: (evidence strings are cut at EVIDENCE_ITEMS * 64 characters, other texts at MAX_TEXT).
+_UNCAPPABLE = min(EVIDENCE_ITEMS * 64, MAX_TEXT)
+
+
+def _needs_nothing(f: Finding) -> bool:
+    """True when :func:`_redact_finding` would return ``f`` itself, decided from one compact JSON text
+    of everything it reads: too short to reach any cap (a title within MAX_TITLE, fewer characters than
+    the shortest other string cap, fewer commas than items in the shortest list cap), and with no hint of
+    a secret, or the same text found clean before (the memo is keyed by that exact text)."""
+    blob = _uncappable_blob(f)
+    return blob is not None and (not may_hold_secret(blob) or blob in _UNCHANGED_FINDINGS)
+
+
+def _uncappable_blob(f: Finding) -> str | None:
+    """The finding's JSON text when nothing in it can reach a cap, else None."""
+    if len(f.title) > MAX_TITLE:
+        return None
+    blob = json_blob([f.title, f.detail, f.evidence, _remedy_parts(f.remediation)])
+    if blob is None or len(blob) >= _UNCAPPABLE or blob.count(",") >= EVIDENCE_ITEMS:
+        return None
+    return blob
+
+
 def _redact_finding(f: Finding) -> Finding:
+    if _needs_nothing(f):
+        return f
+    out = _redact_finding_walk(f)
+    if out is f and (blob := _uncappable_blob(f)) is not None:
+        _UNCHANGED_FINDINGS.add(blob)
+    return out
+
+
+def _redact_finding_walk(f: Finding) -> Finding:
     r = f.remediation
     rem = _redact_remedy(r)
     title, detail = redact_text(_clip(f.title, MAX_TITLE)), redact_text(_clip(f.detail, MAX_TEXT))
@@ -291,6 +329,8 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Non
     """Write via a temporary file in the same folder and rename: readers never see half a file.
     Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
     a complete file, the last one wins."""
+    import tempfile  # only a writer needs it (diagnose FILE --json prints)
+
     target = _regular_target(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:

@@ -13,7 +13,6 @@ import functools
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .model import SCHEMA_VERSION
@@ -29,12 +28,16 @@ RESOURCE = "data/report.schema.json"
 
 def path() -> Traversable:
     """The schema file shipped in the package."""
+    from importlib import resources
+
     return resources.files("envdoctor").joinpath(RESOURCE)
 
 
 @functools.cache
 def text() -> str:
-    return path().read_text(encoding="utf-8")
+    from . import datafiles
+
+    return datafiles.read_text(RESOURCE.removeprefix("data/"))
 
 
 def schema() -> Mapping[str, Any]:

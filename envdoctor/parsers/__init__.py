@@ -11,8 +11,7 @@ it cannot read raises :class:`ParseError` with one line a user can act on; nothi
 
 from __future__ import annotations
 
-import re
-
+from ..lazyre import lazy_re
 from ..model import Facts, Reading, Reason, missing, ok
 from ..registry import validate_fact_keys
 from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
@@ -40,24 +39,24 @@ MAX_LINE = 8_000
 #: the cost of any text is bounded (bench/hostile_paste.py: 4 MB of any shape in under 2 s).
 HEAD_LINES, TAIL_LINES = 2_000, 8_000
 
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-_QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
-_TAG_LINE_RE = re.compile(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
-_BULLET_RE = re.compile(r"^\s*[-*]\s+(?=\S.*:)")
+_FENCE_RE = lazy_re(r"^\s*(```|~~~)")
+_QUOTE_RE = lazy_re(r"^\s*(?:>\s?)+")
+_TAG_LINE_RE = lazy_re(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
+_BULLET_RE = lazy_re(r"^\s*[-*]\s+(?=\S.*:)")
 # A shell prompt whose host name is 12 hex digits: Docker names a container's host after the
 # first 12 hex digits of its id (root@098b49afe624:/#), so the paste came from inside one.
-_DOCKER_PROMPT_RE = re.compile(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")
+_DOCKER_PROMPT_RE = lazy_re(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")
 
 
 # A command whose output is a container's: `kubectl logs|exec`, `docker|podman|nvidia-docker run|exec`.
-_CONTAINER_CMD_RE = re.compile(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|podman|nvidia-docker)\s+"
+_CONTAINER_CMD_RE = lazy_re(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|podman|nvidia-docker)\s+"
                                r"(?:-\S+\s+)*(logs|exec|run|compose\s+(?:run|exec|logs|up))\b")
 # docker compose prefixes each service's output: "qna-transformers_1  | …" (v1) / "web-1  | …" (v2).
-_COMPOSE_LOG_RE = re.compile(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
-_PY_BANNER_RE = re.compile(r"^Python (\d+\.\d+\.\d+)\S* \(.{0,120}\) ?\[.{0,80}\] on (linux|win32|darwin)$")
+_COMPOSE_LOG_RE = lazy_re(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
+_PY_BANNER_RE = lazy_re(r"^Python (\d+\.\d+\.\d+)\S* \(.{0,120}\) ?\[.{0,80}\] on (linux|win32|darwin)$")
 # docker compose v1 announcing a one-off container: "Creating vqgan-clip-docker_generate_run ... done"
-_COMPOSE_RUN_RE = re.compile(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
-_REPORT_LINE_RE = re.compile(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
+_COMPOSE_RUN_RE = lazy_re(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
+_REPORT_LINE_RE = lazy_re(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
 
 _GPU_REQUEST_WORDS = ("--gpus", "--runtime=nvidia", "--runtime nvidia", "nvidia-docker", "nvidia.com/gpu",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
 
 #: What collect_env prints when a reader returned None (``replace_nones``) or found no NVIDIA
@@ -12,7 +11,7 @@ COULD_NOT_COLLECT = "could not collect"
 NO_CUDA = "no cuda"
 NOT_APPLICABLE = "n/a"
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
+_VERSION_RE = lazy_re(r"\d+(?:\.\d+)+")
 _BOOL = {"true": True, "yes": True, "false": False, "no": False}
 
 

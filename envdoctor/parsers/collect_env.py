@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
 from ._util import is_placeholder, to_bool, unread, version_in
 from .signatures import scan_messages
@@ -54,7 +55,7 @@ KEYS = (
     "toolkit.nvcc_version", "libs.cudnn_copies", "env.vars",
 )
 
-_KEY_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
+_KEY_CHARS_RE = lazy_re(r"[A-Za-z][A-Za-z0-9_ ]*")
 
 
 def _key_value(line: str) -> tuple[str, str] | None:
@@ -67,14 +68,14 @@ def _key_value(line: str) -> tuple[str, str] | None:
         return None
     return key, line[idx + 1:].strip()
 # Hand-edited pastes sometimes lose the colon of the first line ("PyTorch version 1.5.0").
-_TORCH_NO_COLON_RE = re.compile(r"^(PyTorch version)\s+(\d\S*)$")
-_PKG_RE = re.compile(r"^\[(pip\d*|conda)\]\s+(.*)$")
-_PIP_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+)|\(\s*([^)\s]+)\s*\)|@\s*\S+)")
-_CONDA_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)")
-_GPU_LINE_RE = re.compile(r"^GPU\s+(\d+):\s*(.*\S)")
-_ENV_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
-_PLATFORM_RE = re.compile(r"^Linux-(.+?)-(x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686)(?:-with-(?:glibc)?([\d.]+)?.*)?$")
-_ARCH_RE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686|AMD64)\)\s*$")
+_TORCH_NO_COLON_RE = lazy_re(r"^(PyTorch version)\s+(\d\S*)$")
+_PKG_RE = lazy_re(r"^\[(pip\d*|conda)\]\s+(.*)$")
+_PIP_RE = lazy_re(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+)|\(\s*([^)\s]+)\s*\)|@\s*\S+)")
+_CONDA_RE = lazy_re(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)")
+_GPU_LINE_RE = lazy_re(r"^GPU\s+(\d+):\s*(.*\S)")
+_ENV_RE = lazy_re(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
+_PLATFORM_RE = lazy_re(r"^Linux-(.+?)-(x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686)(?:-with-(?:glibc)?([\d.]+)?.*)?$")
+_ARCH_RE = lazy_re(r"\((x86_64|aarch64|arm64|ppc64le|s390x|armv7l|i686|AMD64)\)\s*$")
 
 def looks_like(lines: Sequence[str]) -> bool:
     """True when at least two collect_env field labels occur (one alone is too weak: "OS: …")."""
@@ -299,7 +300,7 @@ def _driver(text: str | None, out: dict[str, Reading]) -> None:
     out["nvml.driver_version"] = ok(version, SOURCE) if version else unread(text, SOURCE, "Nvidia driver version")
 
 
-_CUDNN_FILE_RE = re.compile(r"(?:^|[\\/])(?:lib)?cudnn(?:64)?(?:_[a-z_]+?)?(?:64)?(?:\.so)?[._]([\d.]+?)(?:\.dll|\.dylib)?$")
+_CUDNN_FILE_RE = lazy_re(r"(?:^|[\\/])(?:lib)?cudnn(?:64)?(?:_[a-z_]+?)?(?:64)?(?:\.so)?[._]([\d.]+?)(?:\.dll|\.dylib)?$")
 
 
 def _cudnn(found: tuple[str, list[str]] | None, out: dict[str, Reading]) -> None:

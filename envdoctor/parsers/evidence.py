@@ -36,9 +36,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
 from ..model import Reading, ok
-from ..probes.nvidia import parse_xid
 from . import listings
 
 SOURCE = "pasted text"
@@ -50,24 +50,24 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
-_SHM_RE = re.compile(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
+_SHM_RE = lazy_re(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
                      r"|unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </?torch"
                      r"|unable to open shared memory object </torch", re.IGNORECASE)
-_NCCL_NO_IFACE_RE = re.compile(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
+_NCCL_NO_IFACE_RE = lazy_re(r"Bootstrap\s*:\s*no socket interface found|no NCCL_SOCKET_IFNAME interface found"
                                r"|ncclSocketInit: connecting to address\s+with family \d+ is neither AF_INET"
                                r"|Socket creation failed\s*:\s*Address family not supported"
                                r"|socketStartConnect: Connect to \S+ failed\s*:\s*(?:No route to host|Network is unreachable)")
-_IFNAME_RE = re.compile(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
-_FALLEN_RE = re.compile(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+[\"'“]?fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
+_IFNAME_RE = lazy_re(r"NCCL_SOCKET_IFNAME(?: set by environment to|\s*[=:])\s*([=^]?[\w.,^=-]+)")
+_FALLEN_RE = lazy_re(r"(?:GPU at (?:PCI:)?([0-9a-fA-F:.]+) )?has\s+[\"'“]?fallen off (?:of )?the bus|^\s*(?:\S*NVRM:\s*)?fallen off (?:of )?the bus",
                         re.IGNORECASE)
-_LAUNCH_RE = re.compile(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
-_NPROC_RE = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
-_VISIBLE_RE = re.compile(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
-_ORDINAL_RE = re.compile(r"invalid device ordinal", re.IGNORECASE)
-_TOOLKIT_RE = re.compile(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found|\bnvcc was not found"
+_LAUNCH_RE = lazy_re(r"(?:^|\s|/)(?:torchrun|torch\.distributed\.(?:launch|run))\b")
+_NPROC_RE = lazy_re(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)")
+_VISIBLE_RE = lazy_re(r"CUDA_VISIBLE_DEVICES=([\"']?)([\d,\s]*)\1(?:\s|$)")
+_ORDINAL_RE = lazy_re(r"invalid device ordinal", re.IGNORECASE)
+_TOOLKIT_RE = lazy_re(r"CUDA_HOME environment variable is not set|\bnvcc: (?:command )?not found|\bnvcc was not found"
                          r"|\bnvcc\b.{0,20}No such file or directory|No such file or directory: '[^']{0,200}/nvcc'"
                          r"|could not find nvcc", re.IGNORECASE)
-_DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
+_DLL_RE = lazy_re(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error loading\s+\"?([^\"]{0,300}?\.dll)\"",
                      re.IGNORECASE)
 
 
@@ -75,9 +75,9 @@ _DLL_RE = re.compile(r"Could not (?:locate|load library)\s+([\w.-]+?\.dll)|Error
 # nvidia-fabricmanager.service could not be found.", and `systemctl status`'s "Active: failed (…)" /
 # "Active: inactive (dead)" under the unit's "● nvidia-fabricmanager.service - …" header.
 _FM_UNIT = "nvidia-fabricmanager"
-_FM_LINE_RE = re.compile(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
+_FM_LINE_RE = lazy_re(r"nvidia-fabricmanager(?:\.service)?\b.{0,40}?\b(failed|could not be found|not found|is masked|"
                          r"inactive)", re.IGNORECASE)
-_ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
+_ACTIVE_RE = lazy_re(r"^\s*Active:\s*(active|inactive|failed|activating|deactivating)\b")
 
 
 # The fabric manager's own log (journalctl -u nvidia-fabricmanager, its start script): it refuses a driver of
@@ -85,7 +85,7 @@ _ACTIVE_RE = re.compile(r"^\s*Active:\s*(active|inactive|failed|activating|deact
 # 530.41.03", later "doesn't match"), and exits when the system has no NVSwitch to manage ("request to query
 # NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do
 # [NV_WARN_NOTHING_TO_DO]": GPUs joined by an NVLink bridge, or none, need no fabric manager).
-_FM_VERSION_RE = re.compile(r"fabric manager NVIDIA GPU driver interface version\s+(\d+(?:\.\d+)+)\s+do\w*'?t\s+match"
+_FM_VERSION_RE = lazy_re(r"fabric manager NVIDIA GPU driver interface version\s+(\d+(?:\.\d+)+)\s+do\w*'?t\s+match"
                             r"\s+with\s+(?:the\s+)?driver version\s+(\d+(?:\.\d+)+)", re.IGNORECASE)
 
 
@@ -104,7 +104,7 @@ def _write_fabricmanager_log(scan: Any, _text: str, found: tuple[str, Any]) -> N
 # An NCCL wheel's row in `pip freeze` ("nvidia-nccl-cu12==2.20.5"), `pip list` ("nvidia-nccl-cu12  2.20.5") or
 # collect_env ("[pip3] nvidia-nccl-cu12==2.20.5"); every version a text lists is kept, so the listings of several
 # nodes pasted together show whether they run one NCCL.
-_NCCL_WHEEL_RE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?(nvidia-nccl-cu\d+)(?:\s*==\s*|\s+)(\d+\.\d+\.\d+)\b")
+_NCCL_WHEEL_RE = lazy_re(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?(nvidia-nccl-cu\d+)(?:\s*==\s*|\s+)(\d+\.\d+\.\d+)\b")
 
 
 def _nccl_wheel(text: str) -> tuple[str, str] | None:
@@ -139,7 +139,7 @@ def _write_fabricmanager(scan: Any, _text: str, state: str) -> None:
 
 # A WSL kernel release wherever it is printed (uname -r, Python's platform string, dkms): WSL 1 reports
 # "4.4.0-<Windows build>-Microsoft", WSL 2 "<x.y.z>-microsoft-standard[-WSL2]".
-_WSL_KERNEL_RE = re.compile(r"\b(\d+\.\d+\.\d+(?:[.-]\d+)*-(?:Microsoft|microsoft-standard(?:-WSL2)?))(?![\w-]*-WSL2)")
+_WSL_KERNEL_RE = lazy_re(r"\b(\d+\.\d+\.\d+(?:[.-]\d+)*-(?:Microsoft|microsoft-standard(?:-WSL2)?))(?![\w-]*-WSL2)")
 
 
 def _wsl_kernel(text: str) -> str | None:
@@ -156,7 +156,7 @@ def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
 # `lspci -vvv`'s ACS control of a PCIe bridge: "ACSCtl: SrcValid+ TransBlk- ReqRedir- …". With ACS on, GPU
 # peer-to-peer traffic is redirected through the IOMMU/root complex and NCCL's P2P hangs or crawls
 # (NCCL's troubleshooting guide, "PCI Access Control Services").
-_ACS_RE = re.compile(r"ACSCtl:\s*SrcValid\+")
+_ACS_RE = lazy_re(r"ACSCtl:\s*SrcValid\+")
 
 
 def _acs(text: str) -> bool:
@@ -183,9 +183,9 @@ def _write_not_compiled(scan: Any, _text: str, line: str) -> None:
 # `cat /proc/driver/nvidia/version`: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 …"
 #                                  (the open module: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.…")
 # `df -h /dev/shm`:               "shm   64M  0  64M  0% /dev/shm" (also "tmpfs … /dev/shm")
-_NVCC_RE = re.compile(r"Cuda compilation tools, release \d+\.\d+, V(\d+\.\d+\.\d+)")
-_NVRM_RE = re.compile(r"NVRM version: NVIDIA UNIX (?:Open )?(?:\w+ )*?Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
-_DF_SHM_RE = re.compile(r"^\S+\s+(\d+(?:\.\d+)?)([KMGT]i?)\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
+_NVCC_RE = lazy_re(r"Cuda compilation tools, release \d+\.\d+, V(\d+\.\d+\.\d+)")
+_NVRM_RE = lazy_re(r"NVRM version: NVIDIA UNIX (?:Open )?(?:\w+ )*?Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+_DF_SHM_RE = lazy_re(r"^\S+\s+(\d+(?:\.\d+)?)([KMGT]i?)\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -205,7 +205,7 @@ def _write_tool_fact(scan: Any, _text: str, found: tuple[str, Any]) -> None:
 
 # A Python traceback frame or a prompt on a drive letter ('File "C:\…\torch\__init__.py"', "PS J:\x>",
 # "(.venv) D:\ComfyUI>") was printed on Windows.
-_WINDOWS_PATH_RE = re.compile(r'^(?:File "|PS |\([^)]*\) )?[A-Za-z]:\\[^"]*(?:"|>)')
+_WINDOWS_PATH_RE = lazy_re(r'^(?:File "|PS |\([^)]*\) )?[A-Za-z]:\\[^"]*(?:"|>)')
 
 
 def _windows(text: str) -> bool:
@@ -234,8 +234,11 @@ def _ifname(text: str) -> re.Match[str] | None:
 def _xid(text: str) -> list[dict[str, Any]] | None:
     """Xid events in the probe's own shape (probes/nvidia.py's parse_xid reads the same lines from dmesg);
     the kernel's "… has fallen off the bus" without its Xid line is the condition Xid 79 names."""
-    if "NVRM" in text and "Xid" in text and (events := parse_xid(text)):
-        return events
+    if "NVRM" in text and "Xid" in text:
+        from ..probes.nvidia import parse_xid  # the probes (host, subprocess) only for a paste quoting an Xid
+
+        if events := parse_xid(text):
+            return events
     if "fallen off" in text and (m := _FALLEN_RE.search(text)):
         return [{"pci": m.group(1), "code": 79, "text": "GPU has fallen off the bus.", "line": text.strip()[:400]}]
     return None

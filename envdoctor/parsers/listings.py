@@ -28,6 +28,7 @@ import posixpath
 import re
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..model import Reading, ok
 
 SOURCE = "pasted text"
@@ -36,16 +37,16 @@ KEYS = ("libs.ldd", "libs.ldconfig", "libs.ld_library_path", "driver.modules", "
 #: Kernel modules ``driver.modules`` reports (the driver probe's set).
 MODULES = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau")
 #: CUDA and driver libraries worth keeping from a loader listing.
-_CUDA_LIB_RE = re.compile(r"^lib(?:cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvJitLink|nvrtc\w*|cusparse\w*|cufft\w*|"
+_CUDA_LIB_RE = lazy_re(r"^lib(?:cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvJitLink|nvrtc\w*|cusparse\w*|cufft\w*|"
                           r"curand|cusolver\w*|cupti|nvshmem\w*|cufile\w*|nvidia-ml|nvToolsExt)[.-]")
 
 #: Listing rows are short; a longer line is a log payload, never read by these matchers (bounded cost).
 _ROW_LIMIT = 1000
 
 # -- ldd ----------------------------------------------------------------------------------------------
-_LDD_CMD_RE = re.compile(r"(?:^|[\s$#>%])ldd(?:\s+-\w+)*\s+([^\s|;&]+)")
-_LDD_HEADER_RE = re.compile(r"^(/\S+\.so[\w.\-]*):$")
-_LDD_ROW_RE = re.compile(r"^(\S+\.so[\w.\-]*)\s+=>\s+(?:(not found)|(\S+)\s+\(0x[0-9a-fA-F]+\))\s*$")
+_LDD_CMD_RE = lazy_re(r"(?:^|[\s$#>%])ldd(?:\s+-\w+)*\s+([^\s|;&]+)")
+_LDD_HEADER_RE = lazy_re(r"^(/\S+\.so[\w.\-]*):$")
+_LDD_ROW_RE = lazy_re(r"^(\S+\.so[\w.\-]*)\s+=>\s+(?:(not found)|(\S+)\s+\(0x[0-9a-fA-F]+\))\s*$")
 
 
 def _ldd(text: str) -> tuple[str, Any] | None:
@@ -96,7 +97,7 @@ def _write_ldd(scan: Any, _text: str, found: tuple[str, Any]) -> None:
 
 
 # -- ldconfig -p --------------------------------------------------------------------------------------
-_LDCONFIG_ROW_RE = re.compile(r"^(lib\S+\.so[\w.\-]*)\s+\(([^)]*)\)\s+=>\s+(\S+)$")
+_LDCONFIG_ROW_RE = lazy_re(r"^(lib\S+\.so[\w.\-]*)\s+\(([^)]*)\)\s+=>\s+(\S+)$")
 
 
 def _ldconfig(text: str) -> tuple[str, str, str] | None:
@@ -114,9 +115,9 @@ def _write_ldconfig(scan: Any, _text: str, found: tuple[str, str, str]) -> None:
 
 
 # -- LD_LIBRARY_PATH ------------------------------------------------------------------------------------
-_ECHO_RE = re.compile(r"(?:^|[\s$#>%])echo\s+[\"']?\$\{?LD_LIBRARY_PATH\}?[\"']?\s*$")
-_ASSIGN_RE = re.compile(r"^(?:export\s+|declare\s+-x\s+|setenv\s+)?LD_LIBRARY_PATH[=\s]\"?([^\s\"]*)\"?\s*$")
-_PATH_LIST_RE = re.compile(r"^[^\s:]*(?::[^\s:]*)*$")
+_ECHO_RE = lazy_re(r"(?:^|[\s$#>%])echo\s+[\"']?\$\{?LD_LIBRARY_PATH\}?[\"']?\s*$")
+_ASSIGN_RE = lazy_re(r"^(?:export\s+|declare\s+-x\s+|setenv\s+)?LD_LIBRARY_PATH[=\s]\"?([^\s\"]*)\"?\s*$")
+_PATH_LIST_RE = lazy_re(r"^[^\s:]*(?::[^\s:]*)*$")
 
 
 def _ld_library_path(text: str) -> str | None:
@@ -150,9 +151,9 @@ def follow(lines: list[str], found: dict[str, Any]) -> None:
 
 
 # -- lsmod --------------------------------------------------------------------------------------------
-_LSMOD_CMD_RE = re.compile(r"(?:^|[\s$#>%])lsmod\b(?:\s*\|\s*(?:e?grep|rg)\s+(?:-\w+\s+)*[\"']?([^\"'|]*)[\"']?)?")
-_LSMOD_ROW_RE = re.compile(r"^([a-z][a-z0-9_]*)\s+(\d+)\s+(\d+|-)(?:\s+\S+)?\s*$")
-_LSMOD_HEADER_RE = re.compile(r"^Module\s+Size\s+Used by\s*$")
+_LSMOD_CMD_RE = lazy_re(r"(?:^|[\s$#>%])lsmod\b(?:\s*\|\s*(?:e?grep|rg)\s+(?:-\w+\s+)*[\"']?([^\"'|]*)[\"']?)?")
+_LSMOD_ROW_RE = lazy_re(r"^([a-z][a-z0-9_]*)\s+(\d+)\s+(\d+|-)(?:\s+\S+)?\s*$")
+_LSMOD_HEADER_RE = lazy_re(r"^Module\s+Size\s+Used by\s*$")
 
 
 def _lsmod(text: str) -> tuple[str, str] | None:
@@ -189,17 +190,17 @@ def _modules(blocks: list[dict[str, Any]]) -> dict[str, bool] | None:
 
 
 # -- package listings ------------------------------------------------------------------------------------
-_DRIVER_VERSION_RE = re.compile(r"^(?:\d+:)?(\d{3}\.\d{2,3}(?:\.\d{2,3})?)(?=$|[-+~._a-z])")
+_DRIVER_VERSION_RE = lazy_re(r"^(?:\d+:)?(\d{3}\.\d{2,3}(?:\.\d{2,3})?)(?=$|[-+~._a-z])")
 _ARCH = r"(?:x86_64|i686|noarch|aarch64|ppc64le)"
-_DPKG_ROW_RE = re.compile(r"^([a-zA-Z]{2,3})\s+([a-z0-9][a-z0-9+.\-]*)(?::[a-z0-9]+)?\s+(\S+)\s+"
+_DPKG_ROW_RE = lazy_re(r"^([a-zA-Z]{2,3})\s+([a-z0-9][a-z0-9+.\-]*)(?::[a-z0-9]+)?\s+(\S+)\s+"
                           r"(?:amd64|arm64|i386|all|ppc64el|armhf)\b")
-_RPM_RE = re.compile(rf"^([A-Za-z0-9_+.\-]+?)-((?:\d+:)?\d{{3}}\.\d{{2,3}}(?:\.\d{{2,3}})?)-([^-\s]+)\.{_ARCH}$")
-_YUM_RE = re.compile(rf"^([A-Za-z0-9_+.\-]+)\.{_ARCH}\s+(\S+)\s+\S+\s*$")
-_APT_RE = re.compile(r"^([a-z0-9][a-z0-9+.\-]*)/\S+\s+(\S+)\s+\S+\s+\[installed")
-_DRIVER_NAME_RE = re.compile(r"nvidia|^cuda-drivers|^libcuda1")
-_NOT_DRIVER_RE = re.compile(r"container|docker|pcp-pmda|nvidia-cuda-|nvidia-visual-profiler|nsight|nvidia-prime|"
+_RPM_RE = lazy_re(rf"^([A-Za-z0-9_+.\-]+?)-((?:\d+:)?\d{{3}}\.\d{{2,3}}(?:\.\d{{2,3}})?)-([^-\s]+)\.{_ARCH}$")
+_YUM_RE = lazy_re(rf"^([A-Za-z0-9_+.\-]+)\.{_ARCH}\s+(\S+)\s+\S+\s*$")
+_APT_RE = lazy_re(r"^([a-z0-9][a-z0-9+.\-]*)/\S+\s+(\S+)\s+\S+\s+\[installed")
+_DRIVER_NAME_RE = lazy_re(r"nvidia|^cuda-drivers|^libcuda1")
+_NOT_DRIVER_RE = lazy_re(r"container|docker|pcp-pmda|nvidia-cuda-|nvidia-visual-profiler|nsight|nvidia-prime|"
                             r"nvidia-settings|nvidia-xconfig|libxnvctrl", re.IGNORECASE)
-_KERNEL_RE = re.compile(r"^(?:a?kmod-nvidia|dkms-nvidia|nvidia-dkms|nvidia-kernel-|nvidia-kmod|kmod-nvidia)")
+_KERNEL_RE = lazy_re(r"^(?:a?kmod-nvidia|dkms-nvidia|nvidia-dkms|nvidia-kernel-|nvidia-kmod|kmod-nvidia)")
 
 
 def _package(text: str) -> dict[str, str] | None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import errors
+from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
 from ..versions import cuda_to_int
 
@@ -18,17 +19,17 @@ KEYS = ("nvml.driver_version", "nvml.cuda_driver_version", "nvml.device_count", 
 #: not ``not_in_report`` like KEYS.
 WRITES_WHEN_SHOWN = ("nvml.init",)
 
-_HEADER_RE = re.compile(r"NVIDIA-SMI\s+\d+(?:\.\d+)+")
-_DRIVER_RE = re.compile(r"Driver Version\s*:\s*(\d+(?:\.\d+)+)")
+_HEADER_RE = lazy_re(r"NVIDIA-SMI\s+\d+(?:\.\d+)+")
+_DRIVER_RE = lazy_re(r"Driver Version\s*:\s*(\d+(?:\.\d+)+)")
 # The summary header always has "CUDA Version: 12.8"; ``-q`` pads the colon ("CUDA Version : 12.8").
-_CUDA_RE = re.compile(r"CUDA Version\s*:\s*(\d+\.\d+)")
-_BUS_RE = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b")
+_CUDA_RE = lazy_re(r"CUDA Version\s*:\s*(\d+\.\d+)")
+_BUS_RE = lazy_re(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b")
 # First cell of a GPU row: index, name, then persistence mode (Linux) or driver model (Windows).
-_GPU_CELL_RE = re.compile(r"^\s*(\d{1,3})\s+(.*?\S)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
-_MEM_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
-_LIST_RE = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*\(UUID:\s*(GPU-[0-9a-fA-F-]+)\)")
-_PRODUCT_RE = re.compile(r"^Product Name\s*:\s*(.*\S)")
-_PROC_RE = re.compile(
+_GPU_CELL_RE = lazy_re(r"^\s*(\d{1,3})\s+(.*?\S)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
+_MEM_RE = lazy_re(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_LIST_RE = lazy_re(r"^GPU\s+(\d+):\s*(.+?)\s*\(UUID:\s*(GPU-[0-9a-fA-F-]+)\)")
+_PRODUCT_RE = lazy_re(r"^Product Name\s*:\s*(.*\S)")
+_PROC_RE = lazy_re(
     r"^\|\s*(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C\+G|C|G|M\+C|M)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$")
 _FAILURES = (
     "NVIDIA-SMI has failed",
@@ -167,8 +168,8 @@ def _query_gpus(lines: Sequence[str]) -> list[dict[str, Any]]:
     return gpus
 
 
-_QUERY_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
-_FIELD_RE = re.compile(r"^(\S.*?)\s*:\s*(.*)$")
+_QUERY_GPU_RE = lazy_re(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
+_FIELD_RE = lazy_re(r"^(\S.*?)\s*:\s*(.*)$")
 _ON = {"enabled": 1, "disabled": 0}
 _YES = {"yes": True, "no": False}
 _COMPUTE_MODES = {"default": 0, "exclusive_thread": 1, "prohibited": 2, "exclusive_process": 3}

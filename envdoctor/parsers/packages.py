@@ -10,26 +10,26 @@ listing counts as a report only when it holds torch itself.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from ..lazyre import lazy_re
 from ..model import Reading, ok
 from .collect_env import normalize_name
 
 SOURCE = "package list"
 KEYS = ("python.packages", "torch.version")
 
-_RELEVANT = re.compile(r"(torch|pytorch|torchvision|torchaudio|torch-xla|triton|pytorch-triton|xformers|vllm|"
+_RELEVANT = lazy_re(r"(torch|pytorch|torchvision|torchaudio|torch-xla|triton|pytorch-triton|xformers|vllm|"
                        r"flash-attn|bitsandbytes|deepspeed|nvidia-[\w-]+|cupy-cuda\w+|jax-cuda\w+|jaxlib|"
                        r"onnxruntime-gpu|tensorrt|cuda-python|cuda-bindings|nvidia-ml-py|pynvml)")
 _VERSION = r"(\d[\w.+!-]*)"
-_FREEZE_RE = re.compile(rf"^([A-Za-z0-9][\w.-]*)\s*==\s*{_VERSION}\s*$")
-_TABLE_RE = re.compile(rf"^([A-Za-z0-9][\w.-]*)\s+{_VERSION}(?:\s+\S+){{0,3}}\s*$")
+_FREEZE_RE = lazy_re(rf"^([A-Za-z0-9][\w.-]*)\s*==\s*{_VERSION}\s*$")
+_TABLE_RE = lazy_re(rf"^([A-Za-z0-9][\w.-]*)\s+{_VERSION}(?:\s+\S+){{0,3}}\s*$")
 # A hand-written list in a ticket: "torch-2.1.1", "torchaudio-2.0.1".
-_DASHED_RE = re.compile(r"^(torch|torchvision|torchaudio)-(\d[\w.+]*)$")
-_IMPORTED_RE = re.compile(rf"^(PyTorch|torchvision|torchaudio)\s+{_VERSION}\s+@\S*")
-_SHOW_NAME_RE = re.compile(r"^Name:\s*(\S+)\s*$")
-_SHOW_VERSION_RE = re.compile(rf"^Version:\s*{_VERSION}\s*$")
+_DASHED_RE = lazy_re(r"^(torch|torchvision|torchaudio)-(\d[\w.+]*)$")
+_IMPORTED_RE = lazy_re(rf"^(PyTorch|torchvision|torchaudio)\s+{_VERSION}\s+@\S*")
+_SHOW_NAME_RE = lazy_re(r"^Name:\s*(\S+)\s*$")
+_SHOW_VERSION_RE = lazy_re(rf"^Version:\s*{_VERSION}\s*$")
 
 
 def _entries(lines: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:

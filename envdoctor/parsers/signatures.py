@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import messages
+from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
 from ..versions import cc_text, cuda_to_int, cudnn_to_int, dotted
 from . import evidence as _evidence
@@ -38,28 +39,28 @@ Triple = tuple[int, int, int]
 
 # Messages torch itself prints while initialising CUDA. They carry facts (the GPU's capability,
 # the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
-_CAP_TAIL_RE = re.compile(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
-_ARCH_LIST_RE = re.compile(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
-_OLD_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of cuda capability (\d+)\.(\d+)")
+_CAP_TAIL_RE = lazy_re(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
+_ARCH_LIST_RE = lazy_re(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
+_OLD_GPU_RE = lazy_re(r"Found GPU\s*(\d+) (.{1,100}?) which is of cuda capability (\d+)\.(\d+)")
 # torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
 # capability (CC) 7.0." then one line per code CC it was built for: "- 7.5 which supports hardware CC >=7.5,<8.0"
-_CC_GPU_RE = re.compile(r"Found GPU\s*(\d+) (.{1,100}?) which is of compute capability \(CC\) (\d+)\.(\d+)")
-_CODE_CC_RE = re.compile(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
+_CC_GPU_RE = lazy_re(r"Found GPU\s*(\d+) (.{1,100}?) which is of compute capability \(CC\) (\d+)\.(\d+)")
+_CODE_CC_RE = lazy_re(r"^-\s*(\d+)\.(\d+) which supports hardware CC")
 # The kernel's refusal when libnvidia/libcuda and the loaded module differ (dmesg, journal):
 # "NVRM: API mismatch: the client has the version 367.44, but NVRM: this kernel module has the version 367.35."
-_NVRM_MISMATCH_RE = re.compile(r"API mismatch: the client has the version (\d+(?:\.\d+)+),? but\s+(?:\S*\s*NVRM:\s*)?"
+_NVRM_MISMATCH_RE = lazy_re(r"API mismatch: the client has the version (\d+(?:\.\d+)+),? but\s+(?:\S*\s*NVRM:\s*)?"
                                r"this kernel module has the version (\d+(?:\.\d+)+)")
 _NVRM_WORDS = "API mismatch: the client has the version"
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 #: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
 NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
 _NGC_DRIVER_WORDS = "NVIDIA Driver Release"
-_TOO_OLD_RE = re.compile(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
+_TOO_OLD_RE = lazy_re(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
 # torch's wording of a CUDA or cuDNN error whose code or versions messages.py may not read.
-_CUDA_ERROR_WORDS_RE = re.compile(r"cuda runtime error \(\d+\)|THCudaCheck FAIL"
+_CUDA_ERROR_WORDS_RE = lazy_re(r"cuda runtime error \(\d+\)|THCudaCheck FAIL"
                                   r"|cuDNN version (?:incompatibility|mismatch)")
 # The sentence splitting a quoted warning's GPU name from what precedes it.
-_NAME_CUT_RE = re.compile(r"\.\s|:\s|[`\"']")
+_NAME_CUT_RE = lazy_re(r"\.\s|:\s|[`\"']")
 #: A paste joined into one line is read this far for the re-wrapped sentences that need no other word.
 _JOINED_LIMIT = 200_000
 
@@ -210,7 +211,7 @@ LINE_SIGNATURES: tuple[LineSignature, ...] = (
     LineSignature("driver-too-old", _TOO_OLD_RE.search, _too_old, message=True, evidence=True),
     LineSignature("arch-list", _ARCH_LIST_RE.search, _arch_list),
     LineSignature("no-driver", _words(_NO_DRIVER), message=True, evidence=True),
-    LineSignature("cuda-initialization", re.compile(r"CUDA initialization: .+").search, message=True),
+    LineSignature("cuda-initialization", lazy_re(r"CUDA initialization: .+").search, message=True),
     LineSignature("not-compiled-with-cuda", _words("Torch not compiled with CUDA enabled"), message=True),
     LineSignature("no-kernel-image", _words("no kernel image is available for execution on the device"), message=True),
     LineSignature("gpu-too-old", _words("PyTorch no longer supports this GPU because it is too old"), message=True),

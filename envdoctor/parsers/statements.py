@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from .. import versions
+from ..lazyre import lazy_re
 from ..model import Reading, ok
 from ..versions import cudnn_to_int
 
@@ -31,14 +32,14 @@ KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.ve
 #: A line longer than this is prose or a log payload, not a statement.
 _MAX_STATEMENT = 200
 
-_LEAD_RE = re.compile(r"^[\s>*+•|#-]*")
+_LEAD_RE = lazy_re(r"^[\s>*+•|#-]*")
 # key, separator, value. The key is letters, digits, spaces and a few marks; no sentence punctuation.
-_SPLIT_RE = re.compile(r"^(?P<key>[A-Za-z][\w .()/?,'+-]{0,60}?)\s*(?::|==|=|\|)\s*(?P<value>\S.*)$")
+_SPLIT_RE = lazy_re(r"^(?P<key>[A-Za-z][\w .()/?,'+-]{0,60}?)\s*(?::|==|=|\|)\s*(?P<value>\S.*)$")
 # "PyTorch version 2.1.0" / "CUDA Version 12.1" (no separator, the key ends in "version").
-_VERSION_WORD_RE = re.compile(r"^(?P<key>[A-Za-z][\w .+-]{0,40}?\bversion)\s+(?P<value>v?\d.*)$", re.IGNORECASE)
-_PAREN_RE = re.compile(r"\([^)]*\)")
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:(?:\.?(?:post|dev|a|b|rc)\d+)*)(?:\+[\w.]+)?")
-_DRIVER_RE = re.compile(r"\b\d{3}(?:\.\d{1,3}){1,2}\b")
+_VERSION_WORD_RE = lazy_re(r"^(?P<key>[A-Za-z][\w .+-]{0,40}?\bversion)\s+(?P<value>v?\d.*)$", re.IGNORECASE)
+_PAREN_RE = lazy_re(r"\([^)]*\)")
+_VERSION_RE = lazy_re(r"\d+(?:\.\d+)+(?:(?:\.?(?:post|dev|a|b|rc)\d+)*)(?:\+[\w.]+)?")
+_DRIVER_RE = lazy_re(r"\b\d{3}(?:\.\d{1,3}){1,2}\b")
 
 # Normalised key (lower case, parentheses, "version", "the", separators removed) -> fact.
 _SYNONYMS: dict[str, str] = {}
@@ -93,7 +94,7 @@ def split_statement(line: str) -> tuple[str, str] | None:
 #: libcudnn files (libs.cudnn_copies), not the cuDNN torch loads.
 COLLECT_ENV_OWN = frozenset({"cudnn version"})
 
-_PATH_RE = re.compile(r"[\\/]")
+_PATH_RE = lazy_re(r"[\\/]")
 
 
 def _value(fact: str, value: str) -> object | None:

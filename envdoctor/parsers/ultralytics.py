@@ -11,21 +11,21 @@ The banner is torch describing itself (``torch.__version__``) and the device Ult
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from .. import versions
+from ..lazyre import lazy_re
 from ..model import Reading, ok
 
 SOURCE = "ultralytics"
 KEYS = ("torch.version", "torch.cuda_version", "torch.devices", "torch.device_count", "torch.cuda_available",
         "python.version")
 
-_BANNER_RE = re.compile(r"(?:YOLOv\d\S*|Ultralytics\b).{0,200}?\btorch[- ](\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc)\d+)?"
+_BANNER_RE = lazy_re(r"(?:YOLOv\d\S*|Ultralytics\b).{0,200}?\btorch[- ](\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc)\d+)?"
                         r"(?:\+[\w.]+)?)")
-_PYTHON_RE = re.compile(r"\bPython-(\d+\.\d+(?:\.\d+)?)")
-_DEVICE_RE = re.compile(r"CUDA:(\d+) \(([^,()]+(?:\([^)]*\))?[^,()]*), (\d+)\s*MiB\)")
-_AVAILABLE_RE = re.compile(r"torch\.cuda\.is_available\(\)\s*[:=]?\s*(True|False)\b")
+_PYTHON_RE = lazy_re(r"\bPython-(\d+\.\d+(?:\.\d+)?)")
+_DEVICE_RE = lazy_re(r"CUDA:(\d+) \(([^,()]+(?:\([^)]*\))?[^,()]*), (\d+)\s*MiB\)")
+_AVAILABLE_RE = lazy_re(r"torch\.cuda\.is_available\(\)\s*[:=]?\s*(True|False)\b")
 
 
 def looks_like(lines: Sequence[str]) -> bool:
