@@ -110,13 +110,15 @@ class UnchangedMemo:
     """Texts known to need nothing masked, keyed by the exact text (never a hash, a prefix or an
     identity): whether redaction changes a JSON value is a function of its JSON text alone, so a
     value met again (the same evidence in every finding of a fleet's reports) is scanned once.
-    Only texts redaction left unchanged are remembered; bounded (emptied when full)."""
+    Only texts redaction left unchanged are remembered; bounded in entries and in characters
+    held (emptied when either is full), so hostile input cannot grow it past ``budget``."""
 
-    __slots__ = ("_seen", "longest", "size")
+    __slots__ = ("_held", "_seen", "budget", "longest", "size")
 
-    def __init__(self, size: int = 8192, longest: int = 1 << 16) -> None:
+    def __init__(self, size: int = 8192, longest: int = 1 << 16, budget: int = 8 << 20) -> None:
         self._seen: dict[str, None] = {}
-        self.size, self.longest = size, longest
+        self._held = 0
+        self.size, self.longest, self.budget = size, longest, budget
 
     def __contains__(self, text: object) -> bool:
         return text in self._seen
@@ -124,12 +126,14 @@ class UnchangedMemo:
     def add(self, text: str) -> None:
         if len(text) > self.longest:
             return
-        if len(self._seen) >= self.size:
-            self._seen.clear()
+        if len(self._seen) >= self.size or self._held + len(text) > self.budget:
+            self.clear()
         self._seen[text] = None
+        self._held += len(text)
 
     def clear(self) -> None:
         self._seen.clear()
+        self._held = 0
 
 
 #: JSON texts of values :func:`redact_tree` left unchanged.

@@ -56,6 +56,11 @@ def test_the_memo_is_bounded_and_keeps_only_short_texts():
     memo.add("y")
     memo.add("z")  # full: emptied, then this one kept
     assert "z" in memo and "x" not in memo
+    # Bounded in characters held too: 8,192 entries of 64 KB each would be half a gigabyte.
+    memo = UnchangedMemo(size=100, longest=10, budget=25)
+    for word in ("a" * 10, "b" * 10, "c" * 10):
+        memo.add(word)
+    assert "c" * 10 in memo and "a" * 10 not in memo
 
 
 def _report(*findings: object) -> Report:
