@@ -224,7 +224,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
 
     def started(spec: ProbeSpec) -> ProbeSpec:
         with lock:
-            pending.add(spec.name)
+            pending.update(spec.run_names())
         return spec
 
     def finished(run: Any) -> None:

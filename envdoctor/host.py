@@ -368,11 +368,13 @@ class Host:
         timeout: float = 5.0,
         env: Mapping[str, str] | None = None,
         python: str | None = None,
+        flags: Sequence[str] = (),
     ) -> ChildResult:
         """Run ``envdoctor/child/<script>.py`` in the target interpreter with a deadline.
 
         The script is stdlib-only (the target may lack envdoctor and everything else), gets
         ``args`` as JSON in argv[1], and prints records ``CHILD_MARK + json`` on stdout.
+        ``flags`` go to the interpreter before the script (``-S``: no site).
         """
         path = CHILD_DIR / f"{script}.py"
         interpreter = python or self.python
@@ -380,7 +382,7 @@ class Host:
         if env:
             child_env.update(env)
         records = Records()
-        result = self.run([interpreter, str(path), json.dumps(args if args is not None else {})],
+        result = self.run([interpreter, *flags, str(path), json.dumps(args if args is not None else {})],
                           timeout=timeout, env=child_env, records=records)
         data, stage, done = records.data, records.stage, records.done
         noise, dropped = records.noise, records.dropped
