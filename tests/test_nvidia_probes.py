@@ -412,7 +412,7 @@ def test_one_driver_child_reads_nvml_and_cuinit_and_reports_two_runs(tmp_path, m
     real = Host.run_child
 
     def counting(self, script, *args, **kw):  # type: ignore[no-untyped-def]
-        started.append((script, kw.get("flags")))
+        started.append((script, tuple(kw.get("command") or ())[1:2]))
         return real(self, script, *args, **kw)
 
     monkeypatch.setattr(Host, "run_child", counting)
@@ -463,10 +463,15 @@ def test_a_hang_in_nvml_shutdown_in_the_driver_child_is_reported_with_everything
 
 
 def test_without_site_the_driver_child_still_finds_pynvml(tmp_path):
+    import sys
+
+    from envdoctor.host import CHILD_DIR
+
     # -S and no folder passed (or a wrong one): the child sets site up itself and imports pynvml.
     host = host_with(fake_nvml(tmp_path, {"count": 1}))
-    args = {"nvml": {"codes": {}, "path": str(tmp_path / "nowhere")}, "deadlines": {"nvml": 10.0}}
-    result = host.run_child("driver_probe", args, timeout=15.0, flags=("-S",))
+    args = {"nvml": {"codes": {}}, "deadlines": {"nvml": 10.0}}
+    command = [sys.executable, "-S", str(CHILD_DIR / "driver_probe.py"), "-", str(tmp_path / "nowhere")]
+    result = host.run_child("driver_probe", args, timeout=15.0, command=command)
     assert result.ok and result.data["nvml.init"]["code"] == 0, result
 
 

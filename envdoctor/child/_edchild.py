@@ -17,9 +17,14 @@ _lock = allocate_lock()
 
 
 def args():
+    """The parent's arguments: JSON in argv[1], or, when argv[1] is ``-``, one JSON line on stdin
+    (a child started before its parent knew them waits there; end of input means none)."""
     try:
+        if len(sys.argv) > 1 and sys.argv[1] == "-":
+            line = sys.stdin.readline()
+            return json.loads(line) if line.strip() else {}
         return json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    except ValueError:
+    except (ValueError, OSError):
         return {}
 
 

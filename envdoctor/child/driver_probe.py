@@ -10,16 +10,21 @@ clock); a probe that announced its cleanup call (``nvmlShutdown``) gets at most
 which ran out (``nvml._timeout``: the seconds it had) and leaves, abandoning the hung thread; the
 parent's own deadline, a little later, is the backstop for a child that cannot even do that.
 
-The parent starts this script with ``-S`` (no site): a probe needs only the standard library and
-pynvml, whose folder the parent passes (``nvml.path``); see ``nvml_probe.import_bindings``.
-Arguments: ``{"nvml": {"codes": …, "path": …}, "cuda": {}, "deadlines": {"nvml": s, "cuda": s},
-"cleanup_grace": s, "started": t}``; a probe runs when its name is given.
+Command line: ``python -S driver_probe.py - [FOLDER]`` (``envdoctor/driverstart.py``): no site,
+since a probe needs only the standard library and pynvml, imported from FOLDER (the parent's
+sys.path entry for it) while the child waits for its arguments, one JSON line on stdin (see
+``nvml_probe.import_bindings``): ``{"nvml": {"codes": …}, "cuda": {}, "deadlines": {"nvml": s,
+"cuda": s}, "cleanup_grace": s, "started": t}``; a probe runs when its name is given. The parent
+may start it before it knows them (the healthcheck does, from the entry point).
 """
 
+import sys
 import threading
 import time
 
 import _edchild
+import cuda_probe
+import nvml_probe
 from _edchild import args, done, emit, error_text, exit_now, namespaced
 
 PROBES = ("nvml", "cuda")
@@ -28,11 +33,7 @@ PROBES = ("nvml", "cuda")
 def run(name, given, finished, changed):
     namespaced(name)
     try:
-        if name == "nvml":
-            import nvml_probe as module
-        else:
-            import cuda_probe as module
-        module.main(given)
+        (nvml_probe if name == "nvml" else cuda_probe).main(given)
     except BaseException as exc:  # a bug in a probe is its own failure, not the other probe's
         emit(_error=error_text(exc))
         done()
@@ -55,8 +56,24 @@ def start_time(given):
     return now
 
 
+def warm_up():
+    """Import pynvml from the folder named after ``-`` while the parent still prepares the
+    arguments: no driver is touched by an import (libnvidia-ml is loaded by nvmlInit). The folder,
+    if any, for the NVML probe."""
+    folder = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "-" else None
+    if folder:
+        try:
+            nvml_probe.import_bindings(folder)
+        except Exception:
+            pass  # the NVML probe tries again and says why
+    return folder
+
+
 def main():
+    folder = warm_up()
     given = args()
+    if folder and isinstance(given.get("nvml"), dict):
+        given["nvml"].setdefault("path", folder)
     began = start_time(given)
     deadlines = given.get("deadlines") or {}
     grace = float(given.get("cleanup_grace") or 2.0)

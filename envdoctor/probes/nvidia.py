@@ -9,7 +9,6 @@ Every key is set on every path; a missing fact carries the reason a user can act
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import re
 import sys
@@ -18,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import errors
+from .. import driverstart, errors
 from ..host import CLEANUP_GRACE, ChildResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
@@ -423,7 +422,6 @@ def probe_cuda(host: Host, options: Options) -> dict[str, Reading]:
 
 
 # -- the driver child: NVML and cuInit in one process -------------------------------------------------
-DRIVER_CHILD = "driver_probe"
 #: Each probe's deadline in the driver child, as a multiple of ``options.timeout``. nvmlInit takes
 #: well under a second with persistence mode on, a few seconds per GPU without it; cuInit creates a
 #: context on every visible GPU: seconds on an 8-GPU node without persistence.
@@ -437,29 +435,12 @@ BACKSTOP = 0.5
 RETRY_MIN = 0.3
 
 
-@functools.lru_cache(maxsize=1)
-def _bindings_folder() -> str | None:
-    """The sys.path folder this interpreter imports pynvml from (found, not imported), or None."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("pynvml")
-    except (ImportError, ValueError):
-        return None
-    origin = getattr(spec, "origin", None)
-    if not origin or not os.path.isfile(origin):
-        return None
-    folder = os.path.dirname(origin)
-    return os.path.dirname(folder) if spec is not None and spec.submodule_search_locations else folder
-
-
 def _driver_args(probes: Sequence[str], options: Options, python: str) -> dict[str, Any]:
     args: dict[str, Any] = {"deadlines": {p: options.timeout * SCALES[p] for p in probes},
                             "cleanup_grace": CLEANUP_GRACE, "started": time.monotonic()}
     if "nvml" in probes:
         # The child cannot import envdoctor: it gets NVML's code table in its arguments.
-        args["nvml"] = {"codes": errors.nvml_child_table(),
-                        "path": _bindings_folder() if python == sys.executable else None}
+        args["nvml"] = {"codes": errors.nvml_child_table()}
     if "cuda" in probes:
         args["cuda"] = {}
     return args
@@ -493,9 +474,8 @@ def run_driver_child(host: Host, options: Options, probes: Sequence[str], python
     own result. A child that crashed before two of them finished is run again for each alone."""
     began = time.monotonic()
     args = _driver_args(probes, options, python)
-    flags = ("-S",) if "nvml" not in args or args["nvml"]["path"] else ()
-    result = host.run_child(DRIVER_CHILD, args, timeout=max(args["deadlines"].values()) + BACKSTOP, python=python,
-                            flags=flags)
+    result = host.run_child(driverstart.SCRIPT, args, timeout=max(args["deadlines"].values()) + BACKSTOP, python=python,
+                            command=driverstart.command_for(python, nvml="nvml" in probes))
     if result.status == "absent":
         return {p: result for p in probes}
     parts = {p: part(result, p) for p in probes}
