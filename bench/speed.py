@@ -49,6 +49,11 @@ def interpreter_of(exe: str) -> str:
     return first[2:].split()[0] if first.startswith("#!") else sys.executable
 
 
+#: Everything the healthcheck's parent imports and loads (click, the CLI, the probe and check modules,
+#: the renderer), with no probe run and no child started: its floor on this machine.
+HC_IMPORTS = ("import click, envdoctor.cli, envdoctor.render, envdoctor.preflight as p, envdoctor.probes as q\n"
+              "q.healthcheck_probes(); p.fast_checks(False)\n")
+
 COMPILE = ("import compileall, os, envdoctor, envdoctor.checks\n"
            "for m in (envdoctor, envdoctor.checks):\n"
            "    compileall.compile_dir(os.path.dirname(m.__file__), quiet=1)\n")
@@ -209,6 +214,8 @@ def main() -> int:
             "import torch": ([python, "-c", "import torch"], env),
             "collect_env": ([python, "-m", "torch.utils.collect_env"], env),
             "import pynvml, psutil": ([python, "-c", "import pynvml, psutil"], env),
+            # The healthcheck parent's own floor: what it imports and loads, without a probe or a child.
+            "healthcheck's imports": ([python, "-c", HC_IMPORTS], env),
         }
         for label, exe in builds.items():
             commands.update({
@@ -219,7 +226,7 @@ def main() -> int:
                 f"{label}: check, 10 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld10}),
                 f"{label}: check, 1000 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld1000}),
             })
-        hc_only = ("import pynvml, psutil", *(f"{label}: healthcheck" for label in builds))
+        hc_only = ("import pynvml, psutil", "healthcheck's imports", *(f"{label}: healthcheck" for label in builds))
         names = list(commands) if want("wall") else list(hc_only) if want("healthcheck") else []
         for name in names:  # warm the page cache once
             run(*commands[name])
@@ -266,6 +273,8 @@ def print_walls(names: list[str], rounds: list[dict[str, float]], builds: dict[s
                 print(f"{title:<58} {spread(values):>22}  {bar}")
     if anchor := paired(rounds, "collect_env", "import torch"):
         print(f"{'collect_env / import torch (anchor)':<58} {spread(anchor):>22}")
+    if floor := paired(rounds, "healthcheck's imports", "import pynvml, psutil"):
+        print(f"{'healthcheck parent imports alone / import pynvml, psutil':<58} {spread(floor):>22}  (its floor)")
     if before:
         for fig in ("check --no-micro", "check --device cpu", "healthcheck", "diagnose FILE", "check, 1000 LD dirs"):
             if values := paired(rounds, "after: " + fig, "before: " + fig):
