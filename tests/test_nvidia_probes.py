@@ -493,3 +493,19 @@ def test_a_target_interpreter_other_than_envdoctors_gets_cuinit_in_its_own_child
     r = nvidia.probe_driver_api(host, Options(timeout=2.0, python=str(target)))
     assert sorted(seen) == sorted([(sys.executable, ["nvml"]), (str(target), ["cuda"])])
     assert r["nvml.device_count"].value == 1 and r["cuda.device_count"].value == 1
+
+
+def test_a_venvs_python_and_python3_are_one_interpreter_for_the_driver_child(tmp_path):
+    import sys
+
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    (bin_dir / "python").symlink_to("python3")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "python3").symlink_to(sys.executable)
+    assert nvidia.same_interpreter(str(bin_dir / "python"), str(bin_dir / "python3"))
+    # One binary from another folder can be another environment (a venv is found from the path's folder).
+    assert not nvidia.same_interpreter(str(bin_dir / "python3"), str(elsewhere / "python3"))
+    assert not nvidia.same_interpreter(str(bin_dir / "python3"), "/nonexistent/python3")

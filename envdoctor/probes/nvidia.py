@@ -504,13 +504,26 @@ def _each_alone(host: Host, options: Options, probes: Sequence[str], python: str
     return out
 
 
+def same_interpreter(a: str, b: str) -> bool:
+    """Whether two interpreter paths are one interpreter in one environment: the same path, or two
+    names in one folder for one binary (a venv's ``python`` and ``python3``). A venv is found from
+    the unresolved path's folder, so one binary reached from two folders may be two environments."""
+    if a == b:
+        return True
+    try:
+        return (os.path.dirname(os.path.abspath(a)) == os.path.dirname(os.path.abspath(b))
+                and os.path.realpath(a) == os.path.realpath(b))
+    except (OSError, ValueError):
+        return False
+
+
 def probe_driver_api(host: Host, options: Options) -> dict[str, Reading]:
     """NVML and cuInit. NVML needs nvidia-ml-py, so it runs in envdoctor's own interpreter; cuInit
     runs in the target's. One driver child when they are the same interpreter (the healthcheck's
     default, and a check of envdoctor's own environment), else one child in each, concurrently."""
     target = options.python or host.python
-    if target == sys.executable:
-        results = run_driver_child(host, options, ("nvml", "cuda"), target)
+    if same_interpreter(target, sys.executable):
+        results = run_driver_child(host, options, ("nvml", "cuda"), sys.executable)
     else:
         results = {}
 
