@@ -72,7 +72,11 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     wall = time.perf_counter() - began
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"bench: {' '.join(argv[:4])}… exited {proc.returncode}: the measurement is void")
+        # Run once more, its output kept, to say why (a probe past its deadline on a loaded machine?).
+        again = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        tail = "\n".join((again.stdout + again.stderr).strip().splitlines()[-12:])
+        raise SystemExit(f"bench: {' '.join(argv[:4])}… exited {proc.returncode}: the measurement is void; "
+                         f"run again it exited {again.returncode}:\n{tail}")
     return wall, proc.returncode
 
 
