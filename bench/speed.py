@@ -56,12 +56,34 @@ def interpreter_of(exe: str) -> str:
     return first[2:].split()[0] if first.startswith("#!") else sys.executable
 
 
+#: Everything the healthcheck's parent imports and loads (click, the CLI, the probe and check modules,
+#: the renderer), with no probe run and no child started: its floor on this machine.
+HC_IMPORTS = ("import click, envdoctor.cli, envdoctor.render, envdoctor.preflight as p, envdoctor.probes as q\n"
+              "q.healthcheck_probes(); p.fast_checks(False)\n")
+
+COMPILE = ("import compileall, os, envdoctor, envdoctor.checks\n"
+           "for m in (envdoctor, envdoctor.checks):\n"
+           "    compileall.compile_dir(os.path.dirname(m.__file__), quiet=1)\n")
+
+
+def compile_bytecode(exe: str) -> None:
+    """Write the bytecode of the envdoctor ``exe`` runs, as installing its wheel does: a checkout
+    run with PYTHONDONTWRITEBYTECODE=1 (set for every child, and in some shells) otherwise
+    compiles all its modules from source on every run, a cost no installed envdoctor pays."""
+    # Not from this checkout's folder: `-c` would import the envdoctor found there, not exe's.
+    subprocess.run([interpreter_of(exe), "-c", COMPILE], check=False, stdout=subprocess.DEVNULL, cwd="/")
+
+
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     began = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     wall = time.perf_counter() - began
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"bench: {' '.join(argv[:4])}… exited {proc.returncode}: the measurement is void")
+        # Run once more, its output kept, to say why (a probe past its deadline on a loaded machine?).
+        again = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        tail = "\n".join((again.stdout + again.stderr).strip().splitlines()[-12:])
+        raise SystemExit(f"bench: {' '.join(argv[:4])}… exited {proc.returncode}: the measurement is void; "
+                         f"run again it exited {again.returncode}:\n{tail}")
     return wall, proc.returncode
 
 
@@ -197,8 +219,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--files", type=int, default=200, help="saved reports for the per-file and batch figures")
     ap.add_argument("--suite", action="store_true", help="also time the test suite once (warm)")
-    ap.add_argument("--only", nargs="+", choices=("wall", "throughput", "memory"),
-                    help="measure only these parts (default: all)")
+    ap.add_argument("--only", nargs="+", choices=("wall", "throughput", "memory", "healthcheck"),
+                    help="measure only these parts (default: all); healthcheck: its wall figure and memory only")
     args = ap.parse_args()
 
     def want(part: str) -> bool:
@@ -212,11 +234,13 @@ def main() -> int:
     python = interpreter_of(ed)
     env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
     builds = {"after": ed, **({"before": args.before} if args.before else {})}
+    for exe in builds.values():
+        compile_bytecode(exe)
     gpu = any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/dxg"))
     print(f"measured: {ed} ({python}); " + ("NVIDIA device nodes present: `check` runs the GPU microchecks"
           if gpu else "no NVIDIA GPU: `check` skips the microchecks; `check --device cpu` runs them on the CPU"))
     print(f"rounds: {args.runs}, interleaved, order rotated each round; ratios paired within a round, "
-          "median [min-max]")
+          "median [min-max]; each envdoctor's bytecode written first, as an installed wheel has it")
 
     tmp = Path(tempfile.mkdtemp(prefix="envdoctor-bench-"))
     try:
@@ -232,6 +256,8 @@ def main() -> int:
             "import torch": ([python, "-c", "import torch"], env),
             "collect_env": ([python, "-m", "torch.utils.collect_env"], env),
             "import pynvml, psutil": ([python, "-c", "import pynvml, psutil"], env),
+            # The healthcheck parent's own floor: what it imports and loads, without a probe or a child.
+            "healthcheck's imports": ([python, "-c", HC_IMPORTS], env),
         }
         for label, exe in builds.items():
             commands.update({
@@ -242,7 +268,8 @@ def main() -> int:
                 f"{label}: check, 10 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld10}),
                 f"{label}: check, 1000 LD dirs": ([exe, "check", "--no-micro", *SLACK], {**env, "LD_LIBRARY_PATH": ld1000}),
             })
-        names = list(commands) if want("wall") else []
+        hc_only = ("import pynvml, psutil", "healthcheck's imports", *(f"{label}: healthcheck" for label in builds))
+        names = list(commands) if want("wall") else list(hc_only) if want("healthcheck") else []
         for name in names:  # warm the page cache once
             run(*commands[name])
         rounds: list[dict[str, float]] = []
@@ -254,8 +281,8 @@ def main() -> int:
             print_walls(names, rounds, builds, bool(args.before))
         if want("throughput"):
             throughput(builds, report, folder, args, env)
-        if want("memory"):
-            memory(builds, env)
+        if want("memory") or want("healthcheck"):
+            memory(builds, env, with_check=want("memory"))
         if args.suite:
             began = time.perf_counter()
             proc = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], cwd=HERE,
@@ -284,11 +311,16 @@ def print_walls(names: list[str], rounds: list[dict[str, float]], builds: dict[s
              "<= 1.15"),
         ]
         for title, values, bar in rows:
-            print(f"{title:<58} {spread(values):>22}  {bar}")
-    print(f"{'collect_env / import torch (anchor)':<58} {spread(paired(rounds, 'collect_env', 'import torch')):>22}")
+            if values:  # a figure whose commands this run did not measure (--only healthcheck) is left out
+                print(f"{title:<58} {spread(values):>22}  {bar}")
+    if anchor := paired(rounds, "collect_env", "import torch"):
+        print(f"{'collect_env / import torch (anchor)':<58} {spread(anchor):>22}")
+    if floor := paired(rounds, "healthcheck's imports", "import pynvml, psutil"):
+        print(f"{'healthcheck parent imports alone / import pynvml, psutil':<58} {spread(floor):>22}  (its floor)")
     if before:
         for fig in ("check --no-micro", "check --device cpu", "healthcheck", "diagnose FILE", "check, 1000 LD dirs"):
-            print(f"{'after/before ' + fig:<58} {spread(paired(rounds, 'after: ' + fig, 'before: ' + fig)):>22}")
+            if values := paired(rounds, "after: " + fig, "before: " + fig):
+                print(f"{'after/before ' + fig:<58} {spread(values):>22}")
 
 
 def throughput(builds: dict[str, str], report: Path, folder: Path, args: argparse.Namespace,
@@ -341,11 +373,11 @@ def throughput_round(exe: str, report: Path, folder: Path, files: list[Path], en
             "batch": len(files) / wall if proc.returncode in (0, 1) else 0.0, "per file": 1 / each, "per file s": each}
 
 
-def memory(builds: dict[str, str], env: dict[str, str]) -> None:
+def memory(builds: dict[str, str], env: dict[str, str], with_check: bool = True) -> None:
     print("\nmemory: peak of the whole process tree (sum over the command and its descendants), median of 3")
     for label, exe in builds.items():
         for what, argv in (("healthcheck", [exe, "healthcheck", *HC_SLACK]),
-                           ("check --no-micro", [exe, "check", "--no-micro", *SLACK])):
+                           ("check --no-micro", [exe, "check", "--no-micro", *SLACK]))[:2 if with_check else 1]:
             samples = [tree_memory(argv, env) for _ in range(3)]
             rss = statistics.median(s[0] for s in samples)
             pss = statistics.median(s[1] for s in samples)

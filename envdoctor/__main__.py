@@ -13,9 +13,10 @@ def run() -> None:
     lifecycle.install_signal_handlers()
     import sys
 
-    from . import prestart
+    from . import driverstart, prestart
 
     prestart.maybe_start(sys.argv[1:])  # the torch child, before click and the rest are imported
+    driverstart.maybe_start(sys.argv[1:])  # the healthcheck's driver child, likewise
     from .cli import run as cli_run
 
     cli_run()

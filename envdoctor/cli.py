@@ -224,7 +224,7 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
 
     def started(spec: ProbeSpec) -> ProbeSpec:
         with lock:
-            pending.add(spec.name)
+            pending.update(spec.run_names())
         return spec
 
     def finished(run: Any) -> None:
@@ -490,26 +490,14 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     the line cannot be written (stdout closed or full)."""
     began = time.monotonic()
     _healthcheck_watchdog(max_seconds)
-    from .host import Host
-    from .probes import Options, healthcheck_probes, run_probes
+    from .preflight import fast_probes
 
-    budget = max(0.3, max_seconds - 0.3)
-    # Probes get most of the budget for their own deadlines, so a hang is reported by the probe
-    # (with the stage it hung in) before the budget itself runs out.
-    specs = healthcheck_probes(micro)
-    scale = max((s.scale for s in specs if not s.micro), default=1.0)
-    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python,
-                      micro=micro, device=None, healthcheck=True)
-    probed: dict[str, Any] = {}
+    # The probes first (the driver child is already running: envdoctor.driverstart), then, while
+    # they run, the checks and what the answer needs.
+    worker, probed = fast_probes(micro, max(0.3, max_seconds - 0.3), python)
+    checks = _healthcheck_checks(micro)
+    from . import render  # noqa: F401 - imported during the overlap, used by _healthcheck_answer
 
-    def work() -> None:
-        # Not niced: on a busy node the probes are all a healthcheck does, and niced they missed it.
-        probed["facts"], probed["runs"] = run_probes(Host(python=options.python), options, specs, budget=budget,
-                                                     background_nice=0)
-
-    worker = threading.Thread(target=work, name="probes", daemon=True)
-    worker.start()
-    checks = _healthcheck_checks(micro)  # loaded while the children run
     lifecycle.join(worker)
     _healthcheck_answer(probed["facts"], probed["runs"], checks, began, expect_gpus)
 
@@ -524,20 +512,15 @@ def _healthcheck_watchdog(max_seconds: float) -> None:
 
 
 def _healthcheck_checks(micro: bool) -> list[Any]:
-    """The healthcheck's checks, from its own built-in modules (and the plugins') only."""
-    from .checks import HEALTHCHECK
-    from .diagnose import select
-    from .registry import RegistryError, load_registry
+    """The healthcheck's checks (:func:`envdoctor.preflight.fast_checks`); a registry that cannot
+    load is an unhealthy answer."""
+    from .preflight import fast_checks
+    from .registry import RegistryError
 
     try:
-        registry = load_registry(builtin=HEALTHCHECK + (("micro",) if micro else ()))
+        return fast_checks(micro)
     except RegistryError as exc:
         lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", 1)
-    # A microcheck in the healthcheck subset runs only with --micro (after the others).
-    checks = [s for s in select(registry, healthcheck=True)[0] if not s.micro]
-    if micro:
-        checks += [s for s in registry if s.micro and s.healthcheck]
-    return checks
 
 
 def _healthcheck_answer(facts: Any, runs: Any, checks: list[Any], began: float, expect_gpus: int | None) -> None:

@@ -59,10 +59,13 @@ DONE_GRACE = 0.05
 
 
 def _adopt(command: Sequence[str], env: Mapping[str, str], stdin: bytes | None) -> subprocess.Popen[bytes] | None:
-    """A child :mod:`envdoctor.prestart` already started with exactly this command line and
-    environment (the torch child, started before click is imported), else None."""
+    """A child :mod:`envdoctor.prestart` (the torch child) or :mod:`envdoctor.driverstart` (the
+    driver child, which takes its arguments on stdin) already started, before click was imported,
+    with exactly this command line and environment, else None."""
     if stdin is not None:
-        return None
+        from . import driverstart  # a child started early that waits for its arguments on stdin
+
+        return driverstart.take(tuple(command), dict(env))
     from . import prestart
 
     return prestart.take(tuple(command), dict(env))
@@ -368,11 +371,14 @@ class Host:
         timeout: float = 5.0,
         env: Mapping[str, str] | None = None,
         python: str | None = None,
+        command: Sequence[str] | None = None,
     ) -> ChildResult:
         """Run ``envdoctor/child/<script>.py`` in the target interpreter with a deadline.
 
         The script is stdlib-only (the target may lack envdoctor and everything else), gets
         ``args`` as JSON in argv[1], and prints records ``CHILD_MARK + json`` on stdout.
+        ``command`` replaces that command line (``python -S script - …``, see
+        :mod:`envdoctor.driverstart`); ``args`` then go to the child's stdin, one JSON line.
         """
         path = CHILD_DIR / f"{script}.py"
         interpreter = python or self.python
@@ -380,8 +386,10 @@ class Host:
         if env:
             child_env.update(env)
         records = Records()
-        result = self.run([interpreter, str(path), json.dumps(args if args is not None else {})],
-                          timeout=timeout, env=child_env, records=records)
+        given = json.dumps(args if args is not None else {})
+        argv = list(command) if command else [interpreter, str(path), given]
+        result = self.run(argv, timeout=timeout, env=child_env, records=records,
+                          stdin=(given + "\n").encode() if command else None)
         data, stage, done = records.data, records.stage, records.done
         noise, dropped = records.noise, records.dropped
         stderr = result.stderr[-20000:]

@@ -64,24 +64,60 @@ def expect_gpus(facts: Facts, expected: int) -> Finding:
                    f"({expected} expected)", evidence=evidence)
 
 
-def fast_findings(micro: bool, expected: int | None, budget: float, python: str | None = None) -> tuple[Any, list[str]]:
-    """The healthcheck's probes and checks (with ``micro`` its device-touch microcheck too) under
-    ``budget`` seconds: (Report, names of probes that hung)."""
-    from .diagnose import diagnose, select
-    from .host import Host
-    from .probes import Options, builtin_probes, run_probes
-    from .registry import load_registry
-    from .report import Report
+def fast_options(specs: Sequence[Any], budget: float, python: str | None, micro: bool) -> Any:
+    """The healthcheck's probe options under ``budget`` seconds: each probe gets most of it for its own
+    deadline, so a hang is reported by the probe (with the stage it hung in) before the budget runs out."""
+    from .probes import Options
 
-    specs = [s for s in builtin_probes() if s.healthcheck or (micro and s.micro)]
     scale = max((s.scale for s in specs if not s.micro), default=1.0)
-    options = Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python, micro=micro, device=None,
-                      healthcheck=True)
-    facts, runs = run_probes(Host(python=options.python), options, specs, budget=budget)
-    registry = load_registry()
+    return Options(timeout=max(0.1, min(5.0, budget * 0.8 / scale)), python=python, micro=micro, device=None,
+                   healthcheck=True)
+
+
+def fast_checks(micro: bool) -> list[Any]:
+    """The healthcheck's checks, from its own built-in modules (and the plugins') only; raises
+    RegistryError. A microcheck in the healthcheck subset runs only with ``micro``."""
+    from .checks import HEALTHCHECK
+    from .diagnose import select
+    from .registry import load_registry
+
+    registry = load_registry(builtin=HEALTHCHECK + (("micro",) if micro else ()))
     checks = [s for s in select(registry, healthcheck=True)[0] if not s.micro]
     if micro:
         checks += [s for s in registry if s.micro and s.healthcheck]
+    return checks
+
+
+def fast_probes(micro: bool, budget: float, python: str | None = None) -> tuple[threading.Thread, dict[str, Any]]:
+    """The healthcheck's probes started in a thread (joined by the caller, who loads the checks
+    meanwhile); the dict gets ``facts`` and ``runs``. Not niced: on a busy node the probes are all
+    a healthcheck does, and niced they missed its budget."""
+    from .host import Host
+    from .probes import healthcheck_probes, run_probes
+
+    specs = healthcheck_probes(micro)
+    options = fast_options(specs, budget, python, micro)
+    probed: dict[str, Any] = {}
+
+    def work() -> None:
+        probed["facts"], probed["runs"] = run_probes(Host(python=options.python), options, specs, budget=budget,
+                                                     background_nice=0)
+
+    worker = threading.Thread(target=work, name="probes", daemon=True)
+    worker.start()
+    return worker, probed
+
+
+def fast_findings(micro: bool, expected: int | None, budget: float, python: str | None = None) -> tuple[Any, list[str]]:
+    """The healthcheck's probes and checks (with ``micro`` its device-touch microcheck too) under
+    ``budget`` seconds: (Report, names of probes that hung)."""
+    from .diagnose import diagnose
+    from .report import Report
+
+    worker, probed = fast_probes(micro, budget, python)
+    checks = fast_checks(micro)  # loaded while the children run
+    lifecycle.join(worker)
+    facts, runs = probed["facts"], probed["runs"]
     findings = diagnose(facts, checks)
     if expected is not None:
         findings.append(expect_gpus(facts, expected))

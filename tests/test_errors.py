@@ -102,7 +102,7 @@ def test_the_nvml_child_gets_the_table_in_its_arguments(monkeypatch) -> None:  #
             return ChildResult("absent", detail="not run")
 
     nvidia.probe_nvml(Recording(), nvidia.Options())  # type: ignore[arg-type]
-    assert seen["script"] == "nvml_probe"
-    table = seen["args"]["codes"]
+    assert seen["script"] == "driver_probe"
+    table = seen["args"]["nvml"]["codes"]
     assert json.loads(json.dumps(table)) == table
     assert {int(k): tuple(v) for k, v in table.items()} == OLD_NVML

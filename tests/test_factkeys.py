@@ -63,17 +63,22 @@ def test_every_builtin_check_probe_and_parser_passes():
     assert len(reg) > 40 and not reg.warnings
     for spec in reg:
         assert not factkeys.unknown(spec.needs), spec.id
-    probes = builtin_probes()
-    assert {p.name for p in probes} >= {"host", "python", "nvml", "cuda-driver", "libraries", "micro"}
+    assert set(_producers()) >= {"host", "python", "nvml", "cuda-driver", "libraries", "micro"}
     for name, keys in PARSERS.items():
         assert not factkeys.not_produced_by(keys, f"parser:{name}"), name
 
 
 # -- the registry itself --------------------------------------------------------------------------------------
+def _producers() -> dict[str, set[str]]:
+    """Each built-in probe's keys by the name it reports them under (a probe with parts, the NVML
+    and cuInit one, reports each part as a probe of its own)."""
+    return {name: set(keys) for p in builtin_probes() for name, keys in (p.parts or ((p.name, p.keys),))}
+
+
 def test_every_registry_key_has_a_producer_that_declares_it():
     from envdoctor import cluster
 
-    probes = {p.name: set(p.keys) for p in builtin_probes()}
+    probes = _producers()
     commands = {"distributed": set(cluster.KEYS)}
     for entry in factkeys.FACT_KEYS.values():
         assert entry.type in factkeys.TYPES, entry.key
@@ -88,7 +93,7 @@ def test_every_registry_key_has_a_producer_that_declares_it():
 
 def test_the_probes_and_parsers_declare_nothing_the_registry_does_not_attribute_to_them():
     claimed = {(p, e.key) for e in factkeys.FACT_KEYS.values() for p in e.producers}
-    declared = {(f"probe:{p.name}", k) for p in builtin_probes() for k in p.keys}
+    declared = {(f"probe:{name}", k) for name, keys in _producers().items() for k in keys}
     declared |= {(f"parser:{name}", k) for name, keys in PARSERS.items() for k in keys}
     from envdoctor import cluster
 

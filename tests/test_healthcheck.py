@@ -63,9 +63,11 @@ def test_the_healthcheck_subsets_name_every_healthcheck_probe_and_check() -> Non
     from envdoctor.probes import builtin_probes, healthcheck_probes
     from envdoctor.registry import load_registry
 
-    assert [s.name for s in healthcheck_probes()] == [s.name for s in builtin_probes() if s.healthcheck]
-    assert [s.name for s in healthcheck_probes(micro=True)] == [
-        s.name for s in builtin_probes() if s.healthcheck or s.micro]
+    # The same probes (the healthcheck starts NVIDIA's first, see HEALTHCHECK_MODULES).
+    assert sorted(s.name for s in healthcheck_probes()) == sorted(s.name for s in builtin_probes() if s.healthcheck)
+    assert sorted(s.name for s in healthcheck_probes(micro=True)) == sorted(
+        s.name for s in builtin_probes() if s.healthcheck or s.micro)
+    assert healthcheck_probes()[0].name == "nvml+cuda-driver"
     full = [s.id for s in load_registry(plugins=False) if s.healthcheck and not s.micro]
     subset = [s.id for s in load_registry(plugins=False, builtin=HEALTHCHECK) if s.healthcheck]
     assert subset == full
@@ -92,3 +94,64 @@ def test_healthcheck_imports_no_probe_or_check_module_it_does_not_run() -> None:
     assert {"envdoctor.probes.libraries", "envdoctor.probes.python_probe", "envdoctor.probes.launch_probe",
             "envdoctor.checks.libraries", "envdoctor.checks.compat", "envdoctor.checks.torch_build"}.isdisjoint(loaded)
     assert "envdoctor.probes.nvidia" in loaded and "envdoctor.checks.driver" in loaded
+
+
+_SPAWNS = ("import os, subprocess, sys\n"
+           "from envdoctor import driverstart, lifecycle\n"
+           "spawned, took = [], []\n"
+           "real = subprocess.Popen.__init__\n"
+           "def init(self, args, *a, **k):\n"
+           "    spawned.append(' '.join(os.path.basename(str(x)) for x in args[1:4]))\n"
+           "    real(self, args, *a, **k)\n"
+           "subprocess.Popen.__init__ = init\n"
+           "real_take = driverstart.take\n"
+           "def take(command, env):\n"
+           "    found = real_take(command, env)\n"
+           "    took.append(found is not None)\n"
+           "    return found\n"
+           "driverstart.take = take\n"
+           "def answer(line, code):\n"
+           "    print(repr((line, spawned, took))); sys.stdout.flush(); os._exit(code)\n"
+           "lifecycle.answer = answer\n"
+           "from envdoctor.__main__ import run\n"
+           "run()\n")
+
+
+def test_the_healthcheck_adopts_the_driver_child_started_before_click(tmp_path):
+    # One child for NVML and cuInit, started from the entry point (before click and the checks are
+    # imported), adopted by the probe: no second start.
+    env = _both(tmp_path, {"count": 2}, {"count": 2})
+    full = dict(os.environ, ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD="1", NO_COLOR="1", LD_LIBRARY_PATH=env.pop("_LIB_DIRS"),
+                **env)
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['envdoctor', 'healthcheck']\n" + _SPAWNS],
+                         capture_output=True, text=True, env=full, timeout=60)
+    line, spawned, took = eval(out.stdout.strip().splitlines()[-1])
+    assert line.startswith(("healthy", "unhealthy")) and "hung" not in line, out  # no device nodes here
+    assert spawned == ["-S driver_probe.py -"] and took == [True]
+
+
+def test_a_driver_child_started_for_nothing_leaves_without_touching_the_driver(tmp_path):
+    # A usage error after the early start: the child never gets its arguments, so it never calls
+    # nvmlInit (which would hang here) and the run ends at once.
+    env = _both(tmp_path, {"init_hang": 1}, {"init_hang": 1})
+    proc, seconds = healthcheck(env, "--max-seconds", "nope")
+    assert proc.returncode == 2 and "nope" in proc.stderr and seconds < 10
+
+
+def test_with_python_the_healthcheck_starts_no_driver_child_early(tmp_path):
+    # cuInit then runs in that interpreter: the early child (envdoctor's own) would be the wrong one.
+    from envdoctor import driverstart
+
+    for argv in (["healthcheck", "--python", sys.executable], ["healthcheck", f"--python={sys.executable}"],
+                 ["healthcheck", "--help"], ["check"]):
+        driverstart.maybe_start(argv)
+        assert not driverstart._started, argv
+
+
+def test_without_pynvml_on_the_path_the_driver_child_runs_with_site(monkeypatch):
+    from envdoctor import driverstart
+
+    monkeypatch.setattr(driverstart, "_folder", [None])
+    command = driverstart.command_for(sys.executable, nvml=True)
+    assert "-S" not in command and command[-1] == "-"
+    assert driverstart.command_for("/opt/target/python", nvml=False)[:2] == ("/opt/target/python", "-S")

@@ -396,3 +396,116 @@ def test_cli_exits_3_when_nvml_init_hangs(tmp_path):
     assert time.monotonic() - start < 30
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "nvmlInit" in proc.stdout
+
+
+# -- NVML and cuInit in one driver child -------------------------------------------------------------------
+def _driver_api(tmp_path: Path, nvml: dict[str, object], cuda: dict[str, object],
+                timeout: float = 2.0) -> tuple[dict, list, float]:
+    host = host_with(fake_nvml(tmp_path, nvml), fake_cuda(tmp_path, cuda))
+    began = time.monotonic()
+    facts, runs = run_probes(host, Options(timeout=timeout), [nvidia.DRIVER_API_PROBE])
+    return dict(facts), runs, time.monotonic() - began
+
+
+def test_one_driver_child_reads_nvml_and_cuinit_and_reports_two_runs(tmp_path, monkeypatch):
+    started = []
+    real = Host.run_child
+
+    def counting(self, script, *args, **kw):  # type: ignore[no-untyped-def]
+        started.append((script, tuple(kw.get("command") or ())[1:2]))
+        return real(self, script, *args, **kw)
+
+    monkeypatch.setattr(Host, "run_child", counting)
+    facts, runs, _ = _driver_api(tmp_path, {"count": 2}, {"count": 2})
+    assert started == [("driver_probe", ("-S",))]  # one child, without site: pynvml's folder is passed
+    assert [(r.name, r.status.value) for r in runs] == [("nvml", "ok"), ("cuda-driver", "ok")]
+    assert facts["nvml.init"].value["code"] == 0 and len(facts["nvml.gpus"].value) == 2
+    assert facts["nvml.library_path"].value.endswith("libnvidia-ml.so.1")
+    # The two probes' records do not overwrite each other: each has its own init and library.
+    assert facts["cuda.init"].value["name"] == "CUDA_SUCCESS" and facts["cuda.device_count"].value == 2
+    assert facts["cuda.library_path"].value.endswith("/cuda/libcuda.so.1")
+
+
+def test_a_hung_nvml_init_leaves_cuinit_reported_and_is_named_at_its_own_deadline(tmp_path):
+    facts, runs, seconds = _driver_api(tmp_path, {"init_hang": 1}, {"count": 1}, timeout=1.0)
+    assert seconds < 2.0 + 1.5  # NVML's deadline (2 x 1.0 s), not cuInit's (3 x 1.0 s)
+    assert facts["nvml.init"].reason is Reason.TIMEOUT and "nvmlInit" in facts["nvml.init"].detail
+    assert facts["cuda.init"].value["name"] == "CUDA_SUCCESS" and facts["cuda.device_count"].value == 1
+    assert {r.name: r.status.value for r in runs} == {"nvml": "timeout", "cuda-driver": "ok"}
+
+
+def test_a_hung_cuinit_leaves_nvml_reported(tmp_path):
+    facts, runs, _ = _driver_api(tmp_path, {"count": 2}, {"init_hang": 1}, timeout=1.0)
+    assert facts["cuda.init"].reason is Reason.TIMEOUT and "cuInit" in facts["cuda.init"].detail
+    assert facts["cuda.driver_version"].value == 12080  # read before the hang
+    assert facts["nvml.gpus"].ok and len(facts["nvml.gpus"].value) == 2
+    assert {r.name: r.status.value for r in runs} == {"nvml": "ok", "cuda-driver": "timeout"}
+
+
+@pytest.mark.parametrize("crashing", ["nvml", "cuda"])
+def test_a_crash_in_one_driver_call_is_that_probes_and_the_other_still_reports(tmp_path, crashing):
+    facts, runs, _ = _driver_api(tmp_path, {"count": 2, "init_crash": int(crashing == "nvml")},
+                                 {"count": 2, "init_crash": int(crashing == "cuda")})
+    crashed, fine = ("nvml.init", "cuda.init") if crashing == "nvml" else ("cuda.init", "nvml.init")
+    assert facts[crashed].reason is Reason.CRASHED and "SIGSEGV" in facts[crashed].detail
+    assert ("nvmlInit" if crashing == "nvml" else "cuInit") in facts[crashed].detail
+    assert facts[fine].ok
+    assert (facts["nvml.gpus"] if crashing == "cuda" else facts["cuda.device_count"]).ok
+
+
+def test_a_hang_in_nvml_shutdown_in_the_driver_child_is_reported_with_everything_read(tmp_path):
+    facts, runs, seconds = _driver_api(tmp_path, {"count": 2, "shutdown_hang": 1}, {"count": 2}, timeout=5.0)
+    assert seconds < 2.0 + 4.0  # the cleanup grace, not the 10 s deadline
+    assert facts["nvml.gpus"].ok and len(facts["nvml.gpus"].value) == 2
+    shutdown = facts["nvml.init"].value["shutdown"]
+    assert shutdown["status"] == "timeout" and shutdown["call"] == "nvmlShutdown"
+    assert facts["cuda.init"].ok
+
+
+def test_without_site_the_driver_child_still_finds_pynvml(tmp_path):
+    import sys
+
+    from envdoctor.host import CHILD_DIR
+
+    # -S and no folder passed (or a wrong one): the child sets site up itself and imports pynvml.
+    host = host_with(fake_nvml(tmp_path, {"count": 1}))
+    args = {"nvml": {"codes": {}}, "deadlines": {"nvml": 10.0}}
+    command = [sys.executable, "-S", str(CHILD_DIR / "driver_probe.py"), "-", str(tmp_path / "nowhere")]
+    result = host.run_child("driver_probe", args, timeout=15.0, command=command)
+    assert result.ok and result.data["nvml.init"]["code"] == 0, result
+
+
+def test_a_target_interpreter_other_than_envdoctors_gets_cuinit_in_its_own_child(tmp_path, monkeypatch):
+    # NVML needs nvidia-ml-py (envdoctor's interpreter); cuInit runs in the target's.
+    import sys
+
+    target = tmp_path / "python3"
+    target.symlink_to(sys.executable)
+    seen = []
+    real = Host.run_child
+
+    def recording(self, script, args=None, **kw):  # type: ignore[no-untyped-def]
+        seen.append((kw.get("python"), sorted(k for k in ("nvml", "cuda") if k in args)))
+        return real(self, script, args, **kw)
+
+    monkeypatch.setattr(Host, "run_child", recording)
+    host = host_with(fake_nvml(tmp_path, {"count": 1}), fake_cuda(tmp_path, {"count": 1}))
+    r = nvidia.probe_driver_api(host, Options(timeout=2.0, python=str(target)))
+    assert sorted(seen) == sorted([(sys.executable, ["nvml"]), (str(target), ["cuda"])])
+    assert r["nvml.device_count"].value == 1 and r["cuda.device_count"].value == 1
+
+
+def test_a_venvs_python_and_python3_are_one_interpreter_for_the_driver_child(tmp_path):
+    import sys
+
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    (bin_dir / "python").symlink_to("python3")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "python3").symlink_to(sys.executable)
+    assert nvidia.same_interpreter(str(bin_dir / "python"), str(bin_dir / "python3"))
+    # One binary from another folder can be another environment (a venv is found from the path's folder).
+    assert not nvidia.same_interpreter(str(bin_dir / "python3"), str(elsewhere / "python3"))
+    assert not nvidia.same_interpreter(str(bin_dir / "python3"), "/nonexistent/python3")

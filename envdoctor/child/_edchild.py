@@ -6,15 +6,25 @@ import os
 import re
 import sys
 import traceback
+from _thread import allocate_lock, get_ident
 
 MARK = "@@envdoctor@@ "
 _out = sys.stdout
+#: Thread id -> the namespace its records are written under (see :func:`namespaced`); one lock
+#: around the writer, so records of two threads never interleave within a line.
+_namespaces = {}
+_lock = allocate_lock()
 
 
 def args():
+    """The parent's arguments: JSON in argv[1], or, when argv[1] is ``-``, one JSON line on stdin
+    (a child started before its parent knew them waits there; end of input means none)."""
     try:
+        if len(sys.argv) > 1 and sys.argv[1] == "-":
+            line = sys.stdin.readline()
+            return json.loads(line) if line.strip() else {}
         return json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    except ValueError:
+    except (ValueError, OSError):
         return {}
 
 
@@ -31,10 +41,32 @@ def finite(value):
     return value
 
 
+def namespaced(name):
+    """From now on, the records this thread emits are written under ``name``: ``{"init": x}``
+    becomes ``{"name.init": x}`` (stages, appends, cleanup and done too), so two probes running
+    in threads of one child (NVML and cuInit) never overwrite each other's keys."""
+    _namespaces[get_ident()] = name
+
+
+def _prefixed(record, ns):
+    out = {}
+    for key, value in record.items():
+        if key == "_append":
+            out[key] = dict((ns + "." + k, v) for k, v in value.items())
+        else:
+            out[ns + "." + key] = value
+    return out
+
+
 def emit(**record):
     """Print one record; flushed at once so a later hang or crash cannot lose it."""
-    _out.write(MARK + json.dumps(finite(record), default=str) + "\n")
-    _out.flush()
+    ns = _namespaces.get(get_ident())
+    if ns:
+        record = _prefixed(record, ns)
+    line = MARK + json.dumps(finite(record), default=str) + "\n"
+    with _lock:
+        _out.write(line)
+        _out.flush()
 
 
 def stage(name):
@@ -47,9 +79,14 @@ def append(key, item):
     emit(_append={key: item})
 
 
+#: The namespaces whose probe has announced its cleanup call (driver_probe shortens their deadline).
+cleanups = set()
+
+
 def cleanup(name):
     """Everything is reported; ``name`` (e.g. nvmlShutdown) is only cleanup. The parent gives it a
     short grace and reports a hang in it as such, instead of waiting out the deadline."""
+    cleanups.add(_namespaces.get(get_ident()))
     emit(_cleanup=name)
 
 

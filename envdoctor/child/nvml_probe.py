@@ -260,12 +260,31 @@ def load_codes(given):
             continue
 
 
-def main():
-    global pynvml
-    load_codes(args())
-    stage("import pynvml")
+def import_bindings(path):
+    """pynvml, from ``path`` (the folder the parent found it in) when this interpreter runs
+    without site (``-S``); should that fail, site is set up as usual and the import tried again."""
+    if path and path not in sys.path:
+        sys.path.append(path)
     try:
         import pynvml as module
+    except ImportError:
+        if not sys.flags.no_site:
+            raise
+        import site
+
+        site.main()
+        import pynvml as module
+    return module
+
+
+def main(given=None):
+    """Read NVML; ``given`` is the parent's arguments (this script's own argv[1] when None)."""
+    global pynvml
+    given = args() if given is None else given
+    load_codes(given)
+    stage("import pynvml")
+    try:
+        module = import_bindings(given.get("path") if isinstance(given, dict) else None)
     except Exception as exc:
         done(bindings={"error": error_text(exc), "python": sys.executable})
         return

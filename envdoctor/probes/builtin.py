@@ -31,8 +31,9 @@ def builtin_probes() -> list[ProbeSpec]:
 
 
 #: The probe modules that hold the ``healthcheck`` probes (tests/test_healthcheck.py keeps this in
-#: step with the ``healthcheck=True`` flags): the healthcheck imports only these.
-HEALTHCHECK_MODULES = ("host_probe", "nvidia")
+#: step with the ``healthcheck=True`` flags): the healthcheck imports only these, NVIDIA's first: its
+#: driver child is what the healthcheck waits for, so it gets its arguments before the rest start.
+HEALTHCHECK_MODULES = ("nvidia", "host_probe")
 
 
 def healthcheck_probes(micro: bool = False) -> list[ProbeSpec]:

@@ -8,14 +8,17 @@ Every key is set on every path; a missing fact carries the reason a user can act
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import errors
-from ..host import ChildResult, Host
+from .. import driverstart, errors
+from ..host import CLEANUP_GRACE, ChildResult, Host
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 
@@ -368,14 +371,8 @@ def nvml_readings(result: ChildResult, environ: Mapping[str, str]) -> dict[str, 
 
 
 def probe_nvml(host: Host, options: Options) -> dict[str, Reading]:
-    # envdoctor's own interpreter: it has nvidia-ml-py; the target interpreter may not.
-    # The child cannot import envdoctor: it gets NVML's code table in its arguments.
-    result = host.run_child("nvml_probe", {"codes": errors.nvml_child_table()},
-                            timeout=options.timeout * NVML_PROBE.scale, python=sys.executable)
-    if result.status == "absent":
-        why = missing(Reason.ABSENT, NVML_SOURCE, result.detail)
-        return {k: why for k in NVML_KEYS}
-    return nvml_readings(result, host.environ)
+    """NVML alone (the driver child with only its NVML probe), in envdoctor's own interpreter."""
+    return nvml_readings(run_driver_child(host, options, ("nvml",), sys.executable)["nvml"], host.environ)
 
 
 # -- CUDA driver API -------------------------------------------------------------------------------------
@@ -420,18 +417,135 @@ def cuda_readings(result: ChildResult) -> dict[str, Reading]:
 
 
 def probe_cuda(host: Host, options: Options) -> dict[str, Reading]:
-    result = host.run_child("cuda_probe", {}, timeout=options.timeout * CUDA_PROBE.scale, python=options.python)
+    """cuInit alone (the driver child with only its CUDA probe), in the target interpreter."""
+    return cuda_readings(run_driver_child(host, options, ("cuda",), options.python or host.python)["cuda"])
+
+
+# -- the driver child: NVML and cuInit in one process -------------------------------------------------
+#: Each probe's deadline in the driver child, as a multiple of ``options.timeout``. nvmlInit takes
+#: well under a second with persistence mode on, a few seconds per GPU without it; cuInit creates a
+#: context on every visible GPU: seconds on an 8-GPU node without persistence.
+SCALES = {"nvml": 2.0, "cuda": 3.0}
+#: Seconds past the last probe's own deadline before the parent ends the driver child itself: the
+#: child reports a hung probe at that probe's deadline; this is the backstop when it cannot.
+BACKSTOP = 0.5
+#: A crashed child's unfinished probes are run again, each in a child of its own, when at least
+#: this many seconds of their deadline are left: a crash kills both threads, and only alone does
+#: each say whether it was the one that crashed.
+RETRY_MIN = 0.3
+
+
+def _driver_args(probes: Sequence[str], options: Options, python: str) -> dict[str, Any]:
+    args: dict[str, Any] = {"deadlines": {p: options.timeout * SCALES[p] for p in probes},
+                            "cleanup_grace": CLEANUP_GRACE, "started": time.monotonic()}
+    if "nvml" in probes:
+        # The child cannot import envdoctor: it gets NVML's code table in its arguments.
+        args["nvml"] = {"codes": errors.nvml_child_table()}
+    if "cuda" in probes:
+        args["cuda"] = {}
+    return args
+
+
+def part(result: ChildResult, probe: str) -> ChildResult:
+    """What the driver child reported under ``probe``'s name, as that probe's own child result:
+    finished, hung (the child says so at the probe's deadline), or ended with the whole child."""
+    prefix = probe + "."
+    data = {k[len(prefix):]: v for k, v in result.data.items() if k.startswith(prefix)}
+    stage = str(data.pop("_stage", "") or "")
+    cleanup = str(data.pop("_cleanup", "") or "")
+    finished = bool(data.pop("_done", False))
+    error = data.pop("_error", None)
+    hung = data.pop("_timeout", None)
+    # Whatever befell the whole child (its exit code, its stderr, a flood of other output) is each probe's.
+    mine = dataclasses.replace(result, data=data, stage=stage, cleanup="")
+    if error:
+        return dataclasses.replace(mine, status="failed", detail=f"the {probe} probe failed: {error}")
+    if finished:
+        return dataclasses.replace(mine, status="ok", detail="")
+    if isinstance(hung, (int, float)):
+        return dataclasses.replace(mine, status="timeout", seconds=float(hung), cleanup=cleanup)
+    status = result.status if result.status != "ok" else "failed"
+    return dataclasses.replace(mine, status=status, cleanup=cleanup if status == "timeout" else "",
+                               detail=result.detail or f"the driver child ended before its {probe} probe finished")
+
+
+def run_driver_child(host: Host, options: Options, probes: Sequence[str], python: str) -> dict[str, ChildResult]:
+    """Run ``probes`` (``"nvml"``, ``"cuda"``) in one driver child under ``python``: each probe's
+    own result. A child that crashed before two of them finished is run again for each alone."""
+    began = time.monotonic()
+    args = _driver_args(probes, options, python)
+    result = host.run_child(driverstart.SCRIPT, args, timeout=max(args["deadlines"].values()) + BACKSTOP, python=python,
+                            command=driverstart.command_for(python, nvml="nvml" in probes))
     if result.status == "absent":
-        why = missing(Reason.ABSENT, CUDA_SOURCE, result.detail)
-        return {k: why for k in CUDA_KEYS}
-    return cuda_readings(result)
+        return {p: result for p in probes}
+    parts = {p: part(result, p) for p in probes}
+    again = [p for p in probes if parts[p].status == "crashed"]
+    if len(again) > 1:
+        spent = time.monotonic() - began
+        timeout = min((options.timeout * SCALES[p] - spent) / SCALES[p] for p in again)
+        if timeout * min(SCALES[p] for p in again) >= RETRY_MIN:
+            parts.update(_each_alone(host, dataclasses.replace(options, timeout=timeout), again, python))
+    return parts
+
+
+def _each_alone(host: Host, options: Options, probes: Sequence[str], python: str) -> dict[str, ChildResult]:
+    """Each probe in a driver child of its own, concurrently."""
+    out: dict[str, ChildResult] = {}
+
+    def one(probe: str) -> None:
+        out[probe] = run_driver_child(host, options, (probe,), python)[probe]
+
+    threads = [threading.Thread(target=one, args=(p,), name=f"driver-{p}", daemon=True) for p in probes[1:]]
+    for t in threads:
+        t.start()
+    one(probes[0])
+    for t in threads:
+        t.join()
+    return out
+
+
+def same_interpreter(a: str, b: str) -> bool:
+    """Whether two interpreter paths are one interpreter in one environment: the same path, or two
+    names in one folder for one binary (a venv's ``python`` and ``python3``). A venv is found from
+    the unresolved path's folder, so one binary reached from two folders may be two environments."""
+    if a == b:
+        return True
+    try:
+        return (os.path.dirname(os.path.abspath(a)) == os.path.dirname(os.path.abspath(b))
+                and os.path.realpath(a) == os.path.realpath(b))
+    except (OSError, ValueError):
+        return False
+
+
+def probe_driver_api(host: Host, options: Options) -> dict[str, Reading]:
+    """NVML and cuInit. NVML needs nvidia-ml-py, so it runs in envdoctor's own interpreter; cuInit
+    runs in the target's. One driver child when they are the same interpreter (the healthcheck's
+    default, and a check of envdoctor's own environment), else one child in each, concurrently."""
+    target = options.python or host.python
+    if same_interpreter(target, sys.executable):
+        results = run_driver_child(host, options, ("nvml", "cuda"), sys.executable)
+    else:
+        results = {}
+
+        def nvml() -> None:
+            results["nvml"] = run_driver_child(host, options, ("nvml",), sys.executable)["nvml"]
+
+        thread = threading.Thread(target=nvml, name="driver-nvml", daemon=True)
+        thread.start()
+        results["cuda"] = run_driver_child(host, options, ("cuda",), target)["cuda"]
+        thread.join()
+    return {**nvml_readings(results["nvml"], host.environ), **cuda_readings(results["cuda"])}
 
 
 DRIVER_PROBE = ProbeSpec("driver", probe_driver, DRIVER_KEYS, scale=1.0, healthcheck=True)
 XID_PROBE = ProbeSpec("kernel-log", probe_xid, XID_KEYS, scale=1.0)
 VISIBILITY_PROBE = ProbeSpec("visibility", probe_visibility, VISIBILITY_KEYS, scale=1.0, healthcheck=True)
-# nvmlInit takes well under a second with persistence mode on, a few seconds per GPU without it.
-NVML_PROBE = ProbeSpec("nvml", probe_nvml, NVML_KEYS, scale=2.0, healthcheck=True)
-# cuInit creates a context on every visible GPU: seconds on an 8-GPU node without persistence.
-CUDA_PROBE = ProbeSpec("cuda-driver", probe_cuda, CUDA_KEYS, scale=3.0, healthcheck=True)
-PROBES = [DRIVER_PROBE, XID_PROBE, VISIBILITY_PROBE, NVML_PROBE, CUDA_PROBE]
+#: NVML and cuInit, each alone: for a caller that wants only one of them.
+NVML_PROBE = ProbeSpec("nvml", probe_nvml, NVML_KEYS, scale=SCALES["nvml"], healthcheck=True)
+CUDA_PROBE = ProbeSpec("cuda-driver", probe_cuda, CUDA_KEYS, scale=SCALES["cuda"], healthcheck=True)
+#: Both from one driver child; reported as the two runs ``nvml`` and ``cuda-driver``, so a hang
+#: in one is named as before.
+DRIVER_API_PROBE = ProbeSpec("nvml+cuda-driver", probe_driver_api, NVML_KEYS + CUDA_KEYS, scale=max(SCALES.values()),
+                             healthcheck=True, parts=((NVML_PROBE.name, NVML_KEYS), (CUDA_PROBE.name, CUDA_KEYS)))
+# The driver child first: it is what the healthcheck waits for.
+PROBES = [DRIVER_API_PROBE, DRIVER_PROBE, XID_PROBE, VISIBILITY_PROBE]

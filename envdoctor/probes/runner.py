@@ -43,7 +43,8 @@ def run_probes(
     def record(spec: ProbeSpec, result: Mapping[str, Reading] | None, exc: BaseException | None) -> None:
         seconds = time.monotonic() - starts[spec.name]
         if exc is not None:
-            run = ProbeRun(spec.name, ProbeStatus.ERROR, seconds, f"{type(exc).__name__}: {exc}")
+            made = [ProbeRun(name, ProbeStatus.ERROR, seconds, f"{type(exc).__name__}: {exc}")
+                    for name in spec.run_names()]
             fill = {k: missing(Reason.CRASHED, f"probe:{spec.name}", f"probe raised {type(exc).__name__}: {exc}")
                     for k in spec.keys}
         else:
@@ -51,14 +52,17 @@ def run_probes(
             fill = {k: got.pop(k, missing(Reason.NOT_COLLECTED, f"probe:{spec.name}",
                                                 f"probe {spec.name} declares {k} but did not set it (a bug)")) for k in spec.keys}
             fill.update(got)
-            run = ProbeRun(spec.name, ProbeStatus.of(r.reason for r in fill.values()), seconds)
+            parts = spec.parts or ((spec.name, tuple(fill)),)
+            made = [ProbeRun(name, ProbeStatus.of(fill[k].reason for k in keys), seconds) for name, keys in parts]
         with lock:
             if closed.is_set():
                 return
             readings.update(fill)
-            runs[spec.name] = run
-        if on_done:
-            on_done(run)
+            for one in made:
+                runs[one.name] = one
+        for one in made:
+            if on_done:
+                on_done(one)
 
     def work(spec: ProbeSpec, on: Host) -> None:
         try:
@@ -87,14 +91,20 @@ def run_probes(
     with lock:
         closed.set()
         for name, (spec, _) in threads.items():
-            if name in runs:
-                continue
-            seconds = time.monotonic() - starts[name]
-            runs[name] = ProbeRun(name, ProbeStatus.TIMEOUT, seconds, f"probe {name} did not finish within {seconds:.1f} s")
-            for key in spec.keys:
-                readings.setdefault(key, missing(Reason.TIMEOUT, f"probe:{name}",
-                                                 f"probe {name} did not finish within {seconds:.1f} s"))
-            if on_done:
-                on_done(runs[name])
-        ordered = [runs[s.name] for s in specs]
+            if spec.run_names()[0] not in runs:
+                _abandon(spec, time.monotonic() - starts[name], readings, runs, on_done)
+        ordered = [runs[n] for s in specs for n in s.run_names()]
         return Facts(dict(readings)), ordered
+
+
+def _abandon(spec: ProbeSpec, seconds: float, readings: dict[str, Reading], runs: dict[str, ProbeRun],
+             on_done: Callable[[ProbeRun], None] | None) -> None:
+    """A probe given up on: its runs timed out, its keys say so."""
+    for run_name in spec.run_names():
+        runs[run_name] = ProbeRun(run_name, ProbeStatus.TIMEOUT, seconds,
+                                  f"probe {run_name} did not finish within {seconds:.1f} s")
+        if on_done:
+            on_done(runs[run_name])
+    for key in spec.keys:
+        readings.setdefault(key, missing(Reason.TIMEOUT, f"probe:{spec.name}",
+                                         f"probe {spec.name} did not finish within {seconds:.1f} s"))

@@ -39,9 +39,23 @@ class ProbeSpec:
     #: On the critical path (imports torch, or measures speed): runs at normal priority; every
     #: other probe's commands run niced so they never slow those down on a small machine.
     critical: bool = False
+    #: One probe that does the work of several (one child for NVML and cuInit) and reports each
+    #: as a run of its own: ``((run name, its keys), …)``, together ``keys``. Each run's status
+    #: comes from its own keys, so a hang in one is named as that one's.
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        validate_fact_keys(self.keys, f"probe {self.name!r} keys", producer=f"probe:{self.name}")
+        if not self.parts:
+            validate_fact_keys(self.keys, f"probe {self.name!r} keys", producer=f"probe:{self.name}")
+            return
+        if sorted(k for _, keys in self.parts for k in keys) != sorted(self.keys):
+            raise ValueError(f"probe {self.name!r}: its parts' keys are not its keys")
+        for name, keys in self.parts:
+            validate_fact_keys(keys, f"probe {name!r} keys", producer=f"probe:{name}")
+
+    def run_names(self) -> tuple[str, ...]:
+        """The names its runs are reported under: its parts', else its own."""
+        return tuple(name for name, _ in self.parts) or (self.name,)
 
     def deadline(self, options: Options) -> float:
         return options.timeout * self.scale
