@@ -921,19 +921,26 @@ def run_per_device(checks, devices, run_opts):
 
 
 def main():
-    global INJECT
     opts = args()
     if opts.get("mode") == "nccl":
         nccl_mode(opts)
         return
+    run(opts)
+
+
+def run(opts, torch=None):
+    """The microchecks with ``opts``; ``torch`` when the caller imported it already (the torch
+    facts' child runs them after its facts: one ``import torch`` for both)."""
+    global INJECT
     INJECT = str(opts.get("inject") or "")
     t_start = time.perf_counter()
-    stage("import torch")
-    try:
-        import torch
-    except BaseException as exc:
-        done(fatal={"stage": "import torch", "error": error_text(exc)})
-        return
+    if torch is None:
+        stage("import torch")
+        try:
+            import torch
+        except BaseException as exc:
+            done(fatal={"stage": "import torch", "error": error_text(exc)})
+            return
     emit(torch_version=torch.__version__)
     requested = opts.get("devices")
     if not requested:
