@@ -193,3 +193,18 @@ def test_check_device_cpu_prestarts_the_one_torch_child_and_the_probes_adopt_it(
     assert facts["torch.version"].ok, facts["torch.version"]
     assert facts["micro.run"].ok and facts["micro.device"].ok, facts["micro.run"]
     proc.wait(timeout=10)
+
+
+def test_check_device_cpu_end_to_end_reports_both_from_one_child(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    env.update(NO_COLOR="1", ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "report", "--json", "--device", "cpu", "-o", str(out),
+                           "--python", sys.executable], capture_output=True, env=env, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    report = json.loads(out.read_text())
+    facts = report["facts"]
+    assert facts["torch.version"]["value"] and facts["micro.run"]["value"]["status"] == "ok", facts["micro.run"]
+    assert facts["micro.matmul"]["value"]["cpu"]["dtypes"]["fp32"]["ok"] is True
+    probes = {p["name"]: p for p in report["probes"]}
+    assert probes["python"]["seconds"] < probes["micro"]["seconds"], probes
