@@ -208,3 +208,27 @@ def test_check_device_cpu_end_to_end_reports_both_from_one_child(tmp_path: Path)
     assert facts["micro.matmul"]["value"]["cpu"]["dtypes"]["fp32"]["ok"] is True
     probes = {p["name"]: p for p in report["probes"]}
     assert probes["python"]["seconds"] < probes["micro"]["seconds"], probes
+
+
+#: torch._dynamo that does not import (torch.optim's first optimizer imports it).
+NO_DYNAMO = """
+import sys
+class _NoDynamo:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch._dynamo":
+            raise ImportError("injected: torch._dynamo does not import")
+        return None
+sys.meta_path.insert(0, _NoDynamo())
+"""
+
+
+def test_a_lazy_import_that_fails_ahead_of_the_check_fails_again_inside_it(tmp_path: Path) -> None:
+    # The microchecks import torch._dynamo in a thread while the matmuls run; a failure there is
+    # not swallowed: the transformer check's own optimizer imports it again and reports it.
+    (tmp_path / "sitecustomize.py").write_text(NO_DYNAMO)
+    host = Host(environ=test_env(PYTHONPATH=str(tmp_path)))
+    facts, findings, _, _ = both(cpu("device", "matmul", "transformer"), host)
+    assert facts["micro.matmul"].ok and facts.value("micro.matmul")["cpu"]["ok"] is True
+    result = facts.value("micro.transformer")["cpu"]
+    assert result["ok"] is False and "torch._dynamo does not import" in result["error"], result
+    assert findings["micro-transformer"].status is Status.FAIL
