@@ -206,14 +206,17 @@ def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: boo
              compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
              extra: dict[str, Any] | None = None, chosen_by: str | None = None) -> Any:
     from .host import Host
-    from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes
+    from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes, torch_child
 
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
     _known_ids(only, skip)
     python, chosen_by = _target(python, chosen_by)
+    extra = dict(extra or {})
+    if "torch_probe" not in extra:  # one torch child for the torch facts and the microchecks
+        extra[torch_child.KEY] = torch_child.Shared()
     options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
-                      micro_only=micro_only, device=device, compile=compile_, extra=extra or {})
+                      micro_only=micro_only, device=device, compile=compile_, extra=extra)
     host = Host(python=options.python)
     specs: Iterable[ProbeSpec] = iter_builtin_probes()
     if micro_only:

@@ -12,6 +12,7 @@ process group, give it a moment, and walk away with what it printed so far.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -372,6 +373,7 @@ class Host:
         env: Mapping[str, str] | None = None,
         python: str | None = None,
         command: Sequence[str] | None = None,
+        records: Records | None = None,
     ) -> ChildResult:
         """Run ``envdoctor/child/<script>.py`` in the target interpreter with a deadline.
 
@@ -379,13 +381,14 @@ class Host:
         ``args`` as JSON in argv[1], and prints records ``CHILD_MARK + json`` on stdout.
         ``command`` replaces that command line (``python -S script - …``, see
         :mod:`envdoctor.driverstart`); ``args`` then go to the child's stdin, one JSON line.
+        ``records`` is for :class:`PhasedChild`, which reads them while the child runs.
         """
         path = CHILD_DIR / f"{script}.py"
         interpreter = python or self.python
         child_env = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
         if env:
             child_env.update(env)
-        records = Records()
+        records = records if records is not None else Records()
         given = json.dumps(args if args is not None else {})
         argv = list(command) if command else [interpreter, str(path), given]
         result = self.run(argv, timeout=timeout, env=child_env, records=records,
@@ -427,6 +430,10 @@ class Records:
         self.dropped = 0
         self.cleanup_started = threading.Event()
         self.finished = threading.Event()  # the final record (``_done``) is in
+        #: ``{"_phase": name}`` records seen: name -> (data, stage, noise, dropped) as they stood then.
+        self.phases: dict[str, tuple[dict[str, Any], str, int, int]] = {}
+        self.phase_event = threading.Event()  # a phase ended (or, for PhasedChild, the child did)
+        self.abort = threading.Event()  # the reader gave up: the child is abandoned as on a timeout
         self._carry = b""
         self._skipping = False  # inside a line longer than MAX_RECORD
 
@@ -446,11 +453,12 @@ class Records:
         else:
             complete, rest = buf[:last + 1], buf[last + 1:]
         if complete:
-            kept = 0
+            pos = 0  # noise is counted as it comes, so a phase's snapshot has its own
             for match in self._LINE.finditer(complete):
-                kept += match.end() - match.start()
+                self.noise += match.start() - pos
+                pos = match.end()
                 self._record(match.group()[len(CHILD_MARK):])
-            self.noise += len(complete) - kept
+            self.noise += len(complete) - pos
         if len(rest) > MAX_RECORD:
             if rest.startswith(CHILD_MARK.encode()):
                 self.dropped += 1
@@ -491,7 +499,11 @@ class Records:
                     current = self.data[key] = []
                 current.append(item)
         done = bool(record.pop("_done", False))
+        phase = record.pop("_phase", None)
         self.data.update(record)
+        if isinstance(phase, str) and phase not in self.phases:
+            self.phases[phase] = (copy.deepcopy(self.data), self.stage, self.noise, self.dropped)
+            self.phase_event.set()
         if done:
             self.done = True
             self.finished.set()
@@ -599,6 +611,8 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, records: Records | None
             except subprocess.TimeoutExpired:
                 return "timeout"
         # Woken by the final record itself, not by polling the process.
+        if records.abort.is_set():
+            return "timeout"
         if records.finished.wait(min(remaining, 0.05)):
             try:
                 proc.wait(timeout=DONE_GRACE)
@@ -788,3 +802,72 @@ def start_live_child(host: Host, script: str, args: Any, env: Mapping[str, str] 
     except (OSError, ValueError) as exc:
         return f"cannot start {host.python}: {getattr(exc, 'strerror', None) or exc}"
     return LiveChild(proc)
+
+
+class PhasedChild:
+    """A child script whose records two readers consume in two phases: the first phase ends at its
+    record ``{"_phase": name}`` and :meth:`first` answers at once with everything up to there, the
+    child running on; :meth:`final` answers when the child is done, with all of it (the one torch
+    child: its torch facts, then the microchecks it runs in the same process).
+
+    The whole child runs under ``timeout``, through :meth:`Host.run_child` in a thread of its own;
+    :meth:`first` has its own deadline, and when that passes before the phase ends the child is
+    abandoned (its process group killed, not waited for) exactly as on a timeout, so both readers
+    learn where it hung. A child that exits or crashes before the phase gives both readers that
+    result."""
+
+    def __init__(self, host: Host, script: str, args: Any, timeout: float, python: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.script = script
+        self.records = Records()
+        self.began = time.monotonic()
+        self._result: ChildResult | None = None
+        self._over = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(host, script, args, timeout, python, env),
+                                        name=f"child-{script}", daemon=True)
+        self._thread.start()
+
+    def _run(self, host: Host, script: str, args: Any, timeout: float, python: str | None,
+             env: Mapping[str, str] | None) -> None:
+        try:
+            self._result = host.run_child(script, args, timeout=timeout, env=env, python=python, records=self.records)
+        except BaseException as exc:  # noqa: BLE001 - handed to the readers as a failed run
+            self._result = ChildResult("failed", dict(self.records.data), self.records.stage,
+                                       detail=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._over.set()
+            self.records.phase_event.set()
+
+    def reached(self, phase: str) -> bool:
+        return phase in self.records.phases
+
+    def first(self, phase: str, timeout: float) -> ChildResult:
+        """Everything up to ``phase`` as an ``ok`` result, as soon as it is in; else how the child
+        ended before it, or (``timeout`` seconds after the start) the timeout it is abandoned with."""
+        end = self.began + timeout
+        while phase not in self.records.phases and not self._over.is_set():
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                self.records.abort.set()
+                break
+            if self.records.phase_event.is_set():  # another phase ended: poll for this one
+                time.sleep(min(remaining, 0.05))
+            else:
+                self.records.phase_event.wait(remaining)
+        if phase in self.records.phases:
+            data, stage, noise, dropped = self.records.phases[phase]
+            return ChildResult("ok", data, stage, None, "", time.monotonic() - self.began, noise=noise, dropped=dropped)
+        return self.final()
+
+    def final(self, timeout: float | None = None) -> ChildResult:
+        """The whole child's result once it ended; when it has not ended ``timeout`` seconds after
+        its start (the second reader's own deadline), it is abandoned and that timeout is the result."""
+        if timeout is not None and not self._over.wait(max(self.began + timeout - time.monotonic(), 0.0)):
+            self.records.abort.set()
+        # The run's own deadline, or the abort, ends it; a little grace for abandoning the group.
+        self._over.wait(None if timeout is None else 2.0)
+        if self._result is not None:
+            return self._result
+        seconds = time.monotonic() - self.began
+        return ChildResult("timeout", dict(self.records.data), self.records.stage, None, "", seconds,
+                           f"child {self.script} gave no answer within {seconds:.1f} s")

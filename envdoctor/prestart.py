@@ -16,12 +16,12 @@ import os
 import subprocess
 from typing import Any
 
-from . import lifecycle
+from . import childargs, lifecycle
 
-#: The torch probe's script, its arguments and the environment it gets, as
-#: :meth:`envdoctor.host.Host.run_child` builds them for ``probes/python_probe.py``.
-SCRIPT = "torch_probe"
-ARGS = '{"maps": true}'
+#: The torch probe's script and the environment it gets, as :meth:`envdoctor.host.Host.run_child`
+#: builds them for ``probes/python_probe.py``; its arguments come from :mod:`envdoctor.childargs`,
+#: which the probes ask too (the microchecks run in the same child when they are planned).
+SCRIPT = childargs.TORCH_SCRIPT
 CHILD_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
 #: Subcommands whose first probe is the torch child; any of these options means it is not.
 COMMANDS = ("check", "report")
@@ -66,12 +66,7 @@ def interpreter(argv: list[str]) -> str | None:
     :mod:`envdoctor.target`'s one order. None when it would be a usage error."""
     from . import target
 
-    value: str | None = None
-    for i, arg in enumerate(argv):
-        if arg == "--python" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith("--python="):
-            value = arg.split("=", 1)[1]
+    value = _value(argv, "--python")
     local: Any = _Local()
     try:
         chosen = target.explicit(local, value) if value is not None else target.discover(local, os.getcwd())
@@ -80,9 +75,29 @@ def interpreter(argv: list[str]) -> str | None:
     return chosen.path
 
 
-def command_for(python: str) -> tuple[str, ...]:
+def _value(argv: list[str], name: str) -> str | None:
+    """The last value of option ``name`` (``--name V`` or ``--name=V``) in ``argv``, else None."""
+    value: str | None = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def micro_args(argv: list[str]) -> dict[str, Any] | None:
+    """The microchecks' arguments the probes will give the torch child for these options (they
+    run in it when planned: ``--device``, ``--no-micro``, ``--compile``, the driver's nodes), else None."""
+    devices, _ = childargs.micro_devices("--no-micro" not in argv, _value(argv, "--device"), os.path.exists)
+    return None if devices is None else childargs.micro_args(devices, "--compile" in argv)
+
+
+def command_for(python: str, micro: dict[str, Any] | None = None) -> tuple[str, ...]:
+    import json
+
     script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "child", f"{SCRIPT}.py")
-    return (python, script, ARGS)
+    return (python, script, json.dumps(childargs.torch_args(micro)))
 
 
 def maybe_start(argv: list[str]) -> None:
@@ -92,7 +107,7 @@ def maybe_start(argv: list[str]) -> None:
     python = interpreter(argv[1:])
     if python is None:
         return
-    command = command_for(python)
+    command = command_for(python, micro_args(argv[1:]))
     env = dict(os.environ)
     env.update(CHILD_ENV)
     try:

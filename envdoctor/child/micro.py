@@ -901,7 +901,49 @@ def init_contexts(torch, cuda_devices):
     emit(cuda_init_seconds=round(time.perf_counter() - t0, 3))
 
 
-def run_per_device(checks, devices, run_opts):
+class LazyImports:
+    """torch's lazy imports that the training step needs, started in a thread while the device
+    touch and the matmuls run.
+
+    torch.optim's first optimizer imports torch._dynamo (``add_param_group`` is wrapped in
+    ``torch._disable_dynamo``): seconds of single-threaded Python on a small machine, which the
+    transformer check otherwise sat out with one core idle, while the matmuls before it spend most
+    of their time in BLAS, outside the GIL. The checks still do all their own work: an import that
+    fails here is simply done again, and fails again, inside the check (failed imports are not kept
+    in sys.modules). :meth:`wait` is called before the checks that need it and before any
+    DataLoader worker is forked, so no thread is ever inside an import across a fork."""
+
+    MODULES = ("torch._dynamo",)
+
+    def __init__(self, checks):
+        self.thread = None
+        if not any(c in checks for c in ("transformer", "compile")):
+            return
+        import threading
+
+        self.thread = threading.Thread(target=self._work, name="envdoctor-lazy-imports")
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _work(self):
+        import importlib
+
+        for name in self.MODULES:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
+
+    def wait(self, where):
+        """Until the imports are done; announced as a step of ``where`` (a hang here is its hang)."""
+        if self.thread is not None:
+            if self.thread.is_alive():
+                stage("%s: import %s (lazy imports of torch)" % (where, ", ".join(self.MODULES)))
+            self.thread.join()
+            self.thread = None
+
+
+def run_per_device(checks, devices, run_opts, lazy=None):
     """Each per-device check on each device; a device an earlier check broke is not run again.
     Returns the broken devices."""
     broken = set()
@@ -910,6 +952,8 @@ def run_per_device(checks, devices, run_opts):
     for name, fn in per_device:
         if name not in checks:
             continue
+        if lazy is not None and name in ("transformer", "compile"):
+            lazy.wait("%s@%s" % (name, devices[0]))
         for dev in devices:
             if dev in broken:
                 emit(**{"%s@%s" % (name, dev): {"ok": False, "not_run": "an earlier check broke %s" % dev}})
@@ -921,19 +965,26 @@ def run_per_device(checks, devices, run_opts):
 
 
 def main():
-    global INJECT
     opts = args()
     if opts.get("mode") == "nccl":
         nccl_mode(opts)
         return
+    run(opts)
+
+
+def run(opts, torch=None):
+    """The microchecks with ``opts``; ``torch`` when the caller imported it already (the torch
+    facts' child runs them after its facts: one ``import torch`` for both)."""
+    global INJECT
     INJECT = str(opts.get("inject") or "")
     t_start = time.perf_counter()
-    stage("import torch")
-    try:
-        import torch
-    except BaseException as exc:
-        done(fatal={"stage": "import torch", "error": error_text(exc)})
-        return
+    if torch is None:
+        stage("import torch")
+        try:
+            import torch
+        except BaseException as exc:
+            done(fatal={"stage": "import torch", "error": error_text(exc)})
+            return
     emit(torch_version=torch.__version__)
     requested = opts.get("devices")
     if not requested:
@@ -958,7 +1009,9 @@ def main():
     if cuda_devices:
         init_contexts(torch, cuda_devices)
     t_checks = time.perf_counter()
-    broken = run_per_device(checks, devices, run_opts)
+    lazy = LazyImports(checks)
+    broken = run_per_device(checks, devices, run_opts, lazy)
+    lazy.wait("dataloader@%s" % (devices[0]))  # before the DataLoader forks its workers
     if "dataloader" in checks:
         usable = [d for d in devices if d not in broken]
         run_check("dataloader", usable[0] if usable else "cpu", check_dataloader,

@@ -2,6 +2,11 @@
 
 Run as ``python torch_probe.py '{"maps": true}'``. Imports torch exactly once; everything that can
 hang (CUDA initialisation) is announced with ``stage`` first, so a hang says where it hung.
+
+With ``"micro": {...}`` (the arguments of ``micro.py``) the microchecks follow in this process,
+on the torch already imported: the facts end with the record ``{"_phase": "torch"}`` (the parent's
+python probe is complete there), the microchecks' records follow, then the final one. A torch that
+does not import is reported to both (``fatal`` is the microchecks' record of it).
 """
 
 import os
@@ -79,6 +84,15 @@ def loaded_libraries():
     return out
 
 
+def _failed(opts, record):
+    """The final record when torch does not import (or is not installed)."""
+    if isinstance(opts.get("micro"), dict):
+        error = record.get("import_error") or "ModuleNotFoundError: No module named 'torch'"
+        done(torch=record, fatal={"stage": "import torch", "error": error})
+    else:
+        done(torch=record)
+
+
 def main():
     opts = args()
     emit(python={
@@ -95,12 +109,12 @@ def main():
         import torch
     except ModuleNotFoundError as exc:
         if exc.name == "torch":
-            done(torch={"installed": False})
+            _failed(opts, {"installed": False})
             return
-        done(torch={"installed": True, "import_error": error_text(exc)})
+        _failed(opts, {"installed": True, "import_error": error_text(exc)})
         return
     except BaseException as exc:  # a broken torch raises anything (OSError for a missing .so)
-        done(torch={"installed": True, "import_error": error_text(exc)})
+        _failed(opts, {"installed": True, "import_error": error_text(exc)})
         return
 
     info = {
@@ -177,7 +191,19 @@ def main():
     info["devices"] = devices
     if opts.get("maps", True):
         info["loaded_libraries"] = loaded_libraries()
-    done(torch=info)
+    finish(opts, info, torch)
+
+
+def finish(opts, info, torch):
+    """The facts' last record; then the microchecks, when asked for, on the torch imported here."""
+    micro_opts = opts.get("micro")
+    if not isinstance(micro_opts, dict):
+        done(torch=info)
+        return
+    emit(torch=info, _phase="torch")
+    import micro
+
+    micro.run(micro_opts, torch)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..host import ChildResult, Host
+from .. import childargs
+from ..host import ChildResult, Host, PhasedChild
 from ..model import Reading, Reason, missing, ok
+from . import torch_child
 from .spec import Options, ProbeSpec
 
 SOURCE = "child:micro"
@@ -28,12 +30,9 @@ KEYS = ("micro.run", *(f"micro.{c}" for c in CHECKS))
 
 #: Self-test hooks the child honours (see envdoctor/child/micro.py); tests pass one through
 #: ``Options.extra["micro_inject"]``. Never set in production. ``Options.extra`` also takes
-#: ``micro_checks`` (run a subset) and ``micro_budget`` (seconds per timed loop).
+#: ``micro_checks`` (run a subset), ``micro_budget`` (seconds per timed loop) and
+#: ``micro_deadline`` (seconds, instead of the scaled ``--timeout``).
 INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker", "sigbus_worker_unsignalled")
-
-# Files whose presence says an NVIDIA driver is loaded (Linux) or exposed through WSL2.
-_GPU_NODES = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")
-
 
 # -- deciding and running ---------------------------------------------------------------------
 
@@ -41,6 +40,9 @@ class MicroProbeSpec(ProbeSpec):
     """The deadline grows with ``--compile``: Inductor's first compile takes tens of seconds."""
 
     def deadline(self, options: Options) -> float:
+        fixed = options.extra.get("micro_deadline")
+        if isinstance(fixed, (int, float)) and not isinstance(fixed, bool):
+            return float(fixed)  # tests: a hang sat out without shortening the torch facts' deadline
         if options.healthcheck:  # only the device touch, inside the healthcheck's own budget
             return options.timeout
         return options.timeout * (self.scale + (COMPILE_SCALE if options.compile else 0.0))
@@ -59,41 +61,52 @@ def _skipped(detail: str) -> dict[str, Reading]:
 def plan(host: Host, options: Options) -> tuple[list[str] | None, str]:
     """(devices for the child, "") or (None, why the microchecks are skipped). An empty list
     means "every visible CUDA device"."""
-    if not options.micro:
-        return None, "--no-micro"
-    device = (options.device or "").strip()
-    if device == "cpu":
-        return ["cpu"], ""
-    if device.startswith("cuda:"):
-        return [device], ""
-    if device not in ("", "cuda"):
-        return None, f"unknown --device {device!r} (use cpu, cuda or cuda:N)"
-    if not device and not any(host.exists(p) for p in _GPU_NODES):
-        return None, ("no NVIDIA GPU here (no /dev/nvidiactl, /proc/driver/nvidia/version or /dev/dxg); "
-                      "run with --device cpu to exercise the microchecks on the CPU")
-    return [], ""
+    return childargs.micro_devices(options.micro, options.device, host.exists)
+
+
+def child_args(host: Host, options: Options) -> tuple[dict[str, Any] | None, str]:
+    """(the microchecks' arguments, "") or (None, why they are skipped): asked by this probe and,
+    for one torch child, by the python probe (:mod:`.torch_child`)."""
+    devices, why = plan(host, options)
+    if devices is None:
+        return None, why
+    checks: list[str] | None = None
+    if options.healthcheck:
+        checks = ["device"]  # healthcheck --micro: only the device touch
+    elif isinstance(subset := options.extra.get("micro_checks"), (list, tuple)):
+        checks = [str(c) for c in subset]  # a subset, for tests and debugging
+    inject = str(options.extra.get("micro_inject") or "")
+    if inject and inject not in INJECTIONS:
+        return None, f"unknown self-test injection {inject!r}"
+    budget = options.extra.get("micro_budget")
+    return childargs.micro_args(devices, bool(options.compile), checks, inject,
+                                float(budget) if isinstance(budget, (int, float)) else None), ""
 
 
 def probe_micro(host: Host, options: Options) -> dict[str, Reading]:
-    devices, why = plan(host, options)
-    if devices is None:
+    args, why = child_args(host, options)
+    if args is None:
         return _skipped(why)
-    inject = str(options.extra.get("micro_inject") or "")
-    args: dict[str, Any] = {"devices": devices, "compile": bool(options.compile)}
-    if options.healthcheck:
-        args["checks"] = ["device"]  # healthcheck --micro: only the device touch
-    elif isinstance(subset := options.extra.get("micro_checks"), (list, tuple)):
-        args["checks"] = [str(c) for c in subset]  # a subset, for tests and debugging
-    if inject:
-        if inject not in INJECTIONS:
-            return _skipped(f"unknown self-test injection {inject!r}")
-        args["inject"] = inject
-    budget = options.extra.get("micro_budget")
-    if isinstance(budget, (int, float)):
-        args["budget"] = float(budget)
     deadline = PROBE.deadline(options)
+    shared = torch_child.start(host, options)
+    if shared is not None:  # the torch facts' child runs them after its facts: one import torch
+        return readings_from_shared(shared, args, deadline)
     result = host.run_child("micro", args, timeout=deadline, python=options.python)
     return readings_from_child(result, args, deadline)
+
+
+def readings_from_shared(child: PhasedChild, args: Mapping[str, Any], deadline: float) -> dict[str, Reading]:
+    """Facts from the one torch child's second phase. A child that stopped before it (``import
+    torch`` hung or crashed) is the torch facts' finding: here every key says so, as a skip."""
+    result = child.final(deadline)
+    if child.reached(childargs.FACTS_PHASE) or isinstance(result.data.get("fatal"), dict) or result.status == "absent":
+        return readings_from_child(result, args, deadline)
+    what = {"timeout": "hung", "crashed": "crashed"}.get(result.status, "stopped")
+    detail = (f"not run: the torch child {what} before the microchecks ({result.explain()}); "
+              "see the torch facts")
+    run = _run_record(result, args, deadline)
+    return {"micro.run": Reading(run, Reason.SKIPPED, SOURCE, detail),
+            **{f"micro.{c}": missing(Reason.SKIPPED, SOURCE, detail) for c in CHECKS}}
 
 
 # -- turning the child's records into facts ---------------------------------------------------

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import versions
+from .. import childargs, versions
 from ..host import ChildResult, Host
 from ..model import Reading, Reason, missing, ok
+from . import torch_child
 from .spec import Options, ProbeSpec
 
 SOURCE = "child:torch_probe"
@@ -102,11 +103,16 @@ def _target(host: Host, options: Options) -> Reading:
 def probe_python(host: Host, options: Options) -> dict[str, Reading]:
     # `check --distributed` hands in its rank child, which runs this same script after its own
     # `import torch`: one import per rank instead of two (Options.extra["torch_probe"]).
+    # With the microchecks planned, one child imports torch for both (probes/torch_child.py): the
+    # readings are complete at the end of its facts phase, the microchecks running on after it.
     shared = options.extra.get("torch_probe")
+    deadline = PROBE.deadline(options)
     if callable(shared):
-        result = shared(options.timeout * PROBE.scale)
+        result = shared(deadline)
+    elif (one := torch_child.start(host, options)) is not None:
+        result = one.first(childargs.FACTS_PHASE, deadline)
     else:
-        result = host.run_child("torch_probe", {"maps": True}, timeout=options.timeout * PROBE.scale,
+        result = host.run_child(childargs.TORCH_SCRIPT, childargs.torch_args(), timeout=deadline,
                                 python=options.python)
     if result.status == "absent":
         reading = missing(Reason.ABSENT, SOURCE, result.detail)
