@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,17 +57,23 @@ def compile_shared(source: str | Path, out_dir: Path, filename: str, soname: str
     key = hashlib.sha256((code + "\0" + " ".join(flags) + filename + deps).encode()).hexdigest()[:16]
     cached = BUILD_ROOT / key / filename
     if not cached.exists():
+        # Each build in a folder of its own, renamed into place whole: test processes running in
+        # parallel (pytest -n) may build the same variant at once and must never read half a file.
         cached.parent.mkdir(parents=True, exist_ok=True)
-        src = cached.parent / "src.c"
-        src.write_text(code)
-        for name, text in headers.items():  # next to src.c, where #include "name" looks first
-            header = cached.parent / name
-            header.parent.mkdir(parents=True, exist_ok=True)
-            header.write_text(text)
-        tmp = cached.parent / (filename + ".tmp")
-        cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        os.replace(tmp, cached)
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=cached.parent))
+        try:
+            src = work / "src.c"
+            src.write_text(code)
+            for name, text in headers.items():  # next to src.c, where #include "name" looks first
+                header = work / name
+                header.parent.mkdir(parents=True, exist_ok=True)
+                header.write_text(text)
+            tmp = work / filename
+            cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            os.replace(tmp, cached)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / filename
     shutil.copy2(cached, target)
