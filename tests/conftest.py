@@ -124,3 +124,27 @@ def mixed(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mixed") / "mixed.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment the end-to-end CLI tests run ``python -m envdoctor`` in."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):  # the tester's active env would become the target
+        env.pop(var, None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def saved_report(tmp_path_factory) -> Path:
+    """One real ``report --json --no-micro`` of this machine, as a user runs it (its own process,
+    the target found the default way), read by every test that needs a live report: its torch
+    child costs seconds of CPU, and the report is the same for all of them. Tests copy it before
+    changing it."""
+    out = tmp_path_factory.mktemp("report") / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "report", "--json", "-o", str(out), "--no-micro"],
+                          capture_output=True, env=cli_env(), timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert out.exists() and not list(out.parent.glob(".*.tmp"))
+    out.chmod(0o444)  # read-only: no test may change what the others read
+    return out

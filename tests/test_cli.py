@@ -24,13 +24,7 @@ def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = Non
                           env=full_env, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def saved_report(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("report") / "report.json"
-    proc = run("report", "--json", "-o", str(out), "--no-micro")
-    assert proc.returncode in (0, 1), proc.stderr.decode()
-    assert out.exists() and not list(out.parent.glob(".*.tmp"))
-    return out
+# saved_report: one real `report --json --no-micro` (tests/conftest.py, shared with test_report_schema).
 
 
 def test_check_runs_end_to_end_on_this_machine():
