@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,17 +57,23 @@ def compile_shared(source: str | Path, out_dir: Path, filename: str, soname: str
     key = hashlib.sha256((code + "\0" + " ".join(flags) + filename + deps).encode()).hexdigest()[:16]
     cached = BUILD_ROOT / key / filename
     if not cached.exists():
+        # Each build in a folder of its own, renamed into place whole: test processes running in
+        # parallel (pytest -n) may build the same variant at once and must never read half a file.
         cached.parent.mkdir(parents=True, exist_ok=True)
-        src = cached.parent / "src.c"
-        src.write_text(code)
-        for name, text in headers.items():  # next to src.c, where #include "name" looks first
-            header = cached.parent / name
-            header.parent.mkdir(parents=True, exist_ok=True)
-            header.write_text(text)
-        tmp = cached.parent / (filename + ".tmp")
-        cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        os.replace(tmp, cached)
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=cached.parent))
+        try:
+            src = work / "src.c"
+            src.write_text(code)
+            for name, text in headers.items():  # next to src.c, where #include "name" looks first
+                header = work / name
+                header.parent.mkdir(parents=True, exist_ok=True)
+                header.write_text(text)
+            tmp = work / filename
+            cmd = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(tmp), str(src), *flags, "-lpthread"]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            os.replace(tmp, cached)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / filename
     shutil.copy2(cached, target)
@@ -117,3 +124,27 @@ def mixed(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mixed") / "mixed.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment the end-to-end CLI tests run ``python -m envdoctor`` in."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):  # the tester's active env would become the target
+        env.pop(var, None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def saved_report(tmp_path_factory) -> Path:
+    """One real ``report --json --no-micro`` of this machine, as a user runs it (its own process,
+    the target found the default way), read by every test that needs a live report: its torch
+    child costs seconds of CPU, and the report is the same for all of them. Tests copy it before
+    changing it."""
+    out = tmp_path_factory.mktemp("report") / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "report", "--json", "-o", str(out), "--no-micro"],
+                          capture_output=True, env=cli_env(), timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert out.exists() and not list(out.parent.glob(".*.tmp"))
+    out.chmod(0o444)  # read-only: no test may change what the others read
+    return out

@@ -7,8 +7,10 @@ self-test hook ENVDOCTOR_DIST_INJECT (see envdoctor/child/dist.py).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -16,13 +18,40 @@ import time
 from pathlib import Path
 
 import pytest
-import torch.distributed  # noqa: F401  (the README test command installs torch: never skipped)
+
+# The README test command installs torch: never skipped. Found, not imported: the launches import
+# it in their own processes, and importing it here too cost every test process ~3 s of CPU.
+_TORCH = importlib.util.find_spec("torch")
+assert _TORCH is not None and _TORCH.origin, "torch is not installed: the README test command installs it"
+assert (Path(_TORCH.origin).parent / "distributed" / "run.py").is_file(), f"{_TORCH.origin} has no torch.distributed.run"
 
 LIMIT = 150  # seconds any one launch may take before the test fails (a hang is a failure)
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A loopback port nobody listens on, below the kernel's ephemeral range: a port the kernel
+    hands out by itself (bind to 0) may be taken again as the source port of any outgoing
+    connection (the ranks' own store clients, a parallel test process's) before torchrun binds it."""
+    low = 20000
+    high = min(_ephemeral_range()[0], 32768)
+    rng = random.Random(f"{os.getpid()}-{time.monotonic_ns()}")
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a crowded range: let the kernel choose
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

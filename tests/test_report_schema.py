@@ -41,12 +41,10 @@ def errors(report: dict[str, Any]) -> list[str]:
     return [f"{list(e.absolute_path)}: {e.message}" for e in validator().iter_errors(report)]
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("schema") / "report.json"
-    proc = run("envdoctor", "report", "--json", "--no-micro", "--python", sys.executable, "-o", str(out))
-    assert proc.returncode in (0, 1), proc.stderr.decode()
-    return json.loads(out.read_text())
+@pytest.fixture
+def live(saved_report: Path) -> dict[str, Any]:
+    """A real report made through the CLI (the session's one, tests/conftest.py), fresh per test."""
+    return json.loads(saved_report.read_text())
 
 
 def test_the_schema_is_shipped_in_the_package_and_names_itself():
