@@ -67,9 +67,9 @@ def test_full_cpu_run_passes_and_is_fast() -> None:
 
     run_info = facts.value("micro.run")
     assert run_info["status"] == "ok" and list(run_info["devices"]) == ["cpu"]
-    # The checks themselves take a couple of seconds on 2 shared cores; torch's import the rest.
-    assert run_info["checks_seconds"] < 20, run_info
-    assert seconds < PROBE.deadline(cpu())
+    # How long the checks took is a figure of bench/speed.py, not a test; here only that it was
+    # measured and the whole run stayed inside its deadline (the never-hang guarantee).
+    assert 0 < run_info["checks_seconds"] <= seconds < PROBE.deadline(cpu()), run_info
 
 
 def test_corrupted_matmul_output_fails_the_comparison() -> None:
