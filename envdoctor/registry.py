@@ -181,9 +181,42 @@ def _specs_in(obj: Any) -> Iterable[CheckSpec]:
 
 
 def _entry_points() -> list[Any]:
+    if not _plugins_possible():
+        return []
     from importlib.metadata import entry_points
 
     return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _plugins_possible() -> bool:
+    """False only when no distribution importlib.metadata could find declares our entry-point group:
+    every ``sys.path`` entry is a plain folder (or absent), and no ``*.dist-info`` / ``*.egg-info``
+    folder in them has an ``entry_points.txt`` that mentions the group. Then importlib.metadata
+    (~25 ms with the email package it imports, on every command) is not imported at all. Anything
+    this cheap scan cannot read the same way (a zip or egg on sys.path, an importer of another
+    kind that finds distributions) answers True, and importlib.metadata decides."""
+    import importlib.machinery
+    import os
+    import sys
+
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        if folder.lower().endswith(".egg") or os.path.isfile(folder):
+            return True
+        try:
+            names = [e.name for e in os.scandir(folder) if e.name.lower().endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue  # absent or unreadable: importlib.metadata finds nothing there either
+        for name in names:
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as fh:
+                    if ENTRY_POINT_GROUP.encode() in fh.read():
+                        return True
+            except OSError:
+                continue  # no entry points (or an egg-info file): nothing for the group
+    return False
 
 
 def load_registry(environ: Mapping[str, str] | None = None, plugins: bool = True,

@@ -227,3 +227,37 @@ def test_every_check_defined_under_checks_is_registered():
             if isinstance(value, CheckSpec) and value.id not in registered:
                 pytest.fail(f"check {value.id!r} (checks/{info.name}.py) is never run: add {info.name!r} to "
                             "BUILTIN in checks/__init__.py (or the check to its module's CHECKS list)")
+
+
+def test_the_cheap_plugin_scan_defers_to_importlib_metadata_whenever_it_could_be_wrong(tmp_path, monkeypatch):
+    """No distribution declaring the group: importlib.metadata is not asked (it costs ~25 ms on every
+    command). A dist-info naming the group, a zip or egg on sys.path, or another kind of distribution
+    finder: it is asked, so the scan can cost a few milliseconds but never hide a plugin."""
+    from envdoctor import registry
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    other = clean / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (clean / "plain-2.0.dist-info").mkdir()  # no entry_points.txt at all
+    (clean / "legacy.egg-info").write_text("Metadata-Version: 1.0\n")  # an egg-info file, not a folder
+    monkeypatch.setattr(sys, "path", [str(clean), str(tmp_path / "absent")])
+    assert registry._plugins_possible() is False
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_plugin(site, "envdoctor-site-x", "site_x", PLUGIN)
+    monkeypatch.setattr(sys, "path", [str(clean), str(site)])
+    assert registry._plugins_possible() is True
+    (tmp_path / "bundle.zip").write_bytes(b"PK\x05\x06" + b"\x00" * 18)
+    monkeypatch.setattr(sys, "path", [str(clean), str(tmp_path / "bundle.zip")])
+    assert registry._plugins_possible() is True
+
+    class Finder:
+        @staticmethod
+        def find_distributions(*args, **kwargs):
+            return iter(())
+
+    monkeypatch.setattr(sys, "path", [str(clean)])
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder])
+    assert registry._plugins_possible() is True
