@@ -219,6 +219,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--files", type=int, default=200, help="saved reports for the per-file and batch figures")
     ap.add_argument("--suite", action="store_true", help="also time the test suite once (warm)")
+    ap.add_argument("--plugins", choices=("on", "off"), default="on",
+                    help="plugin discovery as users run it (default), or off (ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1)")
     ap.add_argument("--only", nargs="+", choices=("wall", "throughput", "memory", "healthcheck"),
                     help="measure only these parts (default: all); healthcheck: its wall figure and memory only")
     args = ap.parse_args()
@@ -232,13 +234,18 @@ def main() -> int:
         print("envdoctor is not installed next to this interpreter (use --envdoctor)", file=sys.stderr)
         return 2
     python = interpreter_of(ed)
-    env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    # Plugin discovery on, as users run it (a venv with a plugin installed measures that plugin too:
+    # `--plugins off` turns it off).
+    env = {**os.environ, "NO_COLOR": "1"}
+    if args.plugins == "off":
+        env["ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     builds = {"after": ed, **({"before": args.before} if args.before else {})}
     for exe in builds.values():
         compile_bytecode(exe)
     gpu = any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/dxg"))
     print(f"measured: {ed} ({python}); " + ("NVIDIA device nodes present: `check` runs the GPU microchecks"
           if gpu else "no NVIDIA GPU: `check` skips the microchecks; `check --device cpu` runs them on the CPU"))
+    print(f"plugin discovery: {args.plugins}")
     print(f"rounds: {args.runs}, interleaved, order rotated each round; ratios paired within a round, "
           "median [min-max]; each envdoctor's bytecode written first, as an installed wheel has it")
 
