@@ -178,6 +178,11 @@ class Host:
             return self.root / p.relative_to("/")
         return p
 
+    def _os(self, path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+        """:meth:`path` for the ``os`` calls below, without building a Path when there is no
+        stand-in root (a thousand LD_LIBRARY_PATH folders meant ten thousand of them)."""
+        return path if self.root is None else self.path(path)
+
     def read_text(self, path: str | os.PathLike[str], limit: int = 1 << 20,
                   timeout: float = READ_TIMEOUT) -> tuple[str | None, Reason | None, str]:
         """(text, None, "") or (None, reason, detail). Reads at most ``limit`` bytes of a regular
@@ -204,16 +209,16 @@ class Host:
         return decode(data), None, ""
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
-        return os.path.lexists(self.path(path))
+        return os.path.lexists(self._os(path))
 
     def list_dir(self, path: str | os.PathLike[str]) -> list[str]:
         try:
-            return sorted(os.listdir(self.path(path)))
+            return sorted(os.listdir(self._os(path)))
         except OSError:
             return []
 
     def realpath(self, path: str | os.PathLike[str]) -> str:
-        real = os.path.realpath(self.path(path))
+        real = os.path.realpath(self._os(path))
         if self.root is not None:
             root = os.path.realpath(self.root)
             if real == root:
@@ -222,12 +227,15 @@ class Host:
                 return real[len(root.rstrip(os.sep)):]
         return real
 
+    def is_file(self, path: str | os.PathLike[str]) -> bool:
+        return os.path.isfile(self._os(path))
+
     def access(self, path: str | os.PathLike[str], mode: int) -> bool:
-        return os.access(self.path(path), mode)
+        return os.access(self._os(path), mode)
 
     def statvfs(self, path: str | os.PathLike[str]) -> os.statvfs_result | None:
         try:
-            return os.statvfs(self.path(path))
+            return os.statvfs(self._os(path))
         except OSError:
             return None
 

@@ -256,7 +256,7 @@ class _Scan:
 
     def add_file(self, name: str, family: str, via: str, d: _Dir | None) -> None:
         real = self.host.realpath(name)
-        if not os.path.isfile(self.host.path(real)):
+        if not self.host.is_file(real):
             return
         copy = self.copies.get(real)
         if copy is None:
