@@ -28,7 +28,7 @@ CHILD_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
 COMMANDS = ("healthcheck",)
 NOT_NOW = ("-h", "--help", "--python", "--version")
 
-_started: list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]] = []
+_started: lifecycle.Early = []
 _folder: list[str | None] = []
 
 
@@ -72,13 +72,7 @@ def maybe_start(argv: list[str]) -> None:
     command = command_for(sys.executable, nvml=True)
     env = dict(os.environ)
     env.update(CHILD_ENV)
-    try:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, close_fds=True, **lifecycle.own_group())
-    except (OSError, ValueError):
-        return  # the probe will start it and say why it cannot
-    lifecycle.register(proc)
-    _started.append((command, env, proc))
+    lifecycle.start_early(_started, command, env, subprocess.PIPE)
 
 
 def take(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
@@ -86,11 +80,4 @@ def take(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[byte
     started for anything else is ended (its stdin closes: it leaves without touching a driver)."""
     if not _started or len(command) < 3 or f"{SCRIPT}.py" not in map(os.path.basename, command[1:3]):
         return None
-    found = None
-    while _started:
-        started_command, started_env, proc = _started.pop()
-        if found is None and started_command == command and started_env == env:
-            found = proc
-        else:
-            lifecycle.end_group(proc)
-    return found
+    return lifecycle.take_early(_started, command, env)

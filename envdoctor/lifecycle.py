@@ -68,6 +68,36 @@ def register(proc: subprocess.Popen[bytes]) -> None:
         _kill_group(proc.pid)
 
 
+#: Children started before click is imported (:mod:`envdoctor.prestart`'s torch child,
+#: :mod:`envdoctor.driverstart`'s driver child): command line, environment, process.
+Early = list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]]
+
+
+def start_early(started: Early, command: tuple[str, ...], env: dict[str, str], stdin: int) -> None:
+    """Start ``command`` in a group of its own for a probe to adopt later (:func:`take_early`);
+    a start that fails is left to that probe, which starts it again and says why it cannot."""
+    try:
+        proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                close_fds=True, **own_group())
+    except (OSError, ValueError):
+        return
+    register(proc)
+    started.append((command, env, proc))
+
+
+def take_early(started: Early, command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """The child of ``started`` run with exactly ``command`` and ``env``, else None; every other
+    one is ended (an unused early start only steals CPU)."""
+    found = None
+    while started:
+        started_command, started_env, proc = started.pop()
+        if found is None and started_command == command and started_env == env:
+            found = proc
+        else:
+            end_group(proc)
+    return found
+
+
 def release(proc: subprocess.Popen[bytes], abandoned: bool = False) -> None:
     """The child was reaped; with ``abandoned`` (left behind unkillable, state D) it stays
     registered, so the exit tries once more and the signal path names it."""

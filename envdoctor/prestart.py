@@ -27,7 +27,7 @@ CHILD_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
 COMMANDS = ("check", "report")
 NOT_NOW = ("-h", "--help", "--distributed", "--micro-only", "--version")
 
-_started: list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]] = []
+_started: lifecycle.Early = []
 
 
 class _Local:
@@ -110,13 +110,7 @@ def maybe_start(argv: list[str]) -> None:
     command = command_for(python, micro_args(argv[1:]))
     env = dict(os.environ)
     env.update(CHILD_ENV)
-    try:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, close_fds=True, **lifecycle.own_group())
-    except (OSError, ValueError):
-        return  # the probe will start it and say why it cannot
-    lifecycle.register(proc)
-    _started.append((command, env, proc))
+    lifecycle.start_early(_started, command, env, subprocess.DEVNULL)
 
 
 def take(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
@@ -124,11 +118,4 @@ def take(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[byte
     start ends every prestarted child it does not take: an unused torch import only steals CPU."""
     if not _started or len(command) < 2 or os.path.basename(command[1]) != f"{SCRIPT}.py":
         return None
-    found = None
-    while _started:
-        started_command, started_env, proc = _started.pop()
-        if found is None and started_command == command and started_env == env:
-            found = proc
-        else:
-            lifecycle.end_group(proc)
-    return found
+    return lifecycle.take_early(_started, command, env)
