@@ -123,6 +123,12 @@ _SYMBOL_AT = ": symbol "
 _NOT_DEFINED_RE = lazy_re(r"([\w$@.]+),? version ([\w.+-]+) not defined in file ([\w.+-]+)")
 
 
+def _failure(kind: str, path: str, symbol: str | None, node: str | None, provider: str | None) -> dict[str, Any]:
+    """One loader failure, the same record whichever wording glibc used."""
+    return {"kind": kind, "path": path, "library": path.rsplit("/", 1)[-1], "family": family_of(path),
+            "symbol": symbol, "version_node": node, "provider": provider}
+
+
 def _not_defined(text: str) -> list[dict[str, Any]]:
     """Found by the literal ": symbol ", the path being the token before it (linear time, like the others)."""
     out: list[dict[str, Any]] = []
@@ -133,9 +139,7 @@ def _not_defined(text: str) -> list[dict[str, Any]]:
         m = _NOT_DEFINED_RE.match(text, after)
         if path and m:
             symbol, node = m.group(1), m.group(2)
-            out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
-                        "family": family_of(path), "symbol": symbol, "version_node": node,
-                        "provider": family_of(node) or family_of(m.group(3))})
+            out.append(_failure("undefined-symbol", path, symbol, node, family_of(node) or family_of(m.group(3))))
         pos = text.find(_SYMBOL_AT, after)
     return out
 
@@ -162,8 +166,7 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
             node_m = _NODE_RE.match(text, sym.end())
             node = node_m.group(1) if node_m else None
             provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
-            out.append({"kind": "undefined-symbol", "path": path, "library": path.rsplit("/", 1)[-1],
-                        "family": family_of(path), "symbol": symbol, "version_node": node, "provider": provider})
+            out.append(_failure("undefined-symbol", path, symbol, node, provider))
         pos = text.find(_UNDEFINED, after)
     if _NOT_DEFINED in text:
         out.extend(_not_defined(text))
@@ -171,8 +174,7 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
     while pos >= 0 and len(out) < 100:
         path = _path_before(text, pos)
         if path:
-            out.append({"kind": "missing-library", "path": path, "library": path.rsplit("/", 1)[-1],
-                        "family": family_of(path), "symbol": None, "version_node": None, "provider": family_of(path)})
+            out.append(_failure("missing-library", path, None, None, family_of(path)))
         pos = text.find(_MISSING, pos + len(_MISSING))
     return out
 
