@@ -140,8 +140,11 @@ def driver_installed(facts: Facts) -> CheckResult:
     loaded, why = driver_loaded(facts)
     if loaded:
         version = kernel_version(facts) or facts.value("nvml.driver_version")
+        # The fact that showed the driver first: a paste shows NVML's version, not the kernel module's.
+        decided = ("driver.kernel_module_version" if kernel_version(facts) else
+                   "nvml.driver_version" if facts.value("nvml.driver_version") else "cuda.init")
         return ok(f"NVIDIA driver {version} is loaded" if version else "An NVIDIA driver is loaded",
-                  detail=why + ".", evidence=ev)
+                  detail=why + ".", evidence={decided: ev.get(decided, facts.value(decided)), **ev})
     pci_reading = facts.get("driver.pci_gpus")
     pci = list(facts.value("driver.pci_gpus") or [])
     if pci:
@@ -252,8 +255,14 @@ def driver_nouveau(facts: Facts) -> CheckResult:
     if modules.get("nouveau"):
         return ok("nouveau is loaded but not bound to a GPU", detail="Harmless while nvidia owns the GPUs; blacklist "
                   "it to be sure it never wins the race at boot.", evidence=ev)
-    if not facts.get("driver.modules").ok and not pci:
+    modules_read = isinstance(facts.value("driver.modules"), Mapping)
+    if not modules_read and not pci:
         return skip("Kernel modules could not be read", detail=facts.get("driver.modules").describe(), evidence=ev)
+    if not modules_read:
+        # Only the PCI bus was read: no GPU is bound to nouveau, whether the module is loaded is unknown.
+        return ok("nouveau is bound to no NVIDIA GPU", detail=f"Kernel modules not read "
+                  f"({facts.get('driver.modules').describe()}).", evidence=evidence(facts, "driver.pci_gpus",
+                                                                                     "driver.modules"))
     return ok("nouveau is not in use", evidence=ev)
 
 
@@ -425,8 +434,8 @@ def _container_gpu(facts: Facts) -> CheckResult:
     mode = nvd.get("mode")
     if nodes_unknown:
         # A pasted report: no /dev listing, so judge only from what NVML and torch said.
-        if facts.value("nvml.gpus") or facts.value("torch.devices"):
-            return ok(f"GPUs are visible in this {container} container", evidence=ev)
+        if seen := next((k for k in ("nvml.gpus", "torch.devices") if facts.value(k)), None):
+            return ok(f"GPUs are visible in this {container} container", evidence={**evidence(facts, seen), **ev})
         if code == 4:
             return fail("The container is not allowed to open the GPU devices", detail=f"Inside this {container} "
                         "container NVML reports \"Insufficient Permissions\": /dev/nvidia* were passed in but the "
@@ -585,6 +594,8 @@ def nvml_init(facts: Facts) -> CheckResult:
                         "(`pip install -U nvidia-ml-py` in envdoctor's environment, or `pipx inject envdoctor "
                         "nvidia-ml-py`) to judge the driver and GPU health through NVML.", evidence=ev)
         return skip("NVML was not examined", detail=reading.describe(), evidence=ev)
+    if not isinstance(reading.value, Mapping):
+        return skip("nvmlInit's result was not read", detail="nvml.init holds no result.", evidence=ev)
     init = reading.value
     code = init.get("code")
     if code == 0:
@@ -692,6 +703,8 @@ def cuda_init(facts: Facts) -> CheckResult:
                                             remedies.apt_install(remedies.compute_library_package(driver_branch(facts))), "sudo ldconfig"),
                                            (DRIVER_GUIDE,)))
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
+    if not isinstance(reading.value, Mapping):
+        return skip("cuInit's result was not read", detail="cuda.init holds no result.", evidence=ev)
     init = reading.value
     code = init.get("code")
     owner = owner_of(f"cuda.init:{code}")
@@ -721,6 +734,12 @@ def cuda_init(facts: Facts) -> CheckResult:
 @check("cuda-visible-devices", "CUDA_VISIBLE_DEVICES selects the GPUs you expect", healthcheck=True,
        needs=("visibility.cuda_visible_devices",))
 def cuda_visible_devices(facts: Facts) -> Finding:
+    reading = facts.get("visibility.cuda_visible_devices")
+    if not reading.ok or not isinstance(reading.value, Mapping):
+        # A paste does not show the environment: a variable it does not show is unknown, not unset.
+        return skip("CUDA_VISIBLE_DEVICES was not read", detail=reading.describe() if not reading.ok else
+                    "visibility.cuda_visible_devices holds no value.",
+                    evidence=evidence(facts, "visibility.cuda_visible_devices"))
     cvd = VisibleDevices.from_facts(facts)
     ev = evidence(facts, "visibility.cuda_visible_devices", "visibility.cuda_device_order", "visibility.cuda_devices",
                   "nvml.device_count")

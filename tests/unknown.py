@@ -181,8 +181,10 @@ def records(value: Any) -> list[dict[str, Any]]:
 
 
 def is_read(readings: Mapping[str, Reading], key: str) -> bool:
+    """Whether ``key`` was read: a reading with no reason, whose value is not null unless the registry
+    says null is a reading of it (``host.container: null`` is "not in a container")."""
     found = readings.get(key)
-    return found is not None and found.ok and found.value is not None
+    return found is not None and found.ok and (found.value is not None or _null_is_a_reading(key))
 
 
 def unread_ok(finding: Finding, readings: Mapping[str, Reading], needs: tuple[str, ...]) -> bool:
