@@ -133,7 +133,7 @@ _HOLD = ("sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E
 
 # -- driver-installed -------------------------------------------------------------------------------
 @check("driver-installed", "An NVIDIA driver is installed and loaded", healthcheck=True, judges_failures=True,
-       needs=("driver.kernel_module_version", "driver.pci_gpus", "nvml.init"))
+       needs=("driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "nvml.init"))
 def driver_installed(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "driver.pci_scanned",
                   "nvml.init", "cuda.library_path", "host.container")
@@ -393,7 +393,7 @@ def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
 
 
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
-       needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
+       needs=("driver.device_nodes", "nvml.init", "nvml.gpus", "torch.devices"), owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts) -> CheckResult:
     if facts.get("container.no_gpu_driver").ok:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))

@@ -66,7 +66,7 @@ def shm_size(facts: Facts) -> CheckResult:
                                     remedies.TORCH_DOCKER_IMAGE)))
 
 
-@check("host-container", "Container context", needs=("host.container",))
+@check("host-container", "Container context", needs=("host.container", "host.wsl"))
 def container(facts: Facts) -> CheckResult:
     kind = facts.value("host.container")
     ev = evidence(facts, "host.container", "host.container_evidence", "host.wsl")
