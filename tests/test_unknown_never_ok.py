@@ -2,7 +2,7 @@
 
 For each check, on realistic facts where it passes (the healthy node of ``tests/builders.py``, the
 NVIDIA node of ``tests/fakes/nvidia_facts.py``, the microchecks' healthy node, the nvidia-smi -q
-fixture and the corpus cases it passes on), each fact it needs or actually reads (found by running it
+fixture, a torchrun rank in a container read by the launch probe, and the corpus cases it passes on), each fact it needs or actually reads (found by running it
 on :class:`tests.unknown.RecordingFacts`) is made unknown: absent, ``not_collected``,
 ``not_in_report`` and, where null is not a reading, null. A key holding records (GPUs, devices) has
 the fields the check read deleted and nulled, one at a time and all together. The check must then
@@ -33,7 +33,7 @@ import pytest
 
 from envdoctor import factkeys
 from envdoctor.inputs import decode
-from envdoctor.model import Finding, Reading, Status, thaw
+from envdoctor.model import Finding, Reading, Status, ok, thaw
 from envdoctor.parsers import ParseError, parse_text
 from envdoctor.registry import CheckSpec, load_registry
 
@@ -65,6 +65,22 @@ def corpus() -> tuple[tuple[str, str, dict[str, Reading]], ...]:
     return tuple(out)
 
 
+def _launched(nvidia: dict[str, Reading]) -> dict[str, Reading]:
+    """Rank 1 of a torchrun job on the NVIDIA node, as the launch probe reads it (a fake /sys/class/net
+    and a name table instead of DNS), with a Jupyter server on the loopback and a docker container."""
+    import tempfile
+
+    from .test_launch import TORCHRUN, _probe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**TORCHRUN, "MASTER_ADDR": "master.test", "NCCL_SOCKET_IFNAME": "=eth0"}
+        launched = dict(_probe(Path(tmp), env))
+    jupyter = {"service": "jupyter", "pid": 4242, "listen": [{"address": "127.0.0.1", "port": 8888}],
+               "all_interfaces": False, "auth": "token", "auth_from": "a generated token"}
+    return {**nvidia, **launched, "exposure.services": ok([jupyter], "probe:exposure"),
+            "host.container": ok("docker"), "host.is_root": ok(False)}
+
+
 @functools.lru_cache(maxsize=1)
 def built_bases() -> tuple[tuple[str, dict[str, Reading]], ...]:
     from .test_micro_checks import facts_from, healthy_child
@@ -72,7 +88,8 @@ def built_bases() -> tuple[tuple[str, dict[str, Reading]], ...]:
     nvidia = healthy_nvidia_readings()
     smi = dict(parse_text((FIXTURES / "nvidia_smi_q_a100_synthetic.txt").read_text(encoding="utf-8")))
     return (("builders.healthy", healthy_readings()), ("nvidia_facts.healthy", nvidia),
-            ("micro.healthy", {**nvidia, **dict(facts_from(healthy_child()))}), ("nvidia-smi -q fixture", smi))
+            ("micro.healthy", {**nvidia, **dict(facts_from(healthy_child()))}), ("nvidia-smi -q fixture", smi),
+            ("launched rank in a container", _launched(nvidia)))
 
 
 def bases(spec: CheckSpec) -> Iterator[tuple[str, dict[str, Reading]]]:
