@@ -349,7 +349,7 @@ def device_nodes(facts: Facts) -> CheckResult:
     if not loaded and (not container or no_nvidia_pci(facts)):
         return skip("No NVIDIA driver, so no device nodes expected", detail=why + (
             "; no NVIDIA GPU on the PCI bus" if no_nvidia_pci(facts) else ""), evidence=ev)
-    if not nodes and not facts.get("driver.device_nodes").ok:
+    if not isinstance(facts.value("driver.device_nodes"), Mapping):
         return skip("Device nodes not examined", detail=facts.get("driver.device_nodes").describe(), evidence=ev)
     gpu_nodes = {p: s for p, s in nodes.items() if re.fullmatch(r"/dev/nvidia\d+", p)}
     problems = []
@@ -613,8 +613,9 @@ def nvml_init(facts: Facts) -> CheckResult:
             return warn(f"NVML answered, but {call} {verb}", detail=f"{shutdown.get('detail', '')}. Every reading "
                         f"was complete; a driver that cannot release NVML makes nvidia-smi and monitoring agents hang "
                         "or crash on exit too.", evidence=ev, remedy=_hang_remedy(call, facts))
-        return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(
-            "NVML : ", "NVML: "), evidence=ev)
+        count = facts.value("nvml.device_count")  # not read (a pasted nvidia-smi error) is not 0 GPUs
+        return ok(f"NVML {facts.value('nvml.driver_version', '')}".rstrip() + (f": {count} GPU(s)" if count is not None
+                                                                              else " initialises"), evidence=ev)
     message = init.get("message") or ""
     if code == 12:  # library not found
         loaded, why = driver_loaded(facts)
@@ -715,7 +716,8 @@ def cuda_init(facts: Facts) -> CheckResult:
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
                     detail=f"\"{init.get('message') or ''}\". {_cuda_init_text(code, '')[1]}", evidence=ev)
     if code == 0:
-        return ok(f"cuInit succeeded: {facts.value('cuda.device_count', 0)} device(s), driver API "
+        count = facts.value("cuda.device_count")
+        return ok("cuInit succeeded" + (f": {count} device(s)" if count is not None else "") + ", driver API "
                   f"{facts.value('cuda.driver_version', '?')}", evidence=ev)
     name = init.get("name") or f"CUresult {code}"
     message = init.get("message") or ""

@@ -201,7 +201,8 @@ def torch_cuda_available(facts: Facts) -> CheckResult:
     init_error = facts.value("torch.cuda_init_error")
     messages = list(facts.value("torch.cuda_available_messages") or [])
     if available and not init_error:
-        return ok(f"torch sees {facts.value('torch.device_count', 0)} CUDA device(s)", evidence=ev)
+        count = facts.value("torch.device_count")
+        return ok(f"torch sees {count} CUDA device(s)" if count is not None else "torch sees CUDA", evidence=ev)
     if available is None and not init_error:
         # Not read (a paste without "Is CUDA available"), not False: nothing to judge.
         return skip("Whether torch sees CUDA is not known", detail=facts.get("torch.cuda_available").describe(),
