@@ -118,6 +118,8 @@ def backend(facts: Facts) -> Finding:
         return skip("No rank arrived")
     without = sorted(r for r, a in info.items() if a.get("gpu") is None)
     with_gpu = sorted(r for r, a in info.items() if a.get("gpu") is not None)
+    if decision.get("backend") not in ("nccl", "gloo"):
+        return skip("The backend chosen was not read", detail=facts.get("cluster.decision").describe())
     if decision.get("backend") == "nccl":
         return ok(f"NCCL on {len(with_gpu)} GPU rank(s)")
     if with_gpu and without:

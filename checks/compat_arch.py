@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import compat, recommend, remedies, versions, views
 from ..compat import CC, ArchList
-from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..kit import Remediation, evidence, fail, ok, read_first, skip, warn
 from ..model import Facts, Finding
 from ..registry import check, owner_of
 from ._torch import (
@@ -164,9 +164,13 @@ def _classify(arch: ArchList, devices: list[Gpu], cuda: str | None) -> tuple[lis
 
 def _runs_everywhere(build: TorchBuild, arch: ArchList, devices: list[Gpu], jit: list[str], origin: str,
                      ev: dict[str, Any]) -> Finding:
-    unknown = [g for g in devices if g.cc is None]
+    unknown = [g for g in devices if g.cc is None]  # a GPU whose architecture was not read
     note = f" Unknown compute capability for: {', '.join(g.label() for g in unknown)} " \
            f"({compat.not_in_table('their product names')})." if unknown else ""
+    if unknown and len(unknown) == len(devices):
+        # No GPU's architecture is known: there is nothing to hold the arch list against.
+        return skip(f"The GPUs' compute capability is not known (torch {build.version} carries {arch.span()})",
+                    detail=note.strip(), evidence=ev)
     if jit:
         return warn(f"torch {build.version} runs on the GPU only through PTX JIT",
                     detail="; ".join(jit) + f". The first CUDA call compiles kernels (minutes), cached in "
@@ -207,7 +211,8 @@ def _reinstall(facts: Facts, build: TorchBuild, devices: list[Gpu], first: Gpu) 
 @check("torch-arch-support", "The installed torch has kernels for every GPU",
        needs=("torch.version", "torch.arch_list", "nvml.gpus", "torch.devices"))
 def torch_arch_support(facts: Facts) -> Finding | list[Finding]:
-    ev = evidence(facts, "torch.arch_list", "nvml.gpus", "torch.version", "torch.devices")
+    # torch's own arch list decides, else the table's row for its version; NVML's GPUs, else torch's.
+    ev = read_first(facts, evidence(facts, "torch.arch_list", "nvml.gpus", "torch.version", "torch.devices"))
     build = _build_to_judge(facts, ev)
     if isinstance(build, Finding):
         return build
@@ -305,7 +310,7 @@ def _no_wheel_remedy(facts: Facts, g: Gpu, arch_name: str, lowest: CC | None) ->
 @check("gpu-eol", "Current torch releases still ship wheels for the GPU", needs=("nvml.gpus", "torch.devices"),
        owns=("nvml.gpus:no-torch-wheel",))
 def gpu_eol(facts: Facts) -> Finding | list[Finding]:
-    ev = evidence(facts, "nvml.gpus", "torch.devices", "torch.version")
+    ev = read_first(facts, evidence(facts, "nvml.gpus", "torch.devices", "torch.version"))
     devices = [g for g in gpus(facts) if g.cc]
     if not devices:
         return skip("No GPU compute capability was read", evidence=ev)

@@ -9,7 +9,7 @@ from typing import Any
 from packaging.version import Version
 
 from .. import compat, recommend, remedies, versions, views
-from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..kit import Remediation, evidence, fail, ok, read_first, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import check
 from ._torch import (
@@ -206,8 +206,8 @@ class _Driver:
 
 
 def _driver_too_old(facts: Facts) -> Finding | list[Finding]:
-    ev = evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.cuda_driver_version",
-                  "cuda.driver_version", "torch.cuda_available")
+    ev = read_first(facts, evidence(facts, "torch.version", "torch.cuda_version", "nvml.driver_version",
+                                    "nvml.cuda_driver_version", "cuda.driver_version", "torch.cuda_available"))
     if image := _image_needs_newer_cuda(facts):
         return image
     build = _cuda_build(facts)

@@ -48,6 +48,8 @@ def toolkit_mismatch(facts: Facts) -> Finding:
     if hints:
         return warn(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} while extensions are likely built",
                     detail=detail + f" Signals: {', '.join(hints)}.", evidence=ev, remedy=remedy)
+    if not facts.get("env.vars").ok:  # CUDA_HOME / TORCH_CUDA_ARCH_LIST would say extensions are built
+        detail += f" Whether extensions are built here is not known: the environment was not read ({facts.get('env.vars').describe()})."
     return ok(f"nvcc {nvs} ≠ torch's CUDA {build.cuda} (informational)", detail=detail, evidence=ev)
 
 

@@ -133,15 +133,18 @@ _HOLD = ("sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E
 
 # -- driver-installed -------------------------------------------------------------------------------
 @check("driver-installed", "An NVIDIA driver is installed and loaded", healthcheck=True, judges_failures=True,
-       needs=("driver.kernel_module_version", "driver.pci_gpus", "nvml.init"))
+       needs=("driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "nvml.init"))
 def driver_installed(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "driver.pci_scanned",
                   "nvml.init", "cuda.library_path", "host.container")
     loaded, why = driver_loaded(facts)
     if loaded:
         version = kernel_version(facts) or facts.value("nvml.driver_version")
+        # The fact that showed the driver first: a paste shows NVML's version, not the kernel module's.
+        decided = ("driver.kernel_module_version" if kernel_version(facts) else
+                   "nvml.driver_version" if facts.value("nvml.driver_version") else "cuda.init")
         return ok(f"NVIDIA driver {version} is loaded" if version else "An NVIDIA driver is loaded",
-                  detail=why + ".", evidence=ev)
+                  detail=why + ".", evidence={decided: ev.get(decided, facts.value(decided)), **ev})
     pci_reading = facts.get("driver.pci_gpus")
     pci = list(facts.value("driver.pci_gpus") or [])
     if pci:
@@ -252,8 +255,14 @@ def driver_nouveau(facts: Facts) -> CheckResult:
     if modules.get("nouveau"):
         return ok("nouveau is loaded but not bound to a GPU", detail="Harmless while nvidia owns the GPUs; blacklist "
                   "it to be sure it never wins the race at boot.", evidence=ev)
-    if not facts.get("driver.modules").ok and not pci:
+    modules_read = isinstance(facts.value("driver.modules"), Mapping)
+    if not modules_read and not pci:
         return skip("Kernel modules could not be read", detail=facts.get("driver.modules").describe(), evidence=ev)
+    if not modules_read:
+        # Only the PCI bus was read: no GPU is bound to nouveau, whether the module is loaded is unknown.
+        return ok("nouveau is bound to no NVIDIA GPU", detail=f"Kernel modules not read "
+                  f"({facts.get('driver.modules').describe()}).", evidence=evidence(facts, "driver.pci_gpus",
+                                                                                     "driver.modules"))
     return ok("nouveau is not in use", evidence=ev)
 
 
@@ -340,7 +349,7 @@ def device_nodes(facts: Facts) -> CheckResult:
     if not loaded and (not container or no_nvidia_pci(facts)):
         return skip("No NVIDIA driver, so no device nodes expected", detail=why + (
             "; no NVIDIA GPU on the PCI bus" if no_nvidia_pci(facts) else ""), evidence=ev)
-    if not nodes and not facts.get("driver.device_nodes").ok:
+    if not isinstance(facts.value("driver.device_nodes"), Mapping):
         return skip("Device nodes not examined", detail=facts.get("driver.device_nodes").describe(), evidence=ev)
     gpu_nodes = {p: s for p, s in nodes.items() if re.fullmatch(r"/dev/nvidia\d+", p)}
     problems = []
@@ -384,7 +393,7 @@ def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
 
 
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
-       needs=("driver.device_nodes", "nvml.init"), owns=("cuda.init:35:no-gpus-requested",))
+       needs=("driver.device_nodes", "nvml.init", "nvml.gpus", "torch.devices"), owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts) -> CheckResult:
     if facts.get("container.no_gpu_driver").ok:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
@@ -425,8 +434,8 @@ def _container_gpu(facts: Facts) -> CheckResult:
     mode = nvd.get("mode")
     if nodes_unknown:
         # A pasted report: no /dev listing, so judge only from what NVML and torch said.
-        if facts.value("nvml.gpus") or facts.value("torch.devices"):
-            return ok(f"GPUs are visible in this {container} container", evidence=ev)
+        if seen := next((k for k in ("nvml.gpus", "torch.devices") if facts.value(k)), None):
+            return ok(f"GPUs are visible in this {container} container", evidence={**evidence(facts, seen), **ev})
         if code == 4:
             return fail("The container is not allowed to open the GPU devices", detail=f"Inside this {container} "
                         "container NVML reports \"Insufficient Permissions\": /dev/nvidia* were passed in but the "
@@ -585,6 +594,8 @@ def nvml_init(facts: Facts) -> CheckResult:
                         "(`pip install -U nvidia-ml-py` in envdoctor's environment, or `pipx inject envdoctor "
                         "nvidia-ml-py`) to judge the driver and GPU health through NVML.", evidence=ev)
         return skip("NVML was not examined", detail=reading.describe(), evidence=ev)
+    if not isinstance(reading.value, Mapping):
+        return skip("nvmlInit's result was not read", detail="nvml.init holds no result.", evidence=ev)
     init = reading.value
     code = init.get("code")
     if code == 0:
@@ -602,8 +613,9 @@ def nvml_init(facts: Facts) -> CheckResult:
             return warn(f"NVML answered, but {call} {verb}", detail=f"{shutdown.get('detail', '')}. Every reading "
                         f"was complete; a driver that cannot release NVML makes nvidia-smi and monitoring agents hang "
                         "or crash on exit too.", evidence=ev, remedy=_hang_remedy(call, facts))
-        return ok(f"NVML {facts.value('nvml.driver_version', '')}: {facts.value('nvml.device_count', 0)} GPU(s)".replace(
-            "NVML : ", "NVML: "), evidence=ev)
+        count = facts.value("nvml.device_count")  # not read (a pasted nvidia-smi error) is not 0 GPUs
+        return ok(f"NVML {facts.value('nvml.driver_version', '')}".rstrip() + (f": {count} GPU(s)" if count is not None
+                                                                              else " initialises"), evidence=ev)
     message = init.get("message") or ""
     if code == 12:  # library not found
         loaded, why = driver_loaded(facts)
@@ -692,6 +704,8 @@ def cuda_init(facts: Facts) -> CheckResult:
                                             remedies.apt_install(remedies.compute_library_package(driver_branch(facts))), "sudo ldconfig"),
                                            (DRIVER_GUIDE,)))
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
+    if not isinstance(reading.value, Mapping):
+        return skip("cuInit's result was not read", detail="cuda.init holds no result.", evidence=ev)
     init = reading.value
     code = init.get("code")
     owner = owner_of(f"cuda.init:{code}")
@@ -702,7 +716,8 @@ def cuda_init(facts: Facts) -> CheckResult:
         return skip(f"cuInit returned {code} {init.get('name') or ''}: judged by {owner}".replace("  ", " "),
                     detail=f"\"{init.get('message') or ''}\". {_cuda_init_text(code, '')[1]}", evidence=ev)
     if code == 0:
-        return ok(f"cuInit succeeded: {facts.value('cuda.device_count', 0)} device(s), driver API "
+        count = facts.value("cuda.device_count")
+        return ok("cuInit succeeded" + (f": {count} device(s)" if count is not None else "") + ", driver API "
                   f"{facts.value('cuda.driver_version', '?')}", evidence=ev)
     name = init.get("name") or f"CUresult {code}"
     message = init.get("message") or ""
@@ -721,6 +736,12 @@ def cuda_init(facts: Facts) -> CheckResult:
 @check("cuda-visible-devices", "CUDA_VISIBLE_DEVICES selects the GPUs you expect", healthcheck=True,
        needs=("visibility.cuda_visible_devices",))
 def cuda_visible_devices(facts: Facts) -> Finding:
+    reading = facts.get("visibility.cuda_visible_devices")
+    if not reading.ok or not isinstance(reading.value, Mapping):
+        # A paste does not show the environment: a variable it does not show is unknown, not unset.
+        return skip("CUDA_VISIBLE_DEVICES was not read", detail=reading.describe() if not reading.ok else
+                    "visibility.cuda_visible_devices holds no value.",
+                    evidence=evidence(facts, "visibility.cuda_visible_devices"))
     cvd = VisibleDevices.from_facts(facts)
     ev = evidence(facts, "visibility.cuda_visible_devices", "visibility.cuda_device_order", "visibility.cuda_devices",
                   "nvml.device_count")

@@ -24,6 +24,13 @@ def _where(service: Mapping[str, Any]) -> str:
                      for p in service.get("listen") or ())
 
 
+def _everywhere(service: Mapping[str, Any]) -> bool | None:
+    """Whether the service listens on every interface (the probe's flag); None when that was not read:
+    unknown is not "on the loopback only"."""
+    flag = service.get("all_interfaces")
+    return flag if isinstance(flag, bool) else None
+
+
 def _all_port(service: Mapping[str, Any]) -> int | None:
     ports = [p["port"] for p in service.get("listen") or () if p.get("address") in ("0.0.0.0", "::", "")]
     return ports[0] if ports else None
@@ -34,13 +41,19 @@ def _all_port(service: Mapping[str, Any]) -> int | None:
 def exposed_services(facts: Facts) -> Finding | list[Finding]:
     reading = facts.get("exposure.services")
     ev = evidence(facts, "exposure.services", "host.container")
-    if not reading.ok:
-        return skip("Listening sockets were not read", detail=reading.describe(), evidence=ev)
+    if not reading.ok or reading.value is None:
+        return skip("Listening sockets were not read", detail=reading.describe() if not reading.ok else
+                    "exposure.services is null.", evidence=ev)
     container = facts.value("host.container")
     found: list[Finding] = []
+    unknown: list[str] = []
     for service in _services(facts):
         name = str(service.get("service"))
-        if not service.get("all_interfaces"):
+        everywhere = _everywhere(service)
+        if everywhere is None:
+            unknown.append(f"{_NAMES.get(name, name)} (pid {service.get('pid')})")
+            continue
+        if not everywhere:
             continue
         if name == "sshd" and not container:
             continue  # a server's own sshd listens everywhere by design; in a container it is a side door
@@ -58,7 +71,13 @@ def exposed_services(facts: Facts) -> Finding | list[Finding]:
                                               remedies.JUPYTER_SECURITY_DOC,) if name != "tensorboard" else ())))
     if found:
         return found
-    seen = [f"{_NAMES.get(str(s.get('service')), s.get('service'))} on {_where(s)}" for s in _services(facts)]
+    if unknown and len(unknown) == len(_services(facts)):
+        return skip("Where the services listen was not read", detail="Not read for: " + ", ".join(unknown) + ".",
+                    evidence=ev)
+    seen = [f"{_NAMES.get(str(s.get('service')), s.get('service'))} on {_where(s)}" for s in _services(facts)
+            if _everywhere(s) is not None]
+    if unknown:
+        seen.append("not read for " + ", ".join(unknown))
     return ok("No Jupyter, TensorBoard or container sshd listens on every interface",
               detail=("Seen: " + "; ".join(seen) + ".") if seen else "None of them is listening.", evidence=ev)
 
@@ -107,7 +126,7 @@ def _training_container(facts: Facts) -> str | None:
 def container_root(facts: Facts) -> Finding:
     ev = evidence(facts, "host.is_root", "host.container", "driver.device_nodes", "nvml.device_count")
     container = facts.value("host.container")
-    if not facts.get("host.is_root").ok:
+    if not facts.get("host.is_root").ok or facts.value("host.is_root") is None:
         return skip("Whether envdoctor runs as root was not read", detail=facts.get("host.is_root").describe(),
                     evidence=ev)
     if not container:

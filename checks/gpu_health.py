@@ -77,6 +77,40 @@ def _unsupported(gpus: Iterable[dict[str, Any]], fields: Iterable[str]) -> list[
     return out
 
 
+def _unread(gpus: Iterable[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
+    """The GPUs on which none of ``fields`` was read: absent (a paste that does not show it) or null
+    (NVML could not read it). Unknown is not healthy: ``ecc_uncorrected_volatile: null`` is not 0."""
+    return [g for g in gpus if all(g.get(f) is None for f in fields)]
+
+
+def _gaps(gpus: list[dict[str, Any]], *fields: str) -> str:
+    """`` Not read: ecc_uncorrected_volatile for GPU 1 (…).`` for each field some GPUs lack, else ""."""
+    notes = []
+    for field in fields:
+        lacking = _unread(gpus, field)
+        if lacking:
+            why = _unsupported(lacking, (field,))
+            notes.append(f"{field} for " + ", ".join(_label(g) for g in lacking)
+                         + (f" ({'; '.join(why)})" if why else ""))
+    return (" Not read: " + "; ".join(notes) + ".") if notes else ""
+
+
+def _not_reported(gpus: list[dict[str, Any]], what: str, fields: tuple[str, ...], ev: dict[str, Any]) -> Finding | None:
+    """A skip when no GPU has any of ``fields`` read (nothing to judge ``what`` by), else None."""
+    if len(_unread(gpus, *fields)) < len(gpus):
+        return None
+    why = _unsupported(gpus, fields)
+    return skip(f"{what} not reported", detail=("; ".join(why) if why else
+                                               f"No GPU entry holds {' or '.join(fields)}: it was not read.").strip(),
+                evidence=ev)
+
+
+def _of(gpus: list[dict[str, Any]], *fields: str) -> str:
+    """`` (3 of 4 GPUs reported)`` when some GPUs lack all of ``fields``, else ""."""
+    lacking = len(_unread(gpus, *fields))
+    return f" ({len(gpus) - lacking} of {len(gpus)} GPUs reported)" if lacking else ""
+
+
 def _gpu_ev(gpus: Iterable[dict[str, Any]], *fields: str) -> dict[str, Any]:
     # The first EVIDENCE_ITEMS GPUs: evidence of a 20,000-GPU report must not repeat every GPU per check.
     out = {f"nvml.gpus[{g.get('index')}]": {f: g.get(f, (g.get("missing") or {}).get(f, {}).get("reason"))
@@ -149,6 +183,9 @@ def gpu_ecc(facts: Facts) -> CheckResult:
             for g in aggregate) + ".", evidence=ev, gpus=[g["index"] for g in aggregate],
             remedy=Remediation("Watch for new errors; check that the memory was retired/remapped.",
                                _each("nvidia-smi -q -d ECC,ROW_REMAPPER -i {i}", aggregate), (ROW_REMAP_DOC,)))
+    counters = ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate")
+    if (unknown := _not_reported(gpus, "Uncorrectable ECC error counts", counters, ev)) is not None:
+        return unknown
     off = [g for g in gpus if (g.get("ecc_mode") or {}).get("current") == 0 and g.get("brand") in DATACENTER_BRANDS]
     unsupported = _unsupported(gpus, ("ecc_mode",))
     detail = ""
@@ -156,7 +193,8 @@ def gpu_ecc(facts: Facts) -> CheckResult:
         detail = "ECC is disabled on " + ", ".join(_label(g) for g in off) + " (datacenter GPU)."
     elif unsupported:
         detail = "ECC not reported for: " + "; ".join(unsupported)
-    return ok("No uncorrectable ECC errors", detail=detail, evidence=ev)
+    return ok("No uncorrectable ECC errors" + _of(gpus, *counters), detail=(detail + _gaps(gpus, *counters)).strip(),
+              evidence=ev)
 
 
 # -- gpu-row-remap -------------------------------------------------------------------------------------------
@@ -189,10 +227,14 @@ def gpu_row_remap(facts: Facts) -> CheckResult:
     unc = [g for g in gpus if (g.get("remapped_rows") or {}).get("uncorrectable")]
     detail = "; ".join(f"{_label(g)}: {g['remapped_rows']['uncorrectable']} row(s) remapped for uncorrectable errors "
                        "(repaired)" for g in unc)
-    if not any("remapped_rows" in g or "retired_pages_pending" in g for g in gpus):
+    repairs = ("remapped_rows", "retired_pages_pending")
+    if not any(g.get(f) is not None for g in gpus for f in repairs):
         return skip("Neither row remapping nor page retirement is reported", detail="; ".join(
-            _unsupported(gpus, ("remapped_rows", "retired_pages_pending"))), evidence=ev)
-    return ok("No pending or failed memory repairs", detail=detail, evidence=ev)
+            _unsupported(gpus, repairs)) or "No GPU entry holds remapped_rows or retired_pages_pending: it was not read.",
+            evidence=ev)
+    lacking = _unread(gpus, *repairs)
+    gaps = (" Not read for " + ", ".join(_label(g) for g in lacking) + ".") if lacking else ""
+    return ok("No pending or failed memory repairs" + _of(gpus, *repairs), detail=(detail + gaps).strip(), evidence=ev)
 
 
 # -- gpu-pcie-link -------------------------------------------------------------------------------------------
@@ -202,7 +244,10 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
     if none:
         return none
     gpus = _gpus(facts)
-    ev = _gpu_ev(gpus, "pcie", "utilization")
+    below = any((g.get("pcie") or {}).get("gen") and (g.get("pcie") or {}).get("max_gen")
+                and g["pcie"]["gen"] < g["pcie"]["max_gen"] for g in gpus)
+    # Utilisation matters only for a link below its generation: busy or idle.
+    ev = _gpu_ev(gpus, "pcie", *(("utilization",) if below else ()))
     narrow = [g for g in gpus if (g.get("pcie") or {}).get("width") and (g.get("pcie") or {}).get("max_width")
               and g["pcie"]["width"] < g["pcie"]["max_width"]]
     if narrow:
@@ -229,10 +274,13 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
                                        [g for g in slow_busy if g.get("pci_bus_id")])),
                                (remedies.NVIDIA_SMI_DOC,)))
     if not any(g.get("pcie") for g in gpus):
-        return skip("PCIe link not reported", detail="; ".join(_unsupported(gpus, ("pcie_width", "pcie_gen"))),
-                    evidence=ev)
-    return ok("PCIe links run at full width", detail="Link generation below the maximum at idle is normal power "
-              "saving.", evidence=ev)
+        return skip("PCIe link not reported", detail="; ".join(_unsupported(gpus, ("pcie_width", "pcie_gen")))
+                    or "No GPU entry holds its PCIe link: it was not read.", evidence=ev)
+    idle = _unread([g for g in gpus if (g.get("pcie") or {}).get("gen") and (g.get("pcie") or {}).get("max_gen")
+                    and g["pcie"]["gen"] < g["pcie"]["max_gen"]], "utilization")
+    return ok("PCIe links run at full width" + _of(gpus, "pcie"), detail="Link generation below the maximum at idle is "
+              "normal power saving." + _gaps(gpus, "pcie") + (" Utilisation not read for " + ", ".join(
+                  _label(g) for g in idle) + ", whose link runs below its generation." if idle else ""), evidence=ev)
 
 
 # -- gpu-throttle ----------------------------------------------------------------------------------------------
@@ -261,11 +309,11 @@ def gpu_throttle(facts: Facts) -> CheckResult:
                          + "   # watch power/temperature/clocks live"),
                         (remedies.NVIDIA_SMI_DOC,)))
     capped = [g for g in gpus if (g.get("clocks_event_reasons") or 0) & 0x4]
-    if not any("clocks_event_reasons" in g for g in gpus):
-        return skip("Clock event reasons not reported", detail="; ".join(_unsupported(gpus, ("clocks_event_reasons",))),
-                    evidence=ev)
+    if (unknown := _not_reported(gpus, "Clock event reasons", ("clocks_event_reasons",), ev)) is not None:
+        return unknown
     detail = ("Power-capped (normal under full load): " + ", ".join(_label(g) for g in capped)) if capped else ""
-    return ok("No thermal or hardware slowdown", detail=detail, evidence=ev)
+    return ok("No thermal or hardware slowdown" + _of(gpus, "clocks_event_reasons"),
+              detail=(detail + _gaps(gpus, "clocks_event_reasons")).strip(), evidence=ev)
 
 
 # -- gpu-persistence ----------------------------------------------------------------------------------------------
@@ -279,10 +327,10 @@ def gpu_persistence(facts: Facts) -> CheckResult:
     ev.update(evidence(facts, "host.container"))
     off = [g for g in gpus if g.get("persistence_mode") == 0 and g.get("brand") in DATACENTER_BRANDS]
     if not off:
-        if not any("persistence_mode" in g for g in gpus):
-            return skip("Persistence mode not reported", detail="; ".join(_unsupported(gpus, ("persistence_mode",))),
-                        evidence=ev)
-        return ok("Persistence mode is on (or not needed on these GPUs)", evidence=ev)
+        if (unknown := _not_reported(gpus, "Persistence mode", ("persistence_mode",), ev)) is not None:
+            return unknown
+        return ok("Persistence mode is on (or not needed on these GPUs)" + _of(gpus, "persistence_mode"),
+                  detail=_gaps(gpus, "persistence_mode").strip(), evidence=ev)
     detail = (", ".join(_label(g) for g in off) + ": persistence mode is off. Without it the driver tears the GPU "
               "state down whenever no process uses it, so every new CUDA process pays seconds of initialisation "
               "and ECC/clock settings can reset.")
@@ -306,7 +354,11 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
     if none:
         return none
     gpus = _gpus(facts)
-    ev = _gpu_ev(gpus, "compute_mode", "compute_processes")
+    exclusive = [g for g in gpus if g.get("compute_mode") in (1, 3)]
+    # The processes on a GPU matter only in an exclusive mode: one of them holds it.
+    ev = _gpu_ev(gpus, "compute_mode", *(("compute_processes",) if exclusive else ()))
+    if (unknown := _not_reported(gpus, "Compute mode", ("compute_mode",), ev)) is not None:
+        return unknown
     prohibited = [g for g in gpus if g.get("compute_mode") == 2]
     taken = [g for g in gpus if g.get("compute_mode") in (1, 3) and (g.get("compute_processes") or 0) > 0]
     if prohibited or taken:
@@ -320,11 +372,13 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
         return fail("GPUs are unavailable to new CUDA processes", detail="; ".join(notes) + ". CUDA fails with "
                     "\"CUDA-capable device(s) is/are busy or unavailable\".", evidence=ev,
                     gpus=[g["index"] for g in prohibited + taken], remedy=remedy)
-    exclusive = [g for g in gpus if g.get("compute_mode") in (1, 3)]
     if exclusive:
-        return ok("Exclusive-process compute mode, currently free", detail=", ".join(_label(g) for g in exclusive) +
-                  ": only one process at a time can use each.", evidence=ev)
-    return ok("Default compute mode", evidence=ev)
+        busy_unknown = _unread(exclusive, "compute_processes")
+        return ok("Exclusive-process compute mode" + (", currently free" if not busy_unknown else ""),
+                  detail=", ".join(_label(g) for g in exclusive) + ": only one process at a time can use each."
+                  + _gaps(exclusive, "compute_processes") + _gaps(gpus, "compute_mode"), evidence=ev)
+    return ok("Default compute mode" + _of(gpus, "compute_mode"), detail=_gaps(gpus, "compute_mode").strip(),
+              evidence=ev)
 
 
 # -- gpu-mig ---------------------------------------------------------------------------------------------------------
@@ -335,6 +389,8 @@ def gpu_mig(facts: Facts) -> CheckResult:
         return none
     gpus = _gpus(facts)
     ev = _gpu_ev(gpus, "mig_mode", "mig_devices")
+    if (unknown := _not_reported(gpus, "MIG mode", ("mig_mode",), ev)) is not None:
+        return unknown
     empty = [g for g in gpus if (g.get("mig_mode") or {}).get("current") == 1 and not g.get("mig_devices")
              and "mig_devices" not in (g.get("missing") or {})]
     if empty:
@@ -374,7 +430,7 @@ def gpu_mig(facts: Facts) -> CheckResult:
     if enabled:
         return ok("MIG instances are configured", detail=", ".join(
             f"{_label(g)}: {len(g.get('mig_devices') or [])} instance(s)" for g in enabled), evidence=ev)
-    return ok("MIG is off", evidence=ev)
+    return ok("MIG is off" + _of(gpus, "mig_mode"), detail=_gaps(gpus, "mig_mode").strip(), evidence=ev)
 
 
 # -- gpu-xid ------------------------------------------------------------------------------------------------------------
@@ -383,9 +439,10 @@ def gpu_mig(facts: Facts) -> CheckResult:
 def gpu_xid(facts: Facts) -> CheckResult:
     reading = facts.get("driver.xid_events")
     ev = evidence(facts, "driver.xid_events")
-    if not reading.ok:
-        return skip("Kernel log not readable", detail=reading.describe(), evidence=ev)
-    events = list(reading.value or [])
+    if not reading.ok or reading.value is None:
+        return skip("Kernel log not readable", detail=reading.describe() if not reading.ok else
+                    "driver.xid_events is null: the kernel log was not read.", evidence=ev)
+    events = list(reading.value)
     if not events:
         return ok("No Xid events in the kernel log", evidence=ev)
     severe = [e for e in events if e["code"] in XID_SEVERE]
@@ -442,7 +499,7 @@ def _fabric_log(facts: Facts, mismatch: dict[str, str] | None, no_nvswitch: bool
     """What the fabric manager's own log says: no NVSwitch to manage (its exit is then expected, and no
     fabric manager is needed), or a driver of another version than its own (it refuses to start)."""
     if no_nvswitch:
-        ev.update(evidence(facts, "driver.nvswitch_present", "driver.fabricmanager_service"))
+        ev = {**evidence(facts, "driver.nvswitch_present", "driver.fabricmanager_service"), **ev}
         return ok("No NVSwitch: the fabric manager has nothing to manage", detail="its log says NV_WARN_NOTHING_TO_DO "
                   "(no NVSwitch found); GPUs without NVSwitch (PCIe, NVLink bridges) need no fabric manager, so its "
                   "failing to start is expected there.", evidence=ev)
@@ -456,7 +513,7 @@ def _fabric_log(facts: Facts, mismatch: dict[str, str] | None, no_nvswitch: bool
 
 
 @check("fabric-manager", "The NVSwitch fabric is ready (fabric manager)", healthcheck=True,
-       needs=("nvml.gpus",), owns=("cuda.init:802",))
+       needs=("nvml.gpus", "driver.nvswitch_present"), owns=("cuda.init:802",))
 def fabric_manager(facts: Facts) -> CheckResult:
     cuda_802 = (facts.value("cuda.init") or {}).get("code") == 802
     service = facts.value("driver.fabricmanager_service") if facts.get("driver.fabricmanager_service").ok else None
@@ -506,6 +563,10 @@ def fabric_manager(facts: Facts) -> CheckResult:
         return fail("CUDA error 802: the fabric manager is not running", detail=f"cuInit returned 802 \"{message}\"; "
                     "on NVSwitch systems (HGX/DGX) this means nvidia-fabricmanager is not running or does not match "
                     "the driver.", evidence=ev, remedy=remedy)
+    if (unknown := _not_reported(gpus, "The NVSwitch fabric state", ("fabric",), ev)) is not None:
+        return unknown
     if with_fabric:
-        return ok("NVSwitch fabric set up", detail=", ".join(_label(g) for g in with_fabric), evidence=ev)
-    return ok("No NVSwitch fabric on these GPUs", evidence=ev)
+        return ok("NVSwitch fabric set up" + _of(gpus, "fabric"), detail=", ".join(_label(g) for g in with_fabric)
+                  + _gaps(gpus, "fabric"), evidence=ev)
+    return ok("No NVSwitch fabric on these GPUs" + _of(gpus, "fabric"), detail=_gaps(gpus, "fabric").strip(),
+              evidence=ev)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import remedies
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..launch import nccl_switches
@@ -64,13 +66,13 @@ def shm_size(facts: Facts) -> CheckResult:
                                     remedies.TORCH_DOCKER_IMAGE)))
 
 
-@check("host-container", "Container context", needs=("host.container",))
+@check("host-container", "Container context", needs=("host.container", "host.wsl"))
 def container(facts: Facts) -> CheckResult:
     kind = facts.value("host.container")
     ev = evidence(facts, "host.container", "host.container_evidence", "host.wsl")
     if facts.value("host.wsl"):
         return ok("Running under WSL2", detail="GPU access goes through the Windows driver (/usr/lib/wsl/lib).",
-                  evidence=ev)
+                  evidence=evidence(facts, "host.wsl", "host.container", "host.container_evidence"))
     if kind:
         return ok(f"Running in a {kind} container", detail="; ".join(facts.value("host.container_evidence", [])),
                   evidence=ev)
@@ -82,9 +84,10 @@ def container(facts: Facts) -> CheckResult:
 @check("host-resources", "CPU and memory limits leave room for data loading",
        needs=("host.cpu_count", "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total"))
 def resources(facts: Facts) -> CheckResult:
-    ev = evidence(facts, "host.cpu_count", "host.cgroup_cpu_limit", "host.memory_total", "host.cgroup_memory_limit")
-    if _unseen(facts, "host.cgroup_cpu_limit", "host.cgroup_memory_limit"):
-        return skip("CPU and memory limits not known", detail=facts.get("host.cgroup_cpu_limit").describe(),
+    ev = evidence(facts, "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.cpu_count", "host.memory_total")
+    cpu_limit, mem_limit_read = facts.get("host.cgroup_cpu_limit"), facts.get("host.cgroup_memory_limit")
+    if not cpu_limit.ok and not mem_limit_read.ok:
+        return skip("CPU and memory limits not known", detail=f"{cpu_limit.describe()}; {mem_limit_read.describe()}",
                     evidence=ev)
     cpus = facts.value("host.cpu_count")
     quota = facts.value("host.cgroup_cpu_limit")
@@ -97,6 +100,14 @@ def resources(facts: Facts) -> CheckResult:
         notes.append(f"the cgroup memory limit is {gib(mem_limit)}: DataLoader workers and pinned memory can be "
                      "OOM-killed (exit code 137)")
     if not notes:
+        # A limit that was not read is not "no limit": say which part was judged.
+        unknown = [what for what, r in (("the CPU limit", cpu_limit), ("the memory limit", mem_limit_read)) if not r.ok]
+        if quota is not None and not cpus:
+            unknown.append("the CPU count (to compare the CPU limit with)")
+        if unknown:
+            judged = "memory" if not cpu_limit.ok else "CPU" if not mem_limit_read.ok else "CPU or memory"
+            read_first = {k: ev[k] for k in sorted(ev, key=lambda k: not facts.get(k).ok)}
+            return ok(f"No restrictive {judged} limit", detail=f"Not read: {', '.join(unknown)}.", evidence=read_first)
         return ok("No restrictive CPU or memory limits", evidence=ev)
     commands = []
     if quota is not None and cpus and quota < cpus:
@@ -108,9 +119,11 @@ def resources(facts: Facts) -> CheckResult:
 
 @check("env-vars", "Environment variables that change CUDA/torch behaviour", needs=("env.vars",))
 def env_vars(facts: Facts) -> CheckResult:
-    if _unseen(facts, "env.vars"):
-        return skip("Environment not known", detail=facts.get("env.vars").describe())
-    env = facts.value("env.vars", {}) or {}
+    reading = facts.get("env.vars")
+    if not reading.ok or not isinstance(reading.value, Mapping):
+        return skip("Environment not known", detail=reading.describe() if not reading.ok else
+                    "env.vars holds no variables: the environment was not read.", evidence=evidence(facts, "env.vars"))
+    env = reading.value
     ev = {"env.vars": {k: env[k] for k in sorted(env) if k in _WATCHED or k.startswith("NCCL_")}}
     problems = []
     commands = []

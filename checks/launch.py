@@ -6,6 +6,7 @@ all in `envdoctor check --distributed`; without those variables they skip.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..kit import Remediation, evidence, fail, ok, skip, warn
@@ -113,6 +114,10 @@ def launch_gpu_map(facts: Facts) -> Finding:
     ev = {**evidence(facts, "torch.device_count", "nvml.device_count"), "local_rank": local,
           "local_world_size": local_world, "CUDA_VISIBLE_DEVICES": (facts.value("env.vars") or {}).get(
               "CUDA_VISIBLE_DEVICES")}
+    if count is None:
+        # Neither torch nor NVML counted the GPUs: unknown is not "no GPU".
+        return skip("The GPUs visible to this rank were not read", detail=facts.get("torch.device_count").describe(),
+                    evidence=ev)
     if not count:
         return ok("No visible GPU: this rank runs on the CPU (Gloo)", evidence=ev)
     if local is None:
@@ -141,7 +146,10 @@ def launch_gpu_map(facts: Facts) -> Finding:
 @check("launch-ifname", "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name interfaces that exist and are up",
        needs=("env.vars", "launch.interfaces"))
 def launch_ifname(facts: Facts) -> Finding:
-    env = facts.value("env.vars") or {}
+    if not isinstance(facts.value("env.vars"), Mapping):
+        return skip("The environment was not read", detail=facts.get("env.vars").describe(),
+                    evidence=evidence(facts, "env.vars"))
+    env = facts.value("env.vars")
     set_vars = [v for v in IFNAME_VARS if env.get(v)]
     if not set_vars:
         return skip("No socket-interface variable is set")
@@ -173,12 +181,16 @@ def launch_ifname(facts: Facts) -> Finding:
 @check("launch-nccl-env", "No NCCL variable silently disables a transport or forces an algorithm",
        needs=("env.vars",))
 def launch_nccl_env(facts: Facts) -> Finding:
-    env = facts.value("env.vars") or {}
+    if not isinstance(facts.value("env.vars"), Mapping):
+        return skip("The environment was not read", detail=facts.get("env.vars").describe(),
+                    evidence=evidence(facts, "env.vars"))
+    env = facts.value("env.vars")
     found = nccl_switches(env)
     if not found and _info(facts) is None:
         return skip("No NCCL switch is set")
     if not found:
-        return ok("No NCCL variable disables a transport or forces an algorithm")
+        return ok("No NCCL variable disables a transport or forces an algorithm",
+                  evidence={"env.vars": {k: v for k, v in env.items() if str(k).startswith("NCCL_")}})
     return warn("NCCL variables change transports or debugging", detail="; ".join(
         f"{s['name']}={s['value']} {s['effect']}" for s in found) + ". Often left over from debugging a hang; "
         "collectives are then slower than the hardware allows.", evidence={"env.vars": {s["name"]: s["value"]

@@ -42,6 +42,12 @@ def _copies(facts: Facts, family: str) -> list[Mapping[str, Any]]:
     return [c for c in (facts.value(f"libs.{family}_copies") or ()) if isinstance(c, Mapping)]
 
 
+def _inventoried(facts: Facts, family: str) -> bool:
+    """Whether the copies of ``family`` were read: a list (empty: none found), each copy with its path."""
+    value = facts.value(f"libs.{family}_copies")
+    return isinstance(value, (list, tuple)) and all(isinstance(c, Mapping) and c.get("path") for c in value)
+
+
 def _wheel_dirs(facts: Facts) -> list[str]:
     dirs = [str(d).rstrip("/") for d in facts.value("libs.wheel_dirs") or ()]
     torch_path = facts.value("torch.path")
@@ -376,7 +382,7 @@ def library_conflicts(facts: Facts) -> CheckResult:
     mapped = facts.get("torch.loaded_libraries")
     ev["torch.loaded_libraries"] = ({k: v for k, v in mapped.value.items() if k in MAPPED_FAMILIES}
                                     if mapped.ok and isinstance(mapped.value, Mapping) else mapped.describe())
-    have_copies = any(facts.get(f"libs.{f}_copies").ok for f in COPY_FAMILIES)
+    have_copies = any(_inventoried(facts, f) for f in COPY_FAMILIES)
     loaded = facts.value("torch.loaded_libraries") or {}
     # A pasted ldd of a CUDA wheel's own library is evidence of its own, with no copies inventoried (the
     # libraries probe never writes that role).
@@ -396,8 +402,14 @@ def library_conflicts(facts: Facts) -> CheckResult:
     if c.status is Status.OK:
         summary = [f"{family}: " + ", ".join(_describe(x) for x in found)
                    for family in COPY_FAMILIES if (found := _copies(facts, family))]
-        return ok("No conflicting CUDA library copies", detail="; ".join(summary) or "No CUDA library copies found.",
-                  evidence=ev)
+        # What was judged first: the inventories read, else torch's mapped libraries or the pasted ldd.
+        read = [f"libs.{f}_copies" for f in COPY_FAMILIES if _inventoried(facts, f)]
+        decided = read or ["torch.loaded_libraries" if loaded else "libs.ldd"]
+        unread = [f for f in COPY_FAMILIES if not _inventoried(facts, f)]
+        gaps = f" Not examined: the {', '.join(unread)} copies." if unread and read else ""
+        return ok("No conflicting CUDA library copies",
+                  detail=("; ".join(summary) or "No CUDA library copies found.") + gaps,
+                  evidence={**evidence(facts, *decided), **ev})
     return _conflicts_finding(c, ev)
 
 
@@ -539,9 +551,9 @@ def _runtime_found(choice: Mapping[str, Any], runtime: list[Mapping[str, Any]], 
 @check("cudart-resolution", "torch's CUDA libraries resolve (ldd) and the CUDA runtime loads",
        needs=("libs.ldd", "libs.loader_choice"))
 def cudart_resolution(facts: Facts) -> CheckResult:
-    ev = evidence(facts, "torch.version", "torch.cuda_version")
-    ev["libs.ldd"] = _ldd_summary(facts)
-    ev["libs.loader_choice"] = _choice_summary(facts)
+    # What ldd and the loader showed decides; torch's build is context.
+    ev: dict[str, Any] = {"libs.ldd": _ldd_summary(facts), "libs.loader_choice": _choice_summary(facts),
+                          **evidence(facts, "torch.version", "torch.cuda_version")}
     ldd = [e for e in (facts.value("libs.ldd") or ()) if isinstance(e, Mapping)]
     choice: Mapping[str, Any] = facts.value("libs.loader_choice") or {}
     py = facts.value("python.executable") or "python"
@@ -561,12 +573,16 @@ def cudart_resolution(facts: Facts) -> CheckResult:
     resolved = [f"{os.path.basename(str(e.get('file')))}: {name} => {path}"
                 for e in torch_libs for name, path in (e.get("resolved") or {}).items() if name.startswith("libcudart")]
     if resolved:
-        return ok("torch's CUDA libraries resolve", detail="; ".join(resolved), evidence=ev)
+        unlisted = [os.path.basename(str(e.get("file"))) for e in torch_libs
+                    if not isinstance(e.get("not_found"), (list, tuple))]
+        return ok("torch's CUDA libraries resolve", detail="; ".join(resolved) + (
+            f". What ldd could not find was not read for {', '.join(unlisted)}." if unlisted else ""), evidence=ev)
     runtime = [item for item in choice.values() if isinstance(item, Mapping) and item.get("family") == "cudart"
                and item.get("file")]
     if runtime:
         return _runtime_found(choice, runtime, ev)
-    if torch_libs:
+    if torch_libs and all(isinstance(e.get("resolved"), Mapping) for e in torch_libs):
+        # ldd listed what torch's libraries need and none is a CUDA library (a listing not read says nothing).
         return ok("torch's libraries resolve", detail="No CUDA library in torch's dependencies (a CPU build).",
                   evidence=ev)
     return skip("No CUDA runtime found to resolve", detail="No libcudart copy and no torch CUDA library were found.",

@@ -74,6 +74,8 @@ def torch_import(facts: Facts) -> CheckResult:
     reading = facts.get("torch.version")
     py = _python(facts)
     ev = evidence(facts, "torch.version", "python.executable", "python.version")
+    if reading.ok and reading.value is None:
+        return skip("torch's version was not read", detail="torch.version is null.", evidence=ev)
     if reading.ok:
         noise = facts.value("torch.import_noise_bytes", 0)
         if isinstance(noise, int) and not isinstance(noise, bool) and noise >= FLOOD_BYTES:
@@ -128,13 +130,16 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
     # even when the version itself is not shown.
     said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and any(
         NOT_COMPILED in str(m) for m in facts.value("torch.cuda_available_messages") or ())
-    if not facts.get("torch.version").ok and not said_cpu:
-        return skip("torch not available", detail=facts.get("torch.version").describe())
+    cuda = facts.value("torch.cuda_version")
+    if facts.value("torch.version") is None and not said_cpu and not cuda:
+        return skip("torch not available", detail=facts.get("torch.version").describe(),
+                    evidence=evidence(facts, "torch.version", "torch.cuda_version"))
     ev = evidence(facts, "torch.version", "torch.cuda_version", "torch.hip_version", "nvml.device_count",
                   "driver.pci_gpus")
-    cuda = facts.value("torch.cuda_version")
     if cuda:
-        return ok(f"torch {facts.value('torch.version')} is built for CUDA {cuda}", evidence=ev)
+        version = facts.value("torch.version")
+        return ok(f"torch {version} is built for CUDA {cuda}" if version else f"torch is built for CUDA {cuda}",
+                  evidence={**evidence(facts, "torch.cuda_version"), **ev})
     if not facts.get("torch.cuda_version").ok:
         # torch.version.cuda was not read (a paste without the "CUDA used to build" line): the
         # wheel's local tag still tells a CUDA build from a CPU one; without it, nothing to judge.
@@ -196,7 +201,8 @@ def torch_cuda_available(facts: Facts) -> CheckResult:
     init_error = facts.value("torch.cuda_init_error")
     messages = list(facts.value("torch.cuda_available_messages") or [])
     if available and not init_error:
-        return ok(f"torch sees {facts.value('torch.device_count', 0)} CUDA device(s)", evidence=ev)
+        count = facts.value("torch.device_count")
+        return ok(f"torch sees {count} CUDA device(s)" if count is not None else "torch sees CUDA", evidence=ev)
     if available is None and not init_error:
         # Not read (a paste without "Is CUDA available"), not False: nothing to judge.
         return skip("Whether torch sees CUDA is not known", detail=facts.get("torch.cuda_available").describe(),

@@ -12,7 +12,7 @@ from typing import Any
 
 from .model import Facts, Finding, Reading, Remediation, Status
 
-__all__ = ["ok", "warn", "fail", "skip", "error", "evidence", "Remediation", "pip_install_torch"]
+__all__ = ["ok", "warn", "fail", "skip", "error", "evidence", "read_first", "Remediation", "pip_install_torch"]
 
 
 def _make(status: Status, title: str, detail: str = "", evidence: Mapping[str, Any] | None = None,
@@ -64,6 +64,17 @@ def evidence(facts: Facts, *keys: str) -> dict[str, Any]:
         reading: Reading = facts.get(key)
         out[key] = capped(reading.value) if reading.ok else reading.describe()
     return out
+
+
+def read_first(facts: Facts, ev: Mapping[str, Any]) -> dict[str, Any]:
+    """``ev`` with the facts that were read before those that were not (otherwise in order): for a
+    verdict that any of several facts can decide (torch's arch list, else the table by its version),
+    the first evidence entry is then one the verdict rests on, never one the report does not show."""
+    def unread(key: str) -> bool:
+        reading = facts.get(key)
+        return not reading.ok or reading.value is None
+
+    return {k: ev[k] for k in sorted(ev, key=unread)}
 
 
 def capped(value: Any, depth: int = 0) -> Any:

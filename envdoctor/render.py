@@ -12,12 +12,13 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Finding, Reason, Status, summarize, thaw
+from .model import Finding, Reason, Status, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from .examined import Examined
     from .report import Report
 
 # C0 and C1 controls (U+009B alone is a CSI on many terminals), line/paragraph separators and
@@ -133,10 +134,17 @@ def _plain_rows(findings: list[Finding], console: Console) -> None:
         console.print(line, soft_wrap=True)
 
 
-def _count_line(findings: list[Finding], verbose: bool) -> str:
-    counts = summarize(findings)
-    parts = [f"{counts['ok']} ok"] if counts["ok"] else []
-    parts += [f"{counts['skip']} skipped (not applicable here)"] if counts["skip"] else []
+def what_was_examined(report: Report) -> Examined:
+    """What the report's findings say was passed, not judged (and why) and not applicable."""
+    from .examined import Examined
+
+    return Examined.of(report.findings, report.facts, report.origin)
+
+
+def _count_line(report: Report, verbose: bool) -> str:
+    """``13 ok · 40 could not be judged: not in the text · 5 not applicable here``: what passed kept
+    apart from what the report does not show."""
+    parts = what_was_examined(report).counts()
     if not parts:
         return ""
     return " · ".join(parts) + ("" if verbose else " — -v lists them with why")
@@ -161,12 +169,13 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
     problems = [f for f in ordered if f.status in PROBLEMS]
     rows = [f for f in ordered if verbose or f.status in PROBLEMS]
     if not problems:
-        console.print(Text("No problems found.", style="green"))
+        seen = what_was_examined(report)
+        console.print(Text(seen.headline() or "", style="green" if seen.passed else "yellow"), soft_wrap=plain)
     if rows and plain:
         _plain_rows(rows, console)
     elif rows:
         console.print(findings_table(ordered, verbose, problems_only=not verbose))
-    count = _count_line(ordered, verbose)
+    count = _count_line(report, verbose)
     if count:
         console.print(Text(count, style="dim"), soft_wrap=plain)
     for f in ordered:
@@ -182,9 +191,14 @@ def summary_text(report: Report) -> Any:
     from rich.text import Text
 
     line = Text("Summary: ")
+    seen = what_was_examined(report)
     for n, status in enumerate((Status.FAIL, Status.ERROR, Status.WARN, Status.OK, Status.SKIP)):
         ids = [f.id for f in report.findings if f.status is status] if status in PROBLEMS else []
         named = f" ({_some(list(dict.fromkeys(ids)))})" if ids else ""
+        if status is Status.SKIP and seen.unjudged_count:
+            # Skips are not all "does not apply": say how many the report could not judge, and why.
+            why = next(iter(seen.unjudged)) if len(seen.unjudged) == 1 else "could not be judged"
+            named = f" ({seen.unjudged_count} {why})"
         line.append(("" if n == 0 else " · ") + f"{len(ids) if ids else report.summary[status.value]} "
                     f"{status.value}{named}", style=STYLES[status] if report.summary[status.value] else "dim")
     return line
@@ -407,7 +421,6 @@ def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
     ordered = problems_first(report.findings)
     problems = [f for f in ordered if f.status in PROBLEMS]
     passing = [f for f in ordered if f.status is Status.OK]
-    skipped = len(ordered) - len(problems) - len(passing)
     examined = target_line(report)
     head = [f"<details><summary>envdoctor: {_html(_summary_words(report))}</summary>", "", _md(_headline(report)), "",
             *([_md(examined), ""] if examined else [])]
@@ -418,8 +431,9 @@ def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
     reserve = 1000  # for the note of what was cut and the closing lines
     body = list(head)
     used = sum(len(line) + 1 for line in body)
+    seen = what_was_examined(report)
     if not problems:
-        body += ["No problems found.", ""]
+        body += [_md(seen.headline() or ""), ""]
     else:
         body += table
         # Rows of problems take at most half of the room: the blocks with the remedies matter more.
@@ -453,8 +467,10 @@ def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
         cut.insert(0, f"the {len(report.facts)} facts")
     else:
         body += facts
-    if skipped:
-        body += [f"{skipped} check(s) that do not apply here are omitted.", ""]
+    if seen.unjudged_count:
+        body += [f"{_md(seen.unjudged_words())}; omitted here.", ""]
+    if seen.not_applicable:
+        body += [f"{seen.not_applicable} check(s) that do not apply here are omitted.", ""]
     if cut:
         body += [f"**Cut to stay under {limit:,} characters:** {'; '.join(cut)}. "
                  "`envdoctor report --json -o report.json` has everything (attach the file).", ""]

@@ -54,8 +54,15 @@ class Report:
 
     @property
     def summary(self) -> dict[str, Any]:
+        from .examined import Examined
+
         counts = summarize(self.findings)
-        return {**counts, "worst": worst(self.findings).value}
+        # "worst" is "skip", not "ok", when nothing passed and nothing is wrong: nothing was judged.
+        # "unjudged": the skips that could not be judged because the facts they need were not read
+        # (a paste's "not in the text"), apart from the checks that do not apply here.
+        found = worst(self.findings).value
+        return {**counts, "worst": "skip" if found == "ok" and not counts["ok"] else found,
+                "unjudged": Examined.of(self.findings, self.facts, self.origin).unjudged_count}
 
     def exit_code(self, fail_on: str = "fail") -> int:
         return exit_code(self.findings, fail_on)

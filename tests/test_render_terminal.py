@@ -31,7 +31,9 @@ def test_problems_come_first_and_the_rest_is_one_counted_line(mixed):
     assert _rows(lines) == [("fail", "torch-arch-support"), ("error", "library-conflicts"), ("warn", "host-shm-size")]
     # The first rows after the header (headline, no target line for a paste) are the problems.
     assert lines[1].startswith("✖ fail") and lines[3].startswith("▲ warn")
-    assert re.fullmatch(r"\d+ ok · \d+ skipped \(not applicable here\) — -v lists them with why", lines[4])
+    # What passed, what the report does not show and what does not apply are counted apart.
+    assert re.fullmatch(r"\d+ ok · \d+ could not be judged \(not in the report: \d+, failed: \d+\) · \d+ not applicable "
+                        r"here — -v lists them with why", lines[4])
 
 
 def test_with_v_the_ok_and_skip_rows_follow_the_problems(mixed):
@@ -45,7 +47,7 @@ def test_blocks_follow_in_the_same_order_and_the_summary_names_the_failing_ids(m
     heads = [line.split(" — ")[0] for line in lines if re.match(r"^\S (fail|error|warn): ", line)]
     assert heads == ["✖ fail: torch-arch-support", "⁉ error: library-conflicts", "▲ warn: host-shm-size"]
     assert re.fullmatch(r"Summary: 1 fail \(torch-arch-support\) · 1 error \(library-conflicts\) · 1 warn "
-                        r"\(host-shm-size\) · \d+ ok · \d+ skip", lines[-1])
+                        r"\(host-shm-size\) · \d+ ok · \d+ skip \(\d+ could not be judged\)", lines[-1])
 
 
 def test_evidence_beyond_the_deciding_line_is_behind_v(mixed):

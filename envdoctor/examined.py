@@ -1,0 +1,123 @@
+"""What a report examined: the checks that passed on facts that were read, kept apart from the ones
+that could not be judged because the facts they need were not read ("not in the text" for a paste)
+and the ones that do not apply here. "No problems found" is said only about what was examined.
+
+A skip could not be judged when the fact it cites first (the one its verdict would rest on; see
+CONTRIBUTING, "Evidence") was not read: it carries a reason, or is null where the registry does not
+make null a reading. Every other skip does not apply (no container, no Jupyter server, a CPU build).
+The screen, the Markdown and the JSON summary all ask this module, so they say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import factkeys
+from .model import Facts, Finding, Reason, Status
+
+_NOT_SHOWN = (Reason.NOT_IN_REPORT, Reason.NOT_COLLECTED)
+
+
+def _kind(origin: str) -> str:
+    """``paste``, ``report`` or ``live``, from a Report's origin (``paste:stdin``, ``report:r.json``)."""
+    head = origin.split(":", 1)[0]
+    return head if head in ("paste", "report") else "live"
+
+
+def why_unread(facts: Facts, key: str, origin: str = "live") -> str | None:
+    """Why ``key`` was not read, in a few words (``not in the text``, ``absent``), or None when it was."""
+    reading = facts.get(key)
+    kind = _kind(origin)
+    if reading.reason is None:
+        entry = factkeys.lookup(key)
+        if reading.value is not None or entry is None or entry.type.endswith("|null"):
+            return None
+        return "not in the text" if kind == "paste" else "not read"
+    if reading.reason in _NOT_SHOWN or reading.reason is Reason.SKIPPED:
+        return {"paste": "not in the text", "report": "not in the report"}.get(kind, "not probed")
+    return reading.reason.value
+
+
+def unjudged_because(finding: Finding, facts: Facts, origin: str = "live") -> str | None:
+    """For a skip that could not be judged: why its deciding fact is missing; None for every other finding."""
+    if finding.status is not Status.SKIP:
+        return None
+    first = next(iter(finding.evidence), None)
+    if first is None or factkeys.lookup(first) is None:
+        return None
+    return why_unread(facts, first, origin)
+
+
+@dataclass(frozen=True)
+class Examined:
+    """The findings of one report, counted by what they say about the environment."""
+
+    problems: int  # fail, error, warn
+    passed: int  # ok: judged healthy on facts that were read
+    unjudged: Counter[str]  # skips for want of a fact, by why it is missing
+    not_applicable: int  # every other skip
+    kind: str  # "paste", "report", "live"
+
+    @classmethod
+    def of(cls, findings: Iterable[Finding], facts: Facts, origin: str = "live") -> Examined:
+        problems = passed = not_applicable = 0
+        unjudged: Counter[str] = Counter()
+        for f in findings:
+            if f.status in (Status.FAIL, Status.ERROR, Status.WARN):
+                problems += 1
+            elif f.status is Status.OK:
+                passed += 1
+            elif (why := unjudged_because(f, facts, origin)) is not None:
+                unjudged[why] += 1
+            else:
+                not_applicable += 1
+        return cls(problems, passed, unjudged, not_applicable, _kind(origin))
+
+    @property
+    def unjudged_count(self) -> int:
+        return sum(self.unjudged.values())
+
+    def unjudged_words(self) -> str:
+        """``55 could not be judged: not in the text`` / ``3 could not be judged (absent: 2, denied: 1)``."""
+        n = self.unjudged_count
+        if not n:
+            return ""
+        if len(self.unjudged) == 1:
+            return f"{n} could not be judged: {next(iter(self.unjudged))}"
+        return f"{n} could not be judged (" + ", ".join(f"{w}: {c}" for w, c in self.unjudged.most_common()) + ")"
+
+    def headline(self) -> str | None:
+        """The sentence for a report with no problem, saying only what was examined; None when there
+        are problems. A text that showed nothing judgeable is never told "No problems found"."""
+        if self.problems:
+            return None
+        where = {"paste": "this text shows", "report": "this report shows"}.get(self.kind, "was examined")
+        unjudged = self.unjudged_words()
+        if self.passed:
+            checks = f"{self.passed} check{'s' if self.passed != 1 else ''} passed"
+            return f"No problems found in what {where} ({checks})" + (f"; {unjudged}." if unjudged else ".")
+        subject = {"paste": " in this text", "report": " in this report"}.get(self.kind, "")
+        n = self.unjudged_count
+        if n and set(self.unjudged) <= {"not in the text", "not in the report"}:
+            shows = "it does not show" if self.kind in ("paste", "report") else "were not read"
+            checks = f"{n} checks need" if n != 1 else "1 check needs"
+            return f"Nothing{subject} could be judged: {checks} facts {shows}."
+        if n:
+            return f"Nothing{subject} could be judged ({n} check{'s' if n != 1 else ''}: " + ", ".join(
+                f"{w} {c}" for w, c in self.unjudged.most_common()) + ")."
+        return f"No check applies to what {where}."
+
+    def counts(self) -> list[str]:
+        """The non-problem counts for the line under the problems: ``13 ok``, ``40 could not be judged: …``,
+        ``5 not applicable here``."""
+        parts = [f"{self.passed} ok"] if self.passed else []
+        if self.unjudged_count:
+            parts.append(self.unjudged_words())
+        if self.not_applicable:
+            parts.append(f"{self.not_applicable} not applicable here")
+        return parts
+
+
+__all__ = ["Examined", "unjudged_because", "why_unread"]
