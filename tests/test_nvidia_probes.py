@@ -400,7 +400,7 @@ def test_cli_exits_3_when_nvml_init_hangs(tmp_path):
 
 # -- NVML and cuInit in one driver child -------------------------------------------------------------------
 def _driver_api(tmp_path: Path, nvml: dict[str, object], cuda: dict[str, object],
-                timeout: float = 2.0) -> tuple[dict, list, float]:
+                timeout: float = 10.0) -> tuple[dict, list, float]:
     host = host_with(fake_nvml(tmp_path, nvml), fake_cuda(tmp_path, cuda))
     began = time.monotonic()
     facts, runs = run_probes(host, Options(timeout=timeout), [nvidia.DRIVER_API_PROBE])
@@ -490,7 +490,7 @@ def test_a_target_interpreter_other_than_envdoctors_gets_cuinit_in_its_own_child
 
     monkeypatch.setattr(Host, "run_child", recording)
     host = host_with(fake_nvml(tmp_path, {"count": 1}), fake_cuda(tmp_path, {"count": 1}))
-    r = nvidia.probe_driver_api(host, Options(timeout=2.0, python=str(target)))
+    r = nvidia.probe_driver_api(host, Options(timeout=10.0, python=str(target)))
     assert sorted(seen) == sorted([(sys.executable, ["nvml"]), (str(target), ["cuda"])])
     assert r["nvml.device_count"].value == 1 and r["cuda.device_count"].value == 1
 
