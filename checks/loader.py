@@ -137,7 +137,7 @@ def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
         remedy = Remediation(f"Install the package that provides {err['library']}, or put the folder that holds it "
                              "on LD_LIBRARY_PATH.", (remedies.system_library(err["library"]),
                                                      remedies.find_library(err["library"])), ())
-    return fail(f"{what[0].upper() + what[1:]} cannot be found{where}",
+    return fail(f"{'T' + what[1:] if what.startswith('the ') else what} cannot be found{where}",
                 detail=f"The dynamic loader could not open {err['library']}: \"{err['library']}: cannot open shared "
                        "object file\" (or Windows' \"The specified module could not be found\"). Nothing that needs it "
                        "can start.", evidence=ev, remedy=remedy)
