@@ -54,8 +54,8 @@ class Message:
     pattern: re.Pattern[str]
     code: int | None = None  # generated rows: the code of errors.json they stand for
 
-    def match(self, line: str, lowered: str | None = None) -> re.Match[str] | None:
-        if self.anchor not in (lowered if lowered is not None else line.lower()):
+    def match(self, line: str, words: frozenset[str] | None = None) -> re.Match[str] | None:
+        if self.anchor not in (words if words is not None else words_of(line)):
             return None
         return self.pattern.search(line)
 
@@ -80,7 +80,15 @@ def placeholders(fmt: str) -> int:
 
 
 def _literal(text: str) -> str:
-    return r"\s+".join(re.escape(part) for part in _SPACE_RE.split(text)) if text.strip() else r"\s*"
+    """Fixed words: a run of spaces matches any whitespace (none before punctuation: "failed : x" and
+    "failed: x" are one wording, printed by two releases)."""
+    if not text.strip():
+        return r"\s*"
+    parts = _SPACE_RE.split(text)
+    out = re.escape(parts[0])
+    for part in parts[1:]:
+        out += (r"\s*" if part[:1] in ":,.;)" else r"\s+") + re.escape(part)
+    return out
 
 
 def pattern_of(fmt: str) -> tuple[re.Pattern[str], str]:
@@ -98,11 +106,32 @@ def pattern_of(fmt: str) -> tuple[re.Pattern[str], str]:
         else:
             text = chunk if i else chunk.lstrip()
             parts.append(_literal(text) if i < len(chunks) - 1 else _literal(text.rstrip()))
-    fixed = [c for c in chunks if c is not None]
-    anchor = max((_SPACE_RE.sub(" ", c).strip() for c in fixed), key=len, default="").lower()
-    # the anchor is tested on the line as is: a run of spaces in it must be one space in the format too
-    anchor = max(anchor.split("  "), key=len)
-    return re.compile("".join(parts), re.IGNORECASE), anchor
+    return re.compile("".join(parts), re.IGNORECASE), _anchor(chunks)
+
+
+#: The words a line is cut into for the anchor test (the same cut for the format and the line).
+_WORD_RE = re.compile(r"[\w/-]+(?:\.[\w/-]+)*")
+
+
+def _anchor(chunks: list[str | None]) -> str:
+    """The longest whole word of the format's fixed text (lower-cased): a line whose words do not include it
+    cannot be the message. A word touching a placeholder (``.dll`` in ``%s.dll``) is only part of one."""
+    best = ""
+    for i, chunk in enumerate(chunks):
+        if chunk is None:
+            continue
+        found = list(_WORD_RE.finditer(chunk))
+        for j, m in enumerate(found):
+            glued_before = j == 0 and m.start() == 0 and i > 0 and chunks[i - 1] is None
+            glued_after = j == len(found) - 1 and m.end() == len(chunk) and i + 1 < len(chunks) and chunks[i + 1] is None
+            if not glued_before and not glued_after and len(m.group(0)) > len(best):
+                best = m.group(0)
+    return best.lower()
+
+
+def words_of(line: str) -> frozenset[str]:
+    """The anchor test's words of a line."""
+    return frozenset(_WORD_RE.findall(line.lower()))
 
 
 def render(fmt: str, args: list[str]) -> str:
@@ -180,7 +209,20 @@ def messages() -> tuple[Message, ...]:
     return (*rows, *_generated())
 
 
+@functools.lru_cache(maxsize=1)
+def _by_anchor() -> dict[str, tuple[Message, ...]]:
+    out: dict[str, list[Message]] = {}
+    for row in messages():
+        out.setdefault(row.anchor, []).append(row)
+    return {anchor: tuple(rows) for anchor, rows in out.items()}
+
+
 def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
-    """Every row ``line`` is an instance of, with its match (the arguments in its groups)."""
-    lowered = line.lower()
-    return [(row, m) for row in messages() if (m := row.match(line, lowered)) is not None]
+    """Every row ``line`` is an instance of, with its match (the arguments in its groups), in catalogue order.
+    Only the rows whose anchor word the line holds are tried: one cut of the line, whatever the row count."""
+    index = _by_anchor()
+    words = words_of(line)
+    candidates = [row for word in words & index.keys() for row in index[word]]
+    order = {row.id: i for i, row in enumerate(messages())} if len(candidates) > 1 else {}
+    found = [(row, m) for row in candidates if (m := row.pattern.search(line)) is not None]
+    return sorted(found, key=lambda rm: order.get(rm[0].id, 0))

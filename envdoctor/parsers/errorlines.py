@@ -30,12 +30,30 @@ _FATAL_RE = lazy_re(r"Segmentation fault|Bus error|\bKilled\b|core dumped|\bSIG(
 _EXCEPTION_RE = lazy_re(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|$)")
 _ERROR_WORD_RE = lazy_re(r"\berror\b\s*[:!]|\bError\b|\bERROR\b|\bNCCL WARN\b|\bFATAL\b|\bfatal error\b")
 _FAILED_RE = lazy_re(r"\bfailed\b|\bcannot\b|\bcan't\b|\bcould not\b|\bunable to\b", re.IGNORECASE)
-# Words that say an error did not happen ("0 errors", "error_count: 0", "Errors: None", "no error").
-_BENIGN_RE = lazy_re(r"\b0 errors?\b|\bno errors?\b|errors?\s*[:=]\s*(?:0|none|n/a)\b|\berror_?count\s*[:=]\s*0\b|"
-                     r"\bfailed\s*[:=]\s*0\b|\b0 failed\b|Could not collect|ignore_errors|on_error|errors='|"
-                     r"-Werror|Is debug build|\bECC\b|"
-                     # a heading that introduces the error below it ("Last error:", "Error log:", "# ERROR")
-                     r"\berrors?(?:\s+(?:log|message|output|trace))?\s*:?\s*$", re.IGNORECASE)
+# Words that say an error did not happen ("0 errors", "error_count: 0", "Errors: None", "no error"), read on the
+# lower-cased line; collect_env's placeholder and build flags are no errors either.
+_BENIGN_RE = lazy_re(r"(?:\b0 |\bno )errors?\b|errors?\s*[:=]\s*(?:0|none|n/a)\b|error_?count\s*[:=]\s*0\b|"
+                     r"failed\s*[:=]\s*0\b|\b0 failed\b")
+_BENIGN_WORDS = ("could not collect", "ignore_errors", "on_error", "errors='", "-werror", "is debug build", " ecc ",
+                 "ecc errors", "ecc mode")
+#: A heading that introduces the error below it ("Last error:", "Error log:", "# ERROR").
+_HEADINGS = ("error", "errors", "error log", "error message", "error output", "error trace")
+#: Words one of which a fatal line holds (the regex runs only then).
+_FATAL_WORDS = ("segmentation fault", "bus error", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt",
+                "fatal python error", "exit",
+                "aborted")
+
+
+def _benign(lowered: str) -> bool:
+    if any(w in lowered for w in _BENIGN_WORDS):
+        return True
+    tail = lowered.rstrip(" :.")
+    for heading in _HEADINGS:
+        if tail.endswith(heading) and (len(tail) == len(heading) or not tail[-len(heading) - 1].isalnum()):
+            return True
+    return bool(_BENIGN_RE.search(lowered))
+
+
 _FRAME_RE = lazy_re(r'^\s*File "([^"]{1,500})", line \d+')
 # A logger's prefix says who logged the line, not what it says: vLLM's "ERROR 02-20 16:43:12 engine.py:389] ",
 # glog's "E0508 03:34:06.237713 14701 cuda_dnn.cc:522] ", torchrun's "[rank0]: ", docker compose's "web-1  | ".
@@ -64,20 +82,30 @@ def _content(line: str) -> str:
     return line[m.end():].strip() if m and m.end() else line
 
 
+#: Lower-case words one of which every error line holds: a line without any is not looked at again.
+_TRIGGERS = ("error", "exception", "fail", "cannot", "can't", "could not", "unable to", "warn", "fatal",
+             "segmentation", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt", "exit")
+
+
 def _rank(line: str) -> int | None:
-    if len(line) > _MAX_LEN or not line.strip() or _PLACEHOLDER_FIELD_RE.match(line):
+    if len(line) > _MAX_LEN or not line.strip():
         return None
-    if _FATAL_RE.search(line):
-        return 0
-    if _BENIGN_RE.search(line):
+    lowered = line.lower()
+    if not any(t in lowered for t in _TRIGGERS):
         return None
-    if _EXCEPTION_RE.match(line):
-        return 1
-    if _ERROR_WORD_RE.search(line):
-        return 2
-    if _FAILED_RE.search(line):
-        return 3
-    return None
+    if any(w in lowered for w in _FATAL_WORDS) and _FATAL_RE.search(line):
+        rank = 0
+    elif _EXCEPTION_RE.match(line):
+        rank = 1
+    elif _ERROR_WORD_RE.search(line):
+        rank = 2
+    elif _FAILED_RE.search(line):
+        rank = 3
+    else:
+        return None
+    if rank and (_benign(lowered) or _PLACEHOLDER_FIELD_RE.match(line)):
+        return None
+    return rank
 
 
 def _frame_package(path: str) -> str | None:
@@ -88,11 +116,13 @@ def _frame_package(path: str) -> str | None:
 def error_lines(lines: list[str]) -> list[ErrorLine]:
     """Each distinct error line, worst first (in text order within a rank)."""
     found: dict[str, ErrorLine] = {}
+    seen: set[str] = set()
     package: str | None = None
     for raw in lines:
         line = raw.strip()
-        if not line:
+        if not line or (line in seen and package is None):
             continue
+        seen.add(line)
         content = _content(line)
         if content.startswith(_TRACEBACK):
             package = None

@@ -198,22 +198,16 @@ def _words(words: str) -> Callable[[str], bool]:
 _MAX_CATALOGUED = 50
 
 
-def _catalogued(row: catalogue.Message) -> Callable[[Scan, str, Any], None]:
-    def write(scan: Scan, text: str, m: re.Match[str]) -> None:
-        if len(scan.catalogued) < _MAX_CATALOGUED and not any(
-                c["id"] == row.id and c["line"] == text[:500] for c in scan.catalogued):
+def _catalogued(scan: Scan, text: str, found: list[tuple[catalogue.Message, re.Match[str]]]) -> None:
+    """Record each catalogue row the line is an instance of (once per row and line)."""
+    line = redact_text(text.strip()[:500])
+    for row, m in found:
+        if len(scan.catalogued) >= _MAX_CATALOGUED:
+            return
+        if not any(c["id"] == row.id and c["line"] == line for c in scan.catalogued):
             scan.catalogued.append({"id": row.id, "cause": row.cause, "severity": row.severity,
                                     "judged_by": row.judged_by, "remedy": row.remedy, "emitter": row.emitter,
-                                    "line": redact_text(text.strip()[:500]),
-                                    "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
-    return write
-
-
-def _catalogue_signatures() -> tuple[LineSignature, ...]:
-    """One signature per catalogue row (envdoctor/data/messages.json and the codes of errors.json): its
-    pattern is the emitter's format string, it records the row, and alone it makes the paste a report."""
-    return tuple(LineSignature(f"catalogue:{row.id}", row.match, _catalogued(row), evidence=True)
-                 for row in catalogue.messages())
+                                    "line": line, "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
 
 
 #: Every sentence read from a single line, in the order they are tried.
@@ -244,8 +238,9 @@ LINE_SIGNATURES: tuple[LineSignature, ...] = (
     LineSignature("cuda-error-words", _CUDA_ERROR_WORDS_RE.search, message=True),
     # System tools, launchers, NCCL, DataLoader workers, cpp_extension and Windows loaders.
     *(LineSignature(name, find, write, evidence=True) for name, find, write in _evidence.SIGNATURES),
-    # The message catalogue: every row of envdoctor/data/messages.json and every code string of errors.json.
-    *_catalogue_signatures(),
+    # The message catalogue: every row of envdoctor/data/messages.json and every code string of errors.json, each
+    # a pattern built from its emitter's format string (envdoctor/catalogue.py); alone, a row makes the paste a report.
+    LineSignature("catalogue", catalogue.match_line, _catalogued, evidence=True),
 )
 
 
