@@ -471,6 +471,10 @@ def message_remedy(name: str | None, python: str | None = None,
         "nvml-error": ("Check the NVIDIA driver with nvidia-smi; an NVML error usually means the driver is not "
                        "loaded, was updated without a reboot, or is not reachable from this container.",
                        ("nvidia-smi", "cat /proc/driver/nvidia/version"), (NVML_RETURN_CODES,)),
+        "triton-libcuda": ("Let Triton find the driver's libcuda.so.1: refresh the loader cache, or name its folder.",
+                           ("sudo ldconfig   # then: ldconfig -p | grep libcuda.so.1",
+                            "export TRITON_LIBCUDA_PATH=<the folder holding libcuda.so.1>   # e.g. /usr/lib64-nvidia"),
+                           ()),
         "vllm-dtype": ("Run this GPU with float16: its architecture has no bfloat16.",
                        ("vllm serve <model> --dtype half",), ()),
     }
