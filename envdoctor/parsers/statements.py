@@ -154,9 +154,9 @@ def statements(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> 
     labels a report parser already read with their own meaning (collect_env's "cuDNN version" is a
     file search, not torch's cuDNN), skipped here."""
     found: dict[str, list[tuple[object, str]]] = {}
-    for fact, said, pair in _repl_pairs(lines):
-        if (value := _value(fact, said)) is not None or (fact == "torch.cuda_version" and said == "None"):
-            _add(found, fact, value, said, pair)
+    for said_fact, said, pair in _repl_pairs(lines):
+        if (echoed := _value(said_fact, said)) is not None or (said_fact == "torch.cuda_version" and said == "None"):
+            _add(found, said_fact, echoed, said, pair)
     for line in dict.fromkeys(lines):
         split = split_statement(line)
         if split is None or (reserved and " ".join(line.split(":", 1)[0].lower().split()) in reserved):
