@@ -51,7 +51,11 @@ def known_message(facts: Facts) -> CheckResult:
         detail = (f"{first['emitter']} says: \"{lines[0][:300]}\""
                   + (f" (and {len(lines) - 1} more line(s) of this cause)" if len(lines) > 1 else "")
                   + f". Catalogue row {first['id']} (envdoctor/data/messages.json).")
-        make = fail if first["severity"] == "fail" else warn
+        verified = any(r.get("verified", True) for r in rows if r["severity"] == "fail")
+        if first["severity"] == "fail" and not verified:
+            detail += (" The row's wording was not read in its emitter's source (verified: false), so this is a "
+                       "warning at most.")
+        make = fail if first["severity"] == "fail" and verified else warn
         found.append(make(title, detail=detail, evidence={"text.messages": [r["id"] for r in rows][:10],
                                                           "lines": lines[:5]}, remedy=said))
     return found[:MAX_FINDINGS]

@@ -53,6 +53,7 @@ class Message:
     anchor: str  # the longest fixed run of the format, lower-cased: a line without it is not this message
     pattern: re.Pattern[str]
     code: int | None = None  # generated rows: the code of errors.json they stand for
+    verified: bool = True  # the format was read in the emitter's source (else a finding on it can at most warn)
 
     def match(self, line: str, words: frozenset[str] | None = None) -> re.Match[str] | None:
         if self.anchor not in (words if words is not None else words_of(line)):
@@ -160,7 +161,7 @@ def _row(raw: dict[str, Any], source: dict[str, str], code: int | None = None) -
     cause = str(raw["cause"])
     return Message(str(raw["id"]), str(raw["emitter"]), source, str(raw["format"]), cause,
                    str(raw.get("severity") or causes()[cause].severity), tuple(raw.get("facts", ())),
-                   raw.get("judged_by"), raw.get("remedy"), anchor, pattern, code)
+                   raw.get("judged_by"), raw.get("remedy"), anchor, pattern, code, bool(raw.get("verified", True)))
 
 
 def _generated() -> list[Message]:
@@ -203,7 +204,7 @@ def _generated() -> list[Message]:
 
 @functools.lru_cache(maxsize=1)
 def messages() -> tuple[Message, ...]:
-    """Every row: the data file's, then the generated ones."""
+    """Every row: the data file's, then the generated ones (verified: errors.json cites NVIDIA's own tables)."""
     data = _load()
     rows = [_row(raw, data["sources"][raw["source"]]) for raw in data["messages"]]
     return (*rows, *_generated())

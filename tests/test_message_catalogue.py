@@ -125,7 +125,8 @@ def test_every_row_rendered_with_random_arguments_yields_its_cause(row: catalogu
             findings = [f for f in diagnose(facts, REGISTRY) if f.id == "known-message"]
             titles = {f.title for f in findings}
             assert catalogue.causes()[row.cause].title in titles, (row.id, line, titles)
-            status = Status.FAIL if row.severity == "fail" else Status.WARN
+            # a row whose wording was not read in its emitter's source can at most warn
+            status = Status.FAIL if row.severity == "fail" and row.verified else Status.WARN
             assert any(f.status is status and f.remediation.command_lines() for f in findings), row.id
 
 

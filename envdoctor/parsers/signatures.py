@@ -207,7 +207,8 @@ def _catalogued(scan: Scan, text: str, found: list[tuple[catalogue.Message, re.M
         if not any(c["id"] == row.id and c["line"] == line for c in scan.catalogued):
             scan.catalogued.append({"id": row.id, "cause": row.cause, "severity": row.severity,
                                     "judged_by": row.judged_by, "remedy": row.remedy, "emitter": row.emitter,
-                                    "line": line, "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
+                                    "verified": row.verified, "line": line,
+                                    "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
 
 
 #: Every sentence read from a single line, in the order they are tried.
