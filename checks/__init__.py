@@ -16,7 +16,9 @@ BUILTIN: tuple[str, ...] = (
     "gpu_health",
     "libraries",
     "compat",
+    "loader",
     "torch_build",
+    "messages",
     "micro",
 )
 

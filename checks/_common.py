@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from .. import views
 from ..model import Facts
 from ..views import torch_variant
 
@@ -70,26 +70,13 @@ def mib(n: Any) -> str:
 
 
 def library_errors(facts: Facts) -> list[dict[str, Any]]:
-    """Dynamic-loader failures torch met ("undefined symbol", "cannot open shared object file"),
-    from every fact that can carry one: the import error (torch.import_error), CUDA
-    initialisation messages, and lines a pasted report holds (torch.library_errors)."""
-    from ..messages import loader_errors
-
-    texts: list[str] = [str(t) for t in facts.value("torch.library_errors") or ()]
-    if said := views.torch_import_error(facts):
-        texts.append(said)
-    if facts.value("torch.cuda_init_error"):
-        texts.append(str(facts.value("torch.cuda_init_error")))
-    texts.extend(str(t) for t in facts.value("torch.cuda_available_messages") or ())
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for text in texts:
-        for err in loader_errors(text):
-            key = (err["kind"], err["library"], err["symbol"])
-            if key not in seen:
-                seen.add(key)
-                out.append(err)
-    return out
+    """Dynamic-loader failures torch met ("undefined symbol", "cannot open shared object file", …), as the
+    parsers and the python probe wrote them (``torch.loader_failures``, parsed by
+    ``envdoctor.messages.loader_errors``); none when that fact was not read."""
+    reading = facts.get("torch.loader_failures")
+    if not reading.ok or not isinstance(reading.value, (list, tuple)):
+        return []
+    return [dict(e) for e in reading.value if isinstance(e, Mapping)]
 
 
 def outside_wheel(path: str | None) -> bool:

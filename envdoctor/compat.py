@@ -643,6 +643,9 @@ class CudaLibrary:
     always_suffixed: bool = False  # -cuNN even for CUDA 13 (nvidia-cudnn-cu13)
     soname_major_is_cuda: bool = False  # libcudart.so.12 is CUDA 12's
     symbols: tuple[str, ...] = ()  # prefixes of the symbols the family defines
+    role: str = "toolkit"  # "driver" (the NVIDIA driver ships it), "torch" (torch's own), "toolkit" (a CUDA library)
+    windows_names: tuple[str, ...] = ()  # DLL stems that are not the prefix without "lib" (nvcuda for libcuda)
+    title: str = ""  # what a finding calls the family: "the CUDA runtime", "cuDNN"
 
 
 @functools.cache
@@ -650,7 +653,8 @@ def cuda_libraries() -> tuple[CudaLibrary, ...]:
     """Every row of the ``cuda_libraries`` table, in its order."""
     return tuple(CudaLibrary(str(r["prefix"]), str(r["family"]), r.get("wheel"), r.get("wheel_dir"),
                              bool(r.get("always_suffixed", False)), bool(r.get("soname_major_is_cuda", False)),
-                             tuple(r.get("symbols", ())))
+                             tuple(r.get("symbols", ())), str(r.get("role", "toolkit")),
+                             tuple(r.get("windows_names", ())), str(r.get("title", r["family"])))
                  for r in data()["cuda_libraries"]["rows"])
 
 
@@ -664,8 +668,16 @@ def _longest(candidates: Iterable[tuple[str, CudaLibrary]], text: str) -> CudaLi
 
 def cuda_library(file_name: str) -> CudaLibrary | None:
     """The row of a library file (``"libcublasLt.so.12"``, a path, ``"libnvrtc-builtins.so.12.8"``): the
-    longest prefix of its base name; None for anything else."""
-    return _longest(((lib.prefix, lib) for lib in cuda_libraries()), file_name.rsplit("/", 1)[-1])
+    longest prefix of its base name; None for anything else. A Windows DLL (``cudart64_110.dll``,
+    ``cudnn_ops_infer64_8.dll``, ``nvcuda.dll``, a ``C:\\…`` path) is the row whose prefix is ``lib`` + its
+    stem's start, or whose ``windows_names`` holds its stem."""
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    if base.lower().endswith(".dll"):
+        stem = base[:-4]
+        named = next((lib for lib in cuda_libraries() if stem.lower() in (n.lower() for n in lib.windows_names)), None)
+        return named or _longest(((lib.prefix, lib) for lib in cuda_libraries() if not lib.prefix.endswith(".")),
+                                 "lib" + stem)
+    return _longest(((lib.prefix, lib) for lib in cuda_libraries()), base)
 
 
 #: auditwheel's renamed copies (``libcudart-a7b20f20.so.11.0``) belong to the wheel that bundled them
@@ -698,6 +710,18 @@ def library_family(name: str | None) -> str | None:
 def family_library(family: str) -> CudaLibrary | None:
     """A family's main library, its first row: ``"cublas"`` -> libcublas (not libcublasLt)."""
     return next((lib for lib in cuda_libraries() if lib.family == family), None)
+
+
+def family_title(family: str | None) -> str | None:
+    """What a finding calls a family: ``"cudart"`` -> ``"the CUDA runtime"``; None for an unknown family."""
+    lib = family_library(family) if family else None
+    return lib.title if lib else None
+
+
+def family_role(family: str | None) -> str | None:
+    """``"driver"`` (libcuda, NVML: the NVIDIA driver's), ``"torch"`` or ``"toolkit"``; None for an unknown family."""
+    lib = family_library(family) if family else None
+    return lib.role if lib else None
 
 
 def family_wheel(family: str) -> str | None:

@@ -56,6 +56,15 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('torch.shm_errors', 'list', ('parser:evidence',),
        'DataLoader shared-memory failures as printed ("Unexpected bus error encountered in worker … (shm)", '
        '"unable to write to file </torch_…>")'),
+    _k('text.messages', 'list', ('parser:collect_env',),
+       'pastes only: the message-catalogue rows (`envdoctor/data/messages.json`, and the code strings of '
+       'errors.json) the text holds: `[{"id", "cause", "severity", "judged_by", "remedy", "emitter", "line", '
+       '"args"}]`, the line redacted'),
+    _k('text.error_lines', 'list', ('parser:collect_env',),
+       'pastes only: the lines reporting an error (an exception line, `error:`, `failed`, `cannot`, `NCCL WARN`, '
+       'a fatal signal, a non-zero exit) that no signature or catalogue row explains, worst first: '
+       '`[{"line", "package" (of the traceback\'s last frame, or null), "rank" (0 fatal, 1 exception, 2 error '
+       'word, 3 failed/cannot)}]`; absent when there is none'),
     _k('nccl.socket_errors', 'list', ('parser:evidence',),
        'NCCL bootstrap lines saying it found no usable socket interface ("Bootstrap : no socket interface found")'),
     _k('nccl.socket_ifname', 'str', ('parser:evidence',),
@@ -174,6 +183,14 @@ _ENTRIES: tuple[FactKey, ...] = (
        '__nvJitLinkComplete_12_4, version libnvJitLink.so.12", "libcudart.so.12: cannot open shared object '
        'file"). Live, the same errors arrive in torch.import_error; checks read both through '
        '`checks/_common.library_errors`'),
+    _k('torch.loader_failures', 'list', ('probe:python', 'parser:collect_env'),
+       'every dynamic-loader failure torch or a program met, parsed by the loader grammar '
+       '(`envdoctor.messages.loader_errors`): `[{"kind": "missing-library"|"undefined-symbol"|"version-not-found"|'
+       '"wrong-elf-class"|"wrong-architecture", "path", "library", "family" (cuda_libraries: `cudart`, `cuda` = '
+       'the driver\'s libcuda, `nvml`, `cudnn`, …), "role" (`driver`|`toolkit`|`torch`), "symbol", "version_node", '
+       '"provider", "requester" (glibc\'s "<program>: error while loading shared libraries"), "needed_by" '
+       '(`torch`|`extension`|`application`|`python`|null), "package", "cuda_major"}]`. Live: from '
+       'torch.import_error, torch.cuda_init_error and torch\'s CUDA messages; pasted: from the loader lines'),
     _k('torch.companion_cuda', 'object', ('parser:collect_env',),
        'pastes only: `{"torchvision": "11.8"}`, the CUDA a domain library was built for, from torchvision\'s '
        '/ torchaudio\'s own refusal ("PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.8"). '

@@ -13,9 +13,10 @@ https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from . import compat, errors
+from . import compat, errors, versions
 from .lazyre import lazy_re
 from .versions import cudnn_tuple
 
@@ -98,17 +99,40 @@ def cudnn_incompatibility(text: str) -> tuple[tuple[int, int, int], tuple[int, i
 
 
 # ---------------------------------------------------------------------------------------------
-# Dynamic-loader errors: "undefined symbol" and "cannot open shared object file".
-
-#: "…/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12" and
-#: "libcudart.so.12: cannot open shared object file". Found by their literal phrase, then the path is
-#: the token before it and the symbol the token after: linear time on any line (no backtracking).
+# Dynamic-loader errors: one grammar for every wording of "a shared library could not be loaded".
+#
+# glibc (elf/dl-load.c, elf/dl-lookup.c, elf/dl-version.c, elf/dl-error-skeleton.c; bminor/glibc, glibc-2.35):
+#   "<program>: error while loading shared libraries: <object>: <errstring>[: <strerror>]" (no dlerror caller:
+#   the program itself failed to start), and dlerror()'s "<object>: <errstring>" that Python's ImportError,
+#   ctypes' OSError and every dlopen caller quote, where <errstring> is one of
+#   "cannot open shared object file" (+ ": No such file or directory"), "undefined symbol: <sym>[, version <v>]",
+#   "version `<v>' not found (required by <object>)", "wrong ELF class: ELFCLASS32|ELFCLASS64",
+#   "symbol <sym> version <v> not defined in file <lib> with link time reference".
+# Windows (CPython's OSError, torch/__init__.py's _load_dll_libraries, cuDNN's own loader):
+#   "[WinError 126] The specified module could not be found. Error loading "<dll>" or one of its dependencies.",
+#   "[WinError 127] The specified procedure could not be found", "[WinError 193] %1 is not a valid Win32
+#   application", "Could not load library <dll>. Error code 126", "Could not locate <dll>".
+# Each is found by its literal phrase, then the object is the token before it and the symbol the token after:
+# linear time on any line (no backtracking).
 _UNDEFINED = ": undefined symbol: "
 _MISSING = ": cannot open shared object file"
+_WRONG_CLASS = ": wrong ELF class: "
+_VERSION_NOT_FOUND = ": version "
+_WHILE_LOADING = ": error while loading shared libraries: "
 _SO_RE = lazy_re(r".*\.so(?:\.[\w.]+)?")
 _SYMBOL_RE = lazy_re(r"[\w$@]+(?:\.[\w$@]+)*")
 _NODE_RE = lazy_re(r", version ([\w+-]+(?:\.[\w+-]+)*)")
 _TOKEN_SPLIT_RE = lazy_re(r"[\s'\"(`]")
+_VERSION_NOT_FOUND_RE = lazy_re(r"[`'\"]([\w.+@-]{1,80})['`\"] not found \(required by ([^)\s]{1,400})\)")
+_ELF_CLASS_RE = lazy_re(r"ELFCLASS(32|64)")
+# Windows: CPython's WinError codes, torch's "Error loading", cuDNN's "Could not load library" / "Could not locate".
+_WIN_ERROR_RE = lazy_re(r"\[WinError (126|127|193)\]")
+_WIN_DLL_RE = lazy_re(r'Error loading\s+"([^"]{1,400}?\.dll)"|Could not (?:load library|locate)\s+"?([\w.\\/:-]{1,300}?\.dll)',
+                      re.IGNORECASE)
+_WIN_KIND = {"126": "missing-library", "127": "undefined-symbol", "193": "wrong-architecture"}
+#: Torch's own objects: a path under torch/ (torch/lib/libtorch_cuda.so, torch/_C.cpython-…so).
+_TORCH_PATH_RE = lazy_re(r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)")
+_PACKAGE_PATH_RE = lazy_re(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_.-]+?)(?:[/\\]|\.cpython|\.abi3|\.so|\.pyd|$)")
 
 
 def _path_before(text: str, end: int) -> str | None:
@@ -123,13 +147,51 @@ _SYMBOL_AT = ": symbol "
 _NOT_DEFINED_RE = lazy_re(r"([\w$@.]+),? version ([\w.+-]+) not defined in file ([\w.+-]+)")
 
 
-def _failure(kind: str, path: str, symbol: str | None, node: str | None, provider: str | None) -> dict[str, Any]:
-    """One loader failure, the same record whichever wording glibc used."""
-    return {"kind": kind, "path": path, "library": path.rsplit("/", 1)[-1], "family": family_of(path),
-            "symbol": symbol, "version_node": node, "provider": provider}
+def package_of_path(path: str | None) -> str | None:
+    """The Python package an object or a source file belongs to: ``…/site-packages/xformers/_C.so`` ->
+    ``xformers``; ``…/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so`` -> ``flash_attn_2_cuda``."""
+    if not path:
+        return None
+    m = _PACKAGE_PATH_RE.search(path)
+    return m.group(1) if m else None
 
 
-def _not_defined(text: str) -> list[dict[str, Any]]:
+def needed_by(path: str | None, requester: str | None = None) -> str | None:
+    """What needed the object: ``"torch"`` (torch's own libraries or its _C module), ``"extension"`` (a
+    compiled module of another Python package), ``"application"`` (a program the loader started itself:
+    ``./bin/app: error while loading shared libraries``), or None when the text does not say."""
+    if requester:
+        base = requester.replace("\\", "/").rsplit("/", 1)[-1]
+        return "python" if base.startswith("python") else "application"
+    if not path:
+        return None
+    if _TORCH_PATH_RE.search(path) or compat.library_family(path) == "torch":
+        return "torch"
+    if package_of_path(path):
+        return "extension"
+    return None
+
+
+def _failure(kind: str, path: str, symbol: str | None, node: str | None, provider: str | None,
+             requester: str | None = None) -> dict[str, Any]:
+    """One loader failure, the same record whichever wording glibc or Windows used. ``family`` is the
+    cuda_libraries family of the object that failed (``cudart``, ``cuda`` = the driver's libcuda, ``nvml``);
+    ``role`` that family's role (``driver`` | ``toolkit`` | ``torch``); ``cuda_major`` the CUDA major its
+    name carries when the family's soname major is CUDA's (libcudart.so.12, cudart64_110.dll)."""
+    library = path.replace("\\", "/").rsplit("/", 1)[-1]
+    family = family_of(path)
+    lib = compat.family_library(family) if family else None
+    major = versions.soname_major(library)
+    owner = needed_by(path if kind != "missing-library" else None, requester)
+    return {"kind": kind, "path": path, "library": library, "family": family,
+            "role": lib.role if lib else None, "symbol": symbol, "version_node": node, "provider": provider,
+            "requester": requester, "needed_by": owner, "package": package_of_path(path) if kind != "missing-library" else None,
+            "cuda_major": major if lib is not None and (lib.soname_major_is_cuda or library.lower().endswith(".dll")
+                                                          and lib.role == "toolkit" and family not in ("cudnn",))
+            else None}
+
+
+def _not_defined(text: str, requester: str | None) -> list[dict[str, Any]]:
     """Found by the literal ": symbol ", the path being the token before it (linear time, like the others)."""
     out: list[dict[str, Any]] = []
     pos = text.find(_SYMBOL_AT)
@@ -139,7 +201,8 @@ def _not_defined(text: str) -> list[dict[str, Any]]:
         m = _NOT_DEFINED_RE.match(text, after)
         if path and m:
             symbol, node = m.group(1), m.group(2)
-            out.append(_failure("undefined-symbol", path, symbol, node, family_of(node) or family_of(m.group(3))))
+            out.append(_failure("undefined-symbol", path, symbol, node, family_of(node) or family_of(m.group(3)),
+                                requester))
         pos = text.find(_SYMBOL_AT, after)
     return out
 
@@ -150,12 +213,37 @@ def family_of(name: str | None) -> str | None:
     return compat.library_family(name)
 
 
-def loader_errors(text: str) -> list[dict[str, Any]]:
-    """Each dynamic-loader failure in ``text``: ``{"kind": "undefined-symbol"|"missing-library",
-    "path", "library", "symbol", "provider"}``. ``library`` is the object that failed to load;
-    ``provider`` the family that should have defined the symbol (from its version node, else its
-    name) — the copy that is too old or the wrong one."""
+def _requester(text: str) -> str | None:
+    """The program in glibc's "<program>: error while loading shared libraries: …"."""
+    pos = text.find(_WHILE_LOADING)
+    if pos <= 0:
+        return None
+    token = _TOKEN_SPLIT_RE.split(text[max(0, pos - 400):pos])[-1]
+    return token or None
+
+
+def _windows(text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    code = _WIN_ERROR_RE.search(text) if "WinError" in text else None
+    for m in _WIN_DLL_RE.finditer(text):
+        dll = m.group(1) or m.group(2)
+        kind = _WIN_KIND[code.group(1)] if code else "missing-library"
+        rec = _failure(kind, dll, None, None, family_of(dll))
+        rec["needed_by"] = needed_by(dll) if rec["role"] != "torch" else "torch"
+        out.append(rec)
+        if len(out) >= 20:
+            break
+    return out
+
+
+def loader_errors(text: str) -> list[dict[str, Any]]:
+    """Each dynamic-loader failure in ``text``: ``{"kind": "undefined-symbol" | "missing-library" |
+    "version-not-found" | "wrong-elf-class" | "wrong-architecture", "path", "library", "family", "role",
+    "symbol", "version_node", "provider", "requester", "needed_by", "package", "cuda_major"}``. ``library``
+    is the object that failed to load; ``provider`` the family that should have defined the symbol (from its
+    version node, else its name) — the copy that is too old or the wrong one."""
+    out: list[dict[str, Any]] = []
+    requester = _requester(text) if _WHILE_LOADING in text else None
     pos = text.find(_UNDEFINED)
     while pos >= 0 and len(out) < 50:
         after = pos + len(_UNDEFINED)
@@ -166,16 +254,34 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
             node_m = _NODE_RE.match(text, sym.end())
             node = node_m.group(1) if node_m else None
             provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
-            out.append(_failure("undefined-symbol", path, symbol, node, provider))
+            out.append(_failure("undefined-symbol", path, symbol, node, provider, requester))
         pos = text.find(_UNDEFINED, after)
     if _NOT_DEFINED in text:
-        out.extend(_not_defined(text))
+        out.extend(_not_defined(text, requester))
     pos = text.find(_MISSING)
     while pos >= 0 and len(out) < 100:
         path = _path_before(text, pos)
         if path:
-            out.append(_failure("missing-library", path, None, None, family_of(path)))
+            out.append(_failure("missing-library", path, None, None, family_of(path), requester))
         pos = text.find(_MISSING, pos + len(_MISSING))
+    if _VERSION_NOT_FOUND in text and "not found (required by" in text:
+        pos = text.find(_VERSION_NOT_FOUND)
+        while pos >= 0 and len(out) < 100:
+            path = _path_before(text, pos)
+            m = _VERSION_NOT_FOUND_RE.match(text, pos + len(_VERSION_NOT_FOUND))
+            if path and m:
+                # the object that lacks the version (libstdc++.so.6) and the one that needed it
+                rec = _failure("version-not-found", path, None, m.group(1), family_of(path), requester)
+                rec["needed_by"] = rec["needed_by"] or needed_by(m.group(2))
+                rec["package"] = package_of_path(m.group(2))
+                rec["required_by"] = m.group(2)
+                out.append(rec)
+            pos = text.find(_VERSION_NOT_FOUND, pos + len(_VERSION_NOT_FOUND))
+    pos = text.find(_WRONG_CLASS)
+    if pos >= 0 and (path := _path_before(text, pos)) and _ELF_CLASS_RE.match(text, pos + len(_WRONG_CLASS)):
+        out.append(_failure("wrong-elf-class", path, None, None, family_of(path), requester))
+    if ".dll" in text.lower() and not any(r["library"].lower().endswith(".dll") for r in out):
+        out.extend(_windows(text))
     return out
 
 

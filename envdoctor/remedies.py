@@ -325,3 +325,157 @@ def run_as_user(container: str | None) -> tuple[str, ...]:
         return ("# in the pod spec, for the container:\nsecurityContext:\n  runAsNonRoot: true\n  runAsUser: 1000\n"
                 "  runAsGroup: 1000\n  allowPrivilegeEscalation: false",)
     return ('docker run --user "$(id -u):$(id -g)" --gpus all …   # or USER 1000 in the Dockerfile',)
+
+
+# ---------------------------------------------------------------------------------------------
+# The dynamic loader (checks/loader.py) and the message catalogue's causes (checks/messages.py)
+
+XFORMERS_INSTALL = "https://github.com/facebookresearch/xformers#installing-xformers"
+TENSORFLOW_PIP = "https://www.tensorflow.org/install/pip"
+JAX_INSTALL = "https://jax.readthedocs.io/en/latest/installation.html"
+CONTAINER_TOOLKIT_CONFIGURE = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
+                               "install-guide.html#configuring-docker")
+CDI_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
+K8S_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin#quick-start"
+BITSANDBYTES_INSTALL = "https://huggingface.co/docs/bitsandbytes/main/en/installation"
+FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-features"
+
+
+def container_gpus() -> tuple[str, ...]:
+    """A container started with the host's GPUs and driver libraries, through the NVIDIA container runtime."""
+    return ("docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all; compose: deploy.resources.devices",
+            container_toolkit_install())
+
+
+def configure_container_runtime() -> tuple[str, ...]:
+    """Register the nvidia runtime with Docker (the Container Toolkit's nvidia-ctk), then restart the daemon."""
+    return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker")
+
+
+def cdi_generate() -> tuple[str, ...]:
+    """Write the CDI spec that names the GPUs for Podman / containerd."""
+    return ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list   # nvidia.com/gpu=all, =0, …")
+
+
+def wheel_lib_path(python: str | None, wheel_dir: str) -> str:
+    """Put an nvidia-* wheel's lib folder on LD_LIBRARY_PATH for a program that is not Python."""
+    py = python or "python"
+    return (f'export LD_LIBRARY_PATH="$({py} -c "import nvidia.{wheel_dir} as m; print(m.__path__[0])")/lib'
+            ':$LD_LIBRARY_PATH"')
+
+
+def cuda_runtime_for_binary(major: int | None, cuda: str | None = None) -> tuple[str, ...]:
+    """The CUDA toolkit's libraries for a program built against CUDA ``major`` (``cuda``: its full version
+    when the soname names one, ``9.0``), found by the loader."""
+    version = cuda or (f"{major}.x" if major else "<the CUDA version the program was built with>")
+    return (f"# install the CUDA {version} toolkit (or its runtime libraries): {CUDA_ARCHIVE}",
+            f"export LD_LIBRARY_PATH=/usr/local/cuda-{cuda or major or '<version>'}/lib64:$LD_LIBRARY_PATH")
+
+
+def find_library(library: str) -> str:
+    """Where the loader could find ``library`` (the loader cache, then the file system)."""
+    return f"ldconfig -p | grep {shlex.quote(library.split('.so')[0])} || find / -name {shlex.quote(library + '*')} 2>/dev/null"
+
+
+def system_library(library: str) -> str:
+    """The distribution package that ships a system library (Debian/Ubuntu)."""
+    return f"apt-file search {shlex.quote(library)}   # then: sudo apt-get install <that package>"
+
+
+def extension_rebuild(python: str | None, package: str) -> str:
+    """Build or fetch ``package``'s compiled extension again against the installed torch."""
+    return pip(python, f"install --force-reinstall --no-cache-dir --no-build-isolation {shlex.quote(package)}")
+
+
+def glibcxx_versions(library: str) -> str:
+    """The symbol versions a libstdc++ (or any library) defines."""
+    return f"strings {shlex.quote(library)} | grep -E 'GLIBCXX_|CXXABI_|GLIBC_' | sort -V | tail -3"
+
+
+def nccl_debug() -> tuple[str, ...]:
+    """Run again with NCCL's own diagnosis on."""
+    return ("export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,SHM   # then run again: NCCL names the failing call",)
+
+
+def message_remedy(name: str | None, python: str | None = None,
+                   container: str | None = None) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """``(what to do, commands, links)`` for a catalogue row's ``remedy`` name (envdoctor/data/messages.json);
+    None for no remedy or an unknown name. Each framework gets its own commands, never another's."""
+    table: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+        "no-visible-gpu": ("Make a GPU visible to the process: check CUDA_VISIBLE_DEVICES (empty or an index that "
+                           "does not exist hides every GPU), start a container with its GPUs, and check the driver.",
+                           ("echo \"CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"   # unset it, or list GPUs that exist",
+                            "nvidia-smi -L   # the GPUs the driver sees", container_gpus()[0]),
+                           (DRIVER_DOWNLOAD,)),
+        "driver-install": ("Install the NVIDIA driver for this GPU (or, in a container, start it with the GPUs).",
+                           (ubuntu_drivers_install("or the driver from NVIDIA's page"), container_gpus()[0]),
+                           (DRIVER_DOWNLOAD,)),
+        "shm": ("Give the processes more shared memory: NCCL puts its intra-node buffers in /dev/shm.",
+                shm_commands(container), (DOCKER_SHM_SIZE, NCCL_TROUBLESHOOTING)),
+        "nccl-debug": ("Run again with NCCL_DEBUG=INFO: NCCL's own log names the call that failed.", nccl_debug(),
+                       (NCCL_TROUBLESHOOTING,)),
+        "nccl-socket": ("Point NCCL at an interface that reaches the other ranks.", nccl_socket_ifname(None),
+                        (NCCL_ENV_DOC,)),
+        "nccl-ib": ("Check the InfiniBand/RoCE link, or take IB out to confirm.",
+                    ("ibv_devinfo   # port state ACTIVE, link layer", "export NCCL_IB_DISABLE=1   # to confirm: NCCL "
+                     "then uses sockets"), (NCCL_TROUBLESHOOTING,)),
+        "nccl-p2p": ("Check GPU peer-to-peer access (ACS, IOMMU, a container without --ipc=host), or take P2P out to "
+                     "confirm.", ("nvidia-smi topo -m", "export NCCL_P2P_DISABLE=1   # to confirm"),
+                     (NCCL_TROUBLESHOOTING,)),
+        "nccl-nvls": ("Take NVLink SHARP out to confirm (it needs the fabric manager and NVSwitch).",
+                      ("export NCCL_NVLS_ENABLE=0   # to confirm",), (NCCL_TROUBLESHOOTING, FABRIC_GUIDE)),
+        "container-driver-library": ("The host's driver libraries do not reach the container runtime: install the "
+                                     "NVIDIA driver on the host, then the Container Toolkit.",
+                                     ("nvidia-smi   # on the host: the driver works there", container_toolkit_install()),
+                                     (CONTAINER_TOOLKIT_INSTALL,)),
+        "container-runtime-configure": ("Install the NVIDIA Container Toolkit and register its runtime with Docker "
+                                        "(or use --gpus all, which needs no runtime name).",
+                                        (container_toolkit_install(), *configure_container_runtime()),
+                                        (CONTAINER_TOOLKIT_CONFIGURE,)),
+        "cdi-generate": ("Generate the CDI spec for the GPUs, then ask for them by their CDI name.", cdi_generate(),
+                         (CDI_GUIDE,)),
+        "k8s-gpu-capacity": ("No node advertises a free nvidia.com/gpu: check the device plugin runs on the GPU "
+                             "nodes and what is allocated.",
+                             ("kubectl describe nodes | grep -A2 -i 'nvidia.com/gpu'",
+                              "kubectl get pods -A -o wide | grep -i nvidia-device-plugin"), (K8S_DEVICE_PLUGIN,)),
+        "k8s-device-plugin": ("The device plugin's container cannot load libnvidia-ml: the node's container runtime "
+                              "must be nvidia (default runtime or RuntimeClass).",
+                              ("sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default",
+                               "sudo systemctl restart containerd"), (K8S_DEVICE_PLUGIN,)),
+        "tensorflow-cuda": ("Install TensorFlow with its CUDA libraries (pip), which puts them where TensorFlow "
+                            "looks.", (pip(python, "install 'tensorflow[and-cuda]'"),), (TENSORFLOW_PIP,)),
+        "framework-cudnn": ("Make the cuDNN the framework loads at least the one it was built with: one cuDNN in "
+                            "the environment (another framework's pin or a system copy shadows it).",
+                            (pip(python, "list 2>/dev/null | grep -i cudnn   # every cuDNN wheel installed"),
+                             "echo $LD_LIBRARY_PATH   # a system cuDNN folder here shadows the wheel's"),
+                            (CUDNN_SUPPORT_MATRIX,)),
+        "jax-cuda": ("Install JAX with the CUDA libraries it was built against.",
+                     (pip(python, "install -U 'jax[cuda12]'"),), (JAX_INSTALL,)),
+        "xformers": ("Install the xFormers build made for the installed torch (pip resolves the release pinned to "
+                     "it), or the torch that build wants.", (pip(python, "install -U xformers"),),
+                     (XFORMERS_INSTALL,)),
+        "flash-attn": ("FlashAttention 2 needs an Ampere (CC 8.0) or newer GPU: use PyTorch's SDPA attention on "
+                       "this GPU instead.", ("python -c \"import torch; print(torch.cuda.get_device_capability())\"   # (8, 0) or "
+                                                   "newer for FlashAttention 2",), (FLASH_ATTN,)),
+        "bitsandbytes": ("Install the bitsandbytes build with CUDA support.", (pip(python, "install -U bitsandbytes"),),
+                         (BITSANDBYTES_INSTALL,)),
+        "ptxas": ("The ptxas in use predates this GPU: use a Triton/torch release that knows it, or point Triton at "
+                  "a newer toolkit's ptxas.", (pip(python, "install -U triton"),
+                                               "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas   # a toolkit "
+                                               "new enough for this GPU"), (CUDA_ARCHIVE,)),
+        "cuda-error": ("Find the call that failed: run again with CUDA_LAUNCH_BLOCKING=1 (errors are reported "
+                       "asynchronously otherwise), and check the GPU and driver are healthy.",
+                       ("CUDA_LAUNCH_BLOCKING=1 <the same command>   # the traceback then points at the failing call",
+                        "nvidia-smi -q -d ECC,PERFORMANCE | head -40", "sudo dmesg -T | grep -iE 'xid|nvrm' | tail"),
+                       (CUDA_RESULT_CODES,)),
+        "nvml-error": ("Check the NVIDIA driver with nvidia-smi; an NVML error usually means the driver is not "
+                       "loaded, was updated without a reboot, or is not reachable from this container.",
+                       ("nvidia-smi", "cat /proc/driver/nvidia/version"), (NVML_RETURN_CODES,)),
+        "triton-libcuda": ("Let Triton find the driver's libcuda.so.1: refresh the loader cache, or name its folder.",
+                           ("sudo ldconfig   # then: ldconfig -p | grep libcuda.so.1",
+                            "export TRITON_LIBCUDA_PATH=<the folder holding libcuda.so.1>   # e.g. /usr/lib64-nvidia"),
+                           ()),
+        "vllm-dtype": ("Run this GPU with float16: its architecture has no bfloat16.",
+                       ("vllm serve <model> --dtype half",), ()),
+    }
+    return table.get(name) if name else None

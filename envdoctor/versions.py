@@ -221,3 +221,25 @@ def local_tag(version_text: Any) -> str | None:
 def without_local(version_text: Any) -> str:
     """``"2.6.0+cu126"`` -> ``"2.6.0"``."""
     return str(version_text or "").split("+", 1)[0]
+
+
+_SONAME_MAJOR_RE = re.compile(r"\.so\.(\d+)")
+_DLL_DIGITS_RE = re.compile(r"64_(\d{2,3})(?:_\d+)?\.dll$|_(\d{3})_\d+\.dll$", re.IGNORECASE)
+
+
+def soname_major(name: str | None) -> int | None:
+    """The major a library file names: ``libcudart.so.9.0`` -> 9, ``libcudart.so.12`` -> 12; a Windows DLL
+    names its CUDA release in digits: ``cudart64_110.dll`` -> 11 (11.0), ``cudart64_90.dll`` -> 9 (9.0),
+    ``cudart64_12.dll`` -> 12, ``nvrtc64_120_0.dll`` / ``nvJitLink_120_0.dll`` -> 12. None when it names none."""
+    if not name:
+        return None
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    if m := _SONAME_MAJOR_RE.search(base):
+        return int(m.group(1))
+    if m := _DLL_DIGITS_RE.search(base):
+        digits = m.group(1) or m.group(2)
+        if len(digits) == 3:
+            return int(digits[:2])
+        # two digits: 80, 90, 92 are CUDA 8.0, 9.0, 9.2; from CUDA 12 on the DLL names the major alone (64_12)
+        return int(digits[0]) if int(digits) >= 20 else int(digits)
+    return None

@@ -266,5 +266,8 @@ def test_a_lone_torch_message_is_judged_and_garbage_is_still_refused() -> None:
 
     line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
     assert parse_text(line).get("torch.cuda_available_messages").value == (line,)
+    # Issue 21: an error line nothing explains is evidence too (judged by unexplained-error), never refused.
+    said = parse_text("RuntimeError: something went wrong in my training loop").get("text.error_lines")
+    assert said.ok and said.value[0]["line"] == "RuntimeError: something went wrong in my training loop"
     with pytest.raises(ParseError, match="no environment evidence"):
-        parse_text("RuntimeError: something went wrong in my training loop")
+        parse_text("my training loop is slower than I expected")

@@ -76,3 +76,17 @@ def test_a_path_is_no_version_and_collect_envs_own_labels_keep_their_meaning() -
             "cuDNN version: C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.5\\bin\\cudnn_ops64_9.dll\n")
     assert parse_text(text).get("torch.cudnn_version").ok is False
     assert "torch.cudnn_version" not in _values("torch: 2.3.1\ncuDNN: /usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2\n")
+
+
+def test_an_interpreter_s_prompt_and_echo_is_a_statement() -> None:
+    # Issue 21: a REPL pair (">>> torch.__version__" then "'2.1.0+cpu'") says what a statement says.
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text(">>> import torch\n>>> torch.__version__\n'2.1.0+cpu'\n>>> torch.cuda.is_available()\nFalse\n")
+    assert facts.value("torch.version") == "2.1.0+cpu" and facts.get("torch.cuda_version").value is None
+    assert facts.value("torch.cuda_available") is False
+    ipython = parse_text("In [3]: print(torch.__version__)\n2.4.0+cu121\n")
+    assert ipython.value("torch.version") == "2.4.0+cu121" and ipython.value("torch.cuda_version") == "12.1"
+    # an expression that names no fact, or a prompt with no echo, says nothing
+    assert "torch.version" not in {k for k, r in parse_text(">>> torch.__version__\n>>> x.y\n1\nRuntimeError: "
+                                                            "boom\n").items() if r.ok}

@@ -48,7 +48,7 @@ KEYS = (
     "python.version", "python.packages",
     "torch.version", "torch.debug", "torch.cuda_version", "torch.hip_version", "torch.cuda_available",
     "torch.cuda_available_messages", "torch.device_count", "torch.devices", "torch.arch_list",
-    "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors",
+    "torch.cudnn_version", "torch.cudnn_build_version", "torch.nccl_version", "torch.library_errors", "torch.loader_failures", "text.messages", "text.error_lines",
     "torch.companion_cuda", "container.cuda_requirement", "container.driver_requirement", "container.gpus_requested",
     "nvml.driver_version", "nvml.device_count", "nvml.gpus",
     "cuda.init", "cuda.driver_version", "driver.kernel_module_version", "driver.userspace_version",

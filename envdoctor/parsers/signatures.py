@@ -22,14 +22,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import messages
+from .. import catalogue, messages
 from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
+from ..redact import redact_text
 from ..versions import cc_text, cuda_to_int, cudnn_to_int, dotted
+from . import errorlines
 from . import evidence as _evidence
 
 __all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
-           "has_messages", "scan_messages"]
+           "has_messages", "loader_failures", "scan_messages"]
 
 # Pasted facts have always named their source "collect_env", whichever report the sentence sat in.
 SOURCE = "collect_env"
@@ -83,6 +85,8 @@ class Scan:
     driver_req: tuple[str, str] | None = None
     ngc_no_driver: bool = False
     evidence: dict[str, Any] = field(default_factory=dict)  # what envdoctor/parsers/evidence.py's sentences say
+    catalogued: list[dict[str, Any]] = field(default_factory=list)  # the catalogue rows the lines are instances of
+    explained: set[str] = field(default_factory=set)  # lines some signature or catalogue row read
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,23 @@ def _words(words: str) -> Callable[[str], bool]:
     return lambda text: words in text
 
 
+#: A paste repeating one message (every rank, a loop) records it this many times at most.
+_MAX_CATALOGUED = 50
+
+
+def _catalogued(scan: Scan, text: str, found: list[tuple[catalogue.Message, re.Match[str]]]) -> None:
+    """Record each catalogue row the line is an instance of (once per row and line)."""
+    line = redact_text(text.strip()[:500])
+    for row, m in found:
+        if len(scan.catalogued) >= _MAX_CATALOGUED:
+            return
+        if not any(c["id"] == row.id and c["line"] == line for c in scan.catalogued):
+            scan.catalogued.append({"id": row.id, "cause": row.cause, "severity": row.severity,
+                                    "judged_by": row.judged_by, "remedy": row.remedy, "emitter": row.emitter,
+                                    "verified": row.verified, "line": line,
+                                    "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
+
+
 #: Every sentence read from a single line, in the order they are tried.
 LINE_SIGNATURES: tuple[LineSignature, ...] = (
     LineSignature("loader-error", messages.loader_errors, _library_error, evidence=True),
@@ -218,6 +239,9 @@ LINE_SIGNATURES: tuple[LineSignature, ...] = (
     LineSignature("cuda-error-words", _CUDA_ERROR_WORDS_RE.search, message=True),
     # System tools, launchers, NCCL, DataLoader workers, cpp_extension and Windows loaders.
     *(LineSignature(name, find, write, evidence=True) for name, find, write in _evidence.SIGNATURES),
+    # The message catalogue: every row of envdoctor/data/messages.json and every code string of errors.json, each
+    # a pattern built from its emitter's format string (envdoctor/catalogue.py); alone, a row makes the paste a report.
+    LineSignature("catalogue", catalogue.match_line, _catalogued, evidence=True),
 )
 
 
@@ -280,6 +304,7 @@ def _scan_line(text: str, scan: Scan) -> None:
         found = sig.find(text)
         if not found:
             continue
+        scan.explained.add(text)
         if sig.write is not None:
             sig.write(scan, text, found)
         is_message = is_message or sig.message
@@ -303,6 +328,9 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
     _write_companion(scan, out)
     if scan.library_errors:
         out["torch.library_errors"] = ok(scan.library_errors, SOURCE, "loader errors pasted with the report")
+        out["torch.loader_failures"] = ok(loader_failures(scan.library_errors, errorlines.frame_packages(list(lines))),
+                                          SOURCE, "the loader errors the text holds, read by the loader grammar")
+    _write_text(lines, scan, out)
     _write_init(scan, out)
     _write_versions(scan, out)
     if "torch.cuda_available" in out or scan.messages:
@@ -313,6 +341,38 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
 
 
 # -- the facts ------------------------------------------------------------------------------------------------
+def loader_failures(texts: Sequence[str], frames: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The loader failures of ``texts`` (:func:`envdoctor.messages.loader_errors`), one per failing object,
+    symbol and kind. ``frames`` (line -> package of the traceback frame above it) says what needed an object
+    the line itself does not name: ``from torch._C import *`` in torch/__init__.py -> ``torch``."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[dict[str, Any]] = []
+    for text in texts:
+        for err in messages.loader_errors(str(text)):
+            key = (err["kind"], err["library"], err["symbol"])
+            if key in seen:
+                continue
+            seen.add(key)
+            package = (frames or {}).get(str(text).strip())
+            if err["needed_by"] is None and package:
+                err["package"] = err["package"] or package
+                err["needed_by"] = "torch" if package == "torch" else "extension" if "." not in package else None
+            out.append(err)
+    return out
+
+
+def _write_text(lines: Sequence[str], scan: Scan, out: dict[str, Reading]) -> None:
+    """The catalogue rows found (``text.messages``) and the error lines nothing explained (``text.error_lines``)."""
+    if scan.catalogued:
+        out["text.messages"] = ok(scan.catalogued, SOURCE, "the catalogue's messages (envdoctor/data/messages.json) "
+                                  "the text holds")
+    unexplained = [{"line": redact_text(e.line[:500]), "package": e.package, "rank": e.rank}
+                   for e in errorlines.error_lines(list(lines)) if e.line not in scan.explained][:50]
+    if unexplained:
+        out["text.error_lines"] = ok(unexplained, SOURCE, "lines reporting an error that no signature or catalogue "
+                                     "row explains, worst first")
+
+
 def _write_container(scan: Scan, out: dict[str, Reading]) -> None:
     if scan.driver_req is not None:
         why = "from the container image's start-up driver check"

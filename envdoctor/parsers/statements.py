@@ -125,11 +125,38 @@ def _value(fact: str, value: str) -> object | None:
     return version
 
 
+# An interactive interpreter's echo: ">>> torch.__version__" (or IPython's "In [3]: …", a print() of it) and,
+# on the next line, what it printed ("'2.1.0+cpu'", "False", "None"): the pair is the statement
+# "torch.__version__: 2.1.0+cpu".
+# (parse_text has taken the ">>>" off already, as it takes quote markers off.)
+_PROMPT_RE = lazy_re(r"^(?:>>>|In \[\d+\]:)?\s*(?:print\((?P<printed>[\w.()]{3,60})\)|(?P<expr>[a-z_]+\.[\w.()]{2,60}))\s*$")
+_ECHO_RE = lazy_re(r"^(?:Out\[\d+\]:\s*)?['\"]?(?P<value>[\w.+-]{1,40})['\"]?$")
+
+
+def _repl_pairs(lines: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The interpreter's prompt-and-echo pairs whose expression names a fact: ``(fact, value, the pair)``."""
+    out: list[tuple[str, str, str]] = []
+    for i, line in enumerate(lines[:-1]):
+        if "." not in line or len(line) > 80:
+            continue
+        prompt = _PROMPT_RE.match(line.strip())
+        echo = _ECHO_RE.match(lines[i + 1].strip()) if prompt else None
+        if prompt and echo:
+            expr = prompt.group("printed") or prompt.group("expr")
+            fact = _SYNONYMS.get(expr.lower())
+            if fact:
+                out.append((fact, echo.group("value"), f"{line.strip()} -> {lines[i + 1].strip()}"))
+    return out
+
+
 def statements(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> dict[str, list[tuple[object, str]]]:
     """Every statement in the text: fact -> [(value, the line)], in order of appearance. ``reserved``:
     labels a report parser already read with their own meaning (collect_env's "cuDNN version" is a
     file search, not torch's cuDNN), skipped here."""
     found: dict[str, list[tuple[object, str]]] = {}
+    for said_fact, said, pair in _repl_pairs(lines):
+        if (echoed := _value(said_fact, said)) is not None or (said_fact == "torch.cuda_version" and said == "None"):
+            _add(found, said_fact, echoed, said, pair)
     for line in dict.fromkeys(lines):
         split = split_statement(line)
         if split is None or (reserved and " ".join(line.split(":", 1)[0].lower().split()) in reserved):
@@ -140,17 +167,22 @@ def statements(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> 
         value = _value(fact, split[1])
         if value is None:
             continue
-        found.setdefault(fact, []).append((value, line.strip()[:120]))
-        if fact == "host.os":
-            found.setdefault("host.distro", []).append((split[1][:80], line.strip()[:120]))
-            if "wsl" in split[1].lower() or "microsoft" in split[1].lower():
-                found.setdefault("host.wsl", []).append((True, line.strip()[:120]))
-        if fact == "torch.version" and isinstance(value, str):
-            if cuda := versions.variant_cuda(versions.local_tag(value.split()[0] if value.split() else value)):
-                found.setdefault("torch.cuda_version", []).append((cuda, line.strip()[:120]))
-            elif value.endswith("+cpu"):
-                found.setdefault("torch.cuda_version", []).append((None, line.strip()[:120]))
+        _add(found, fact, value, split[1], line)
     return found
+
+
+def _add(found: dict[str, list[tuple[object, str]]], fact: str, value: object, said: str, line: str) -> None:
+    """One statement of ``fact``, and what it says besides (an OS's distro and WSL, a torch version's CUDA)."""
+    found.setdefault(fact, []).append((value, line.strip()[:120]))
+    if fact == "host.os":
+        found.setdefault("host.distro", []).append((said[:80], line.strip()[:120]))
+        if "wsl" in said.lower() or "microsoft" in said.lower():
+            found.setdefault("host.wsl", []).append((True, line.strip()[:120]))
+    if fact == "torch.version" and isinstance(value, str):
+        if cuda := versions.variant_cuda(versions.local_tag(value.split()[0] if value.split() else value)):
+            found.setdefault("torch.cuda_version", []).append((cuda, line.strip()[:120]))
+        elif value.endswith("+cpu"):
+            found.setdefault("torch.cuda_version", []).append((None, line.strip()[:120]))
 
 
 def has_statements(lines: Sequence[str]) -> bool:

@@ -33,13 +33,50 @@ TORCH_FIELDS = {
 }
 #: The texts of torch's own failures, as values, so checks read them as facts (not a reading's detail).
 ERROR_KEYS = ("torch.import_error", "torch.cudnn_error")
-TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS), *ERROR_KEYS)
+#: The loader failures in those texts, parsed once here by the loader grammar (checks read the structure).
+LOADER_KEY = "torch.loader_failures"
+TORCH_KEYS = ("torch.version", *(f"torch.{k}" for k in TORCH_FIELDS), *ERROR_KEYS, LOADER_KEY)
 #: Fields the child reports raw (it imports nothing of envdoctor) and the parent decodes.
 DECODE: dict[str, Callable[[Any], Any]] = {"nccl_version": versions.nccl_text}
 
 
 def readings_from_child(result: ChildResult) -> dict[str, Reading]:
     """Turn what the torch child printed (possibly partial) into readings."""
+    out = _readings(result)
+    out[LOADER_KEY] = _loader_failures(out)
+    return out
+
+
+def _loader_failures(out: Mapping[str, Reading]) -> Reading:
+    """The loader failures in torch's import error, its CUDA initialisation error and its CUDA messages."""
+    from ..messages import loader_errors  # the loader grammar; the torch child cannot import envdoctor
+
+    texts: list[str] = []
+    read = out.get("torch.import_error")
+    version = out.get("torch.version")
+    if (read is None or not read.ok) and not (version is not None and version.reason is Reason.FAILED):
+        why = version.reason if version is not None and version.reason else Reason.SKIPPED
+        return missing(why, SOURCE, "torch's error texts were not read")
+    for key in ("torch.import_error", "torch.cuda_init_error"):
+        reading = out.get(key)
+        if reading is not None and reading.ok and reading.value:
+            texts.append(str(reading.value))
+    if version is not None and not version.ok and version.reason is Reason.FAILED and version.detail:
+        texts.append(version.detail)  # the import failed: its text
+    said = out.get("torch.cuda_available_messages")
+    if said is not None and said.ok:
+        texts.extend(str(t) for t in said.value or ())
+    seen: set[tuple[Any, ...]] = set()
+    found: list[dict[str, Any]] = []
+    for text in texts:
+        for err in loader_errors(text):
+            if (ident := (err["kind"], err["library"], err["symbol"])) not in seen:
+                seen.add(ident)
+                found.append(err)
+    return ok(found, SOURCE, "the loader failures in torch's own error texts")
+
+
+def _readings(result: ChildResult) -> dict[str, Reading]:
     out: dict[str, Reading] = {}
     failure = None if result.ok else missing(result.reason or Reason.FAILED, SOURCE, result.explain())
     py: Mapping[str, Any] = result.data.get("python") or {}

@@ -1,0 +1,90 @@
+"""What a pasted text's messages say when no other check judges them.
+
+``known-message``: each catalogue row (envdoctor/data/messages.json, the code strings of errors.json) the text
+holds whose facts no other check judges (``judged_by: null``) names its cause, once per cause, worst first,
+with the remedy the row leads to (for the framework that printed it, or none).
+
+``unexplained-error``: a line that reports an error and that no signature or catalogue row explains is
+quoted as a warning, with the package of the traceback's last frame: an error is never read as health.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import catalogue, remedies
+from ..kit import Remediation, evidence, fail, skip, warn
+from ..model import Facts
+from ..registry import CheckResult, check
+
+#: At most this many findings per check: a looping log says each thing once.
+MAX_FINDINGS = 5
+_RANK_WORDS = {0: "a fatal signal or exit", 1: "an exception", 2: "an error", 3: "a failure"}
+
+
+def _container(facts: Facts) -> str | None:
+    reading = facts.get("host.container")
+    return str(reading.value) if reading.ok and reading.value else None
+
+
+@check("known-message", "Every message the text holds is understood", needs=("text.messages",))
+def known_message(facts: Facts) -> CheckResult:
+    reading = facts.get("text.messages")
+    ev = evidence(facts, "text.messages")
+    if not reading.ok:
+        return skip("The text holds no catalogued message", detail=reading.describe(), evidence=ev)
+    causes = catalogue.causes()
+    by_cause: dict[str, list[dict[str, Any]]] = {}
+    for row in reading.value or ():
+        if row.get("judged_by") is None and row.get("severity") in ("fail", "warn"):
+            by_cause.setdefault(str(row["cause"]), []).append(dict(row))
+    if not by_cause:
+        return skip("Every catalogued message the text holds is judged by its own check", evidence=ev)
+    python = facts.value("python.executable")
+    found = []
+    for cause_id, rows in sorted(by_cause.items(), key=lambda kv: kv[1][0]["severity"] != "fail"):
+        cause = causes.get(cause_id)
+        title = cause.title if cause else cause_id
+        first = rows[0]
+        said = message_remedy(first.get("remedy"), python, _container(facts))
+        lines = list(dict.fromkeys(str(r["line"]) for r in rows))
+        detail = (f"{first['emitter']} says: \"{lines[0][:300]}\""
+                  + (f" (and {len(lines) - 1} more line(s) of this cause)" if len(lines) > 1 else "")
+                  + f". Catalogue row {first['id']} (envdoctor/data/messages.json).")
+        verified = any(r.get("verified", True) for r in rows if r["severity"] == "fail")
+        if first["severity"] == "fail" and not verified:
+            detail += (" The row's wording was not read in its emitter's source (verified: false), so this is a "
+                       "warning at most.")
+        make = fail if first["severity"] == "fail" and verified else warn
+        found.append(make(title, detail=detail, evidence={"text.messages": [r["id"] for r in rows][:10],
+                                                          "lines": lines[:5]}, remedy=said))
+    return found[:MAX_FINDINGS]
+
+
+def message_remedy(name: str | None, python: str | None, container: str | None) -> Remediation | None:
+    said = remedies.message_remedy(name, python, container)
+    return Remediation(said[0], said[1], said[2]) if said else None
+
+
+@check("unexplained-error", "Every error line in the text is explained", needs=("text.error_lines",))
+def unexplained_error(facts: Facts) -> CheckResult:
+    reading = facts.get("text.error_lines")
+    ev = evidence(facts, "text.error_lines")
+    if not reading.ok or not reading.value:
+        return skip("The text shows no error line that no rule explains", detail=reading.describe(), evidence=ev)
+    found = []
+    for entry in list(reading.value)[:MAX_FINDINGS]:
+        line = str(entry["line"])
+        pkg = entry.get("package")
+        where = f", raised in {pkg}" if pkg else ""
+        found.append(warn(f"Unexplained error: {line[:110]}" + ("…" if len(line) > 110 else ""),
+                          detail=f"The text reports {_RANK_WORDS.get(int(entry.get('rank', 2)), 'an error')}{where} that "
+                                 f"no envdoctor rule explains: \"{line[:400]}\". It is a problem until shown otherwise: "
+                                 "read it with the lines around it.",
+                          evidence={"line": line[:400], "package": pkg}))
+    more = len(reading.value) - len(found)
+    if more > 0:
+        last = found[-1]
+        found[-1] = warn(last.title, detail=last.detail + f" ({more} more unexplained error line(s) in the text.)",
+                         evidence=last.evidence)
+    return found

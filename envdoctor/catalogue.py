@@ -1,0 +1,229 @@
+"""The message catalogue: the sentences the GPU stack prints, each from its emitter's own source, in one
+data file (``envdoctor/data/messages.json``, shape ``messages.schema.json``), plus the rows for every
+cudaError_t / CUresult / nvmlReturn_t string, built at load from ``envdoctor/data/errors.json`` (the one
+home of those codes), never copied.
+
+A row's ``format`` is the emitter's format string. :func:`pattern_of` compiles it into a pattern over its
+fixed words, one capture group per argument (printf ``%s %d %zu %ld …``, Python ``{}`` / ``{name}``):
+glibc's ``"%s: error while loading shared libraries: %s: %s"`` matches any program, object and reason.
+A row whose facts a code signature writes names the check that judges them (``judged_by``); the others are
+judged by the ``known-message`` check, which names the row's cause. :func:`match_line` is what the
+signature table (``envdoctor/parsers/signatures.py``) runs over each line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from . import datafiles, errors
+
+__all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render"]
+
+#: printf conversions (``%s``, ``%d``, ``%zu``, ``%ld``, ``%.*s``, ``%5.2f``) and Python replacement fields.
+_PLACEHOLDER_RE = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdiuxXfgcp]|\{[^{}]*\}")
+_MIDDLE_ARG = r"(.{1,400}?)"
+_LAST_ARG = r"(.{1,400})"
+_SPACE_RE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    title: str
+    severity: str  # "fail" | "warn" | "info" (explained and harmless: no finding)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row: where the sentence comes from, its pattern, what it means."""
+
+    id: str
+    emitter: str
+    source: dict[str, str]
+    format: str
+    cause: str
+    severity: str
+    facts: tuple[str, ...]
+    judged_by: str | None
+    remedy: str | None
+    anchor: str  # the longest fixed run of the format, lower-cased: a line without it is not this message
+    pattern: re.Pattern[str]
+    code: int | None = None  # generated rows: the code of errors.json they stand for
+    verified: bool = True  # the format was read in the emitter's source (else a finding on it can at most warn)
+
+    def match(self, line: str, words: frozenset[str] | None = None) -> re.Match[str] | None:
+        if self.anchor not in (words if words is not None else words_of(line)):
+            return None
+        return self.pattern.search(line)
+
+
+def _chunks(fmt: str) -> list[str | None]:
+    """The format as fixed chunks and placeholders (None), ``%%`` as a literal ``%``."""
+    out: list[str | None] = []
+    pos = 0
+    for m in _PLACEHOLDER_RE.finditer(fmt):
+        if m.start() > 0 and fmt[m.start() - 1] == "%" and (m.start() < 2 or fmt[m.start() - 2] != "%"):
+            continue  # "%%s" is a literal "%s"
+        out.append(fmt[pos:m.start()].replace("%%", "%"))
+        out.append(None)
+        pos = m.end()
+    out.append(fmt[pos:].replace("%%", "%"))
+    return [c for c in out if c != ""]
+
+
+def placeholders(fmt: str) -> int:
+    """How many arguments ``fmt`` takes."""
+    return sum(c is None for c in _chunks(fmt))
+
+
+def _literal(text: str) -> str:
+    """Fixed words: a run of spaces matches any whitespace (none before punctuation: "failed : x" and
+    "failed: x" are one wording, printed by two releases)."""
+    if not text.strip():
+        return r"\s*"
+    parts = _SPACE_RE.split(text)
+    out = re.escape(parts[0])
+    for part in parts[1:]:
+        out += (r"\s*" if part[:1] in ":,.;)" else r"\s+") + re.escape(part)
+    return out
+
+
+def pattern_of(fmt: str) -> tuple[re.Pattern[str], str]:
+    """``(pattern, anchor)`` of a format string: its fixed words in order (whitespace runs match any
+    whitespace, case is ignored), a capture group for each argument between or after them. Leading
+    arguments (the program, the object a message is about) are context, not matched: the pattern starts
+    at the first fixed word, so a line is found by its fixed words alone."""
+    chunks = _chunks(fmt)
+    while chunks and chunks[0] is None:
+        chunks.pop(0)
+    parts: list[str] = []
+    for i, chunk in enumerate(chunks):
+        if chunk is None:
+            parts.append(_LAST_ARG if i == len(chunks) - 1 else _MIDDLE_ARG)
+        else:
+            text = chunk if i else chunk.lstrip()
+            parts.append(_literal(text) if i < len(chunks) - 1 else _literal(text.rstrip()))
+    return re.compile("".join(parts), re.IGNORECASE), _anchor(chunks)
+
+
+#: The words a line is cut into for the anchor test (the same cut for the format and the line).
+_WORD_RE = re.compile(r"[\w/-]+(?:\.[\w/-]+)*")
+
+
+def _anchor(chunks: list[str | None]) -> str:
+    """The longest whole word of the format's fixed text (lower-cased): a line whose words do not include it
+    cannot be the message. A word touching a placeholder (``.dll`` in ``%s.dll``) is only part of one."""
+    best = ""
+    for i, chunk in enumerate(chunks):
+        if chunk is None:
+            continue
+        found = list(_WORD_RE.finditer(chunk))
+        for j, m in enumerate(found):
+            glued_before = j == 0 and m.start() == 0 and i > 0 and chunks[i - 1] is None
+            glued_after = j == len(found) - 1 and m.end() == len(chunk) and i + 1 < len(chunks) and chunks[i + 1] is None
+            if not glued_before and not glued_after and len(m.group(0)) > len(best):
+                best = m.group(0)
+    return best.lower()
+
+
+def words_of(line: str) -> frozenset[str]:
+    """The anchor test's words of a line."""
+    return frozenset(_WORD_RE.findall(line.lower()))
+
+
+def render(fmt: str, args: list[str]) -> str:
+    """``fmt`` with its placeholders replaced by ``args`` in order (the tests' way of printing a message)."""
+    out: list[str] = []
+    it = iter(args)
+    for chunk in _chunks(fmt):
+        out.append(next(it) if chunk is None else chunk)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(datafiles.read_text("messages.json"))
+    return data
+
+
+@functools.lru_cache(maxsize=1)
+def causes() -> dict[str, Cause]:
+    """Cause id -> its title and severity."""
+    return {cid: Cause(cid, str(c["title"]), str(c["severity"])) for cid, c in _load()["causes"].items()}
+
+
+def _row(raw: dict[str, Any], source: dict[str, str], code: int | None = None) -> Message:
+    pattern, anchor = pattern_of(str(raw["format"]))
+    cause = str(raw["cause"])
+    return Message(str(raw["id"]), str(raw["emitter"]), source, str(raw["format"]), cause,
+                   str(raw.get("severity") or causes()[cause].severity), tuple(raw.get("facts", ())),
+                   raw.get("judged_by"), raw.get("remedy"), anchor, pattern, code, bool(raw.get("verified", True)))
+
+
+def _generated() -> list[Message]:
+    """A row for each code string of errors.json: torch's ``CUDA error: <cudaGetErrorString>`` for every
+    cudaError_t, each CUresult's and nvmlReturn_t's symbolic name. A code whose meaning a check judges
+    (torch's initialisation codes: cuda.init; nvidia-smi's NVML failures: nvml.init) names that check."""
+    src = errors.sources()
+    init = errors.cuda_init_codes()
+    out: list[Message] = []
+
+    def judged(code: int, facts: str, check: str | None) -> dict[str, Any]:
+        return {"facts": [facts], "judged_by": check} if check else {"facts": [], "judged_by": None}
+
+    for code, info in sorted(errors.cuda_runtime().items()):
+        by = "cuda-init" if info.as_cuinit else None
+        if info.message:
+            out.append(_row({"id": f"cuda-runtime-{code}", "emitter": "torch (c10 CUDA check), the CUDA runtime",
+                             "format": f"CUDA error: {info.message}", "cause": "cuda-runtime-error",
+                             "remedy": "cuda-error", **judged(code, "cuda.init", by)}, {"url": src["cuda_runtime"]},
+                            code))
+        out.append(_row({"id": f"cuda-runtime-name-{code}", "emitter": "the CUDA runtime (cudaGetErrorName)",
+                         "format": info.name, "cause": "cuda-runtime-error", "remedy": "cuda-error",
+                         **judged(code, "cuda.init", by if "name" in info.recognise else None)},
+                        {"url": src["cuda_runtime"]}, code))
+    for code, info in sorted(errors.cuda_driver().items()):
+        # A CUresult name is what cuInit returned in every message that prints one (XLA's "failed call to cuInit").
+        out.append(_row({"id": f"cuda-driver-{code}", "emitter": "the CUDA driver API (cuGetErrorName)",
+                         "format": info.name, "cause": "cuda-driver-error", "remedy": "cuda-error",
+                         **judged(code, "cuda.init", "cuda-init" if code in init else None)},
+                        {"url": src["cuda_driver"]}, code))
+    for code, info in sorted(errors.nvml().items()):
+        out.append(_row({"id": f"nvml-{code}", "emitter": "NVML (nvmlErrorString)", "format": info.name,
+                         "cause": "nvml-error", "remedy": "nvml-error"}, {"url": src["nvml"]}, code))
+        for i, words in enumerate(info.printed_as):
+            out.append(_row({"id": f"nvml-{code}-printed-{i}", "emitter": "nvidia-smi",
+                             "format": f"Failed to initialize NVML: {words}", "cause": "nvml-error",
+                             "facts": ["nvml.init"], "judged_by": "nvml-init"}, {"url": src["nvml"]}, code))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def messages() -> tuple[Message, ...]:
+    """Every row: the data file's, then the generated ones (verified: errors.json cites NVIDIA's own tables)."""
+    data = _load()
+    rows = [_row(raw, data["sources"][raw["source"]]) for raw in data["messages"]]
+    return (*rows, *_generated())
+
+
+@functools.lru_cache(maxsize=1)
+def _by_anchor() -> dict[str, tuple[Message, ...]]:
+    out: dict[str, list[Message]] = {}
+    for row in messages():
+        out.setdefault(row.anchor, []).append(row)
+    return {anchor: tuple(rows) for anchor, rows in out.items()}
+
+
+def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
+    """Every row ``line`` is an instance of, with its match (the arguments in its groups), in catalogue order.
+    Only the rows whose anchor word the line holds are tried: one cut of the line, whatever the row count."""
+    index = _by_anchor()
+    words = words_of(line)
+    candidates = [row for word in words & index.keys() for row in index[word]]
+    order = {row.id: i for i, row in enumerate(messages())} if len(candidates) > 1 else {}
+    found = [(row, m) for row in candidates if (m := row.pattern.search(line)) is not None]
+    return sorted(found, key=lambda rm: order.get(rm[0].id, 0))

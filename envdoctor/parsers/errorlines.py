@@ -1,0 +1,158 @@
+"""Every line that reports an error, whether or not any signature knows it.
+
+A line reports an error when it is a traceback's exception line (``RuntimeError: …``, ``torch.OutOfMemoryError``),
+says ``error:`` / ``Error`` / ``ERROR``, ``failed``, ``cannot`` / ``can't``, is an ``NCCL WARN`` line, or names
+a fatal signal or exit (``Segmentation fault``, ``Bus error``, ``Killed``, ``core dumped``, a non-zero exit status).
+:func:`error_lines` finds them, each with the package of the traceback's last frame above it (``File
+"…/site-packages/xformers/ops/fmha/__init__.py"`` -> ``xformers``), ranked worst first. Which of them a
+catalogue row or a signature explains is the signature table's business (``signatures.scan_messages``);
+the rest become ``text.error_lines``, judged by the ``unexplained-error`` check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..lazyre import lazy_re
+from ..messages import package_of_path
+
+__all__ = ["ErrorLine", "MAX_LINES", "error_lines"]
+
+#: Findings about unexplained lines are capped: a log looping over one failure says it once.
+MAX_LINES = 5
+
+# Rank 0: a fatal signal or a process killed; 1: a traceback's exception line; 2: an error word; 3: failed/cannot.
+_FATAL_RE = lazy_re(r"Segmentation fault|Bus error|\bKilled\b|core dumped|\bSIG(?:SEGV|BUS|KILL|ABRT)\b|"
+                    r"Fatal Python error|\bexit(?:ed)?\s+(?:with\s+)?(?:status|code)\s*[:=]?\s*-?[1-9]\d*|"
+                    r"non-zero exit status -?[1-9]\d*|\bexitcode\s*:\s*-?[1-9]\d*|Aborted \(core dumped\)")
+# "RuntimeError: …", "torch.OutOfMemoryError: …", "jaxlib.xla_extension.XlaRuntimeError: …", "ImportError" alone
+_EXCEPTION_RE = lazy_re(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|$)")
+_ERROR_WORD_RE = lazy_re(r"\berror\b\s*[:!]|\bError\b|\bERROR\b|\bNCCL WARN\b|\bFATAL\b|\bfatal error\b")
+_FAILED_RE = lazy_re(r"\bfailed\b|\bcannot\b|\bcan't\b|\bcould not\b|\bunable to\b", re.IGNORECASE)
+# Words that say an error did not happen ("0 errors", "error_count: 0", "Errors: None", "no error"), read on the
+# lower-cased line; collect_env's placeholder and build flags are no errors either.
+_BENIGN_RE = lazy_re(r"(?:\b0 |\bno )errors?\b|errors?\s*[:=]\s*(?:0|none|n/a)\b|error_?count\s*[:=]\s*0\b|"
+                     r"failed\s*[:=]\s*0\b|\b0 failed\b")
+_BENIGN_WORDS = ("could not collect", "ignore_errors", "on_error", "errors='", "-werror", "is debug build", " ecc ",
+                 "ecc errors", "ecc mode")
+#: A heading that introduces the error below it ("Last error:", "Error log:", "# ERROR").
+_HEADINGS = ("error", "errors", "error log", "error message", "error output", "error trace")
+#: Words one of which a fatal line holds (the regex runs only then).
+_FATAL_WORDS = ("segmentation fault", "bus error", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt",
+                "fatal python error", "exit",
+                "aborted")
+
+
+def _benign(lowered: str) -> bool:
+    if any(w in lowered for w in _BENIGN_WORDS):
+        return True
+    tail = lowered.rstrip(" :.")
+    for heading in _HEADINGS:
+        if tail.endswith(heading) and (len(tail) == len(heading) or not tail[-len(heading) - 1].isalnum()):
+            return True
+    return bool(_BENIGN_RE.search(lowered))
+
+
+_FRAME_RE = lazy_re(r'^\s*File "([^"]{1,500})", line \d+')
+# A logger's prefix says who logged the line, not what it says: vLLM's "ERROR 02-20 16:43:12 engine.py:389] ",
+# glog's "E0508 03:34:06.237713 14701 cuda_dnn.cc:522] ", torchrun's "[rank0]: ", docker compose's "web-1  | ".
+# The line is judged by what follows it (a traceback's frames under an ERROR prefix are frames).
+_LOG_PREFIX_RE = lazy_re(r"^(?:\[[\w ./:-]{1,40}\]:?\s*|[a-z0-9][\w.-]{0,60}[-_]\d+\s+\|\s|"
+                         r"(?:\(\w+ pid=\d+\)\s*))*"
+                         r"(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+\d[\d/:. -]{4,30}\s*[\w.-]*:\d+\]\s?|"
+                         r"[DIWEF]\d{4}\s+\d{2}:\d{2}:\d{2}[.\d]*\s+\d+\s+[\w.-]+:\d+\]\s?)?")
+# collect_env's placeholder for a field it could not read ("cuDNN version: Could not collect"), cut or whole.
+_PLACEHOLDER_FIELD_RE = lazy_re(r"^[\w .()/-]{1,60}:\s*Could not col")
+_TRACEBACK = "Traceback (most recent call last)"
+#: A line longer than this is a payload (a base64 blob, a JSON dump), never one error sentence.
+_MAX_LEN = 2000
+
+
+@dataclass(frozen=True)
+class ErrorLine:
+    line: str
+    rank: int  # 0 worst
+    package: str | None  # the package of the traceback's last frame above the line, when it is in one
+
+
+def _content(line: str) -> str:
+    """The line without its logger's prefix."""
+    m = _LOG_PREFIX_RE.match(line)
+    return line[m.end():].strip() if m and m.end() else line
+
+
+#: Lower-case words one of which every error line holds: a line without any is not looked at again.
+_TRIGGERS = ("error", "exception", "fail", "cannot", "can't", "could not", "unable to", "warn", "fatal",
+             "segmentation", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt", "exit")
+
+
+def _rank(line: str) -> int | None:
+    if len(line) > _MAX_LEN or not line.strip():
+        return None
+    lowered = line.lower()
+    if not any(t in lowered for t in _TRIGGERS):
+        return None
+    if any(w in lowered for w in _FATAL_WORDS) and _FATAL_RE.search(line):
+        rank = 0
+    elif _EXCEPTION_RE.match(line):
+        rank = 1
+    elif _ERROR_WORD_RE.search(line):
+        rank = 2
+    elif _FAILED_RE.search(line):
+        rank = 3
+    else:
+        return None
+    if rank and (_benign(lowered) or _PLACEHOLDER_FIELD_RE.match(line)):
+        return None
+    return rank
+
+
+def _frame_package(path: str) -> str | None:
+    """``…/site-packages/torch/cuda/__init__.py`` -> ``torch``; a user's own file -> its name (``train.py``)."""
+    return package_of_path(path) or path.replace("\\", "/").rsplit("/", 1)[-1] or None
+
+
+def error_lines(lines: list[str]) -> list[ErrorLine]:
+    """Each distinct error line, worst first (in text order within a rank)."""
+    found: dict[str, ErrorLine] = {}
+    seen: set[str] = set()
+    package: str | None = None
+    for raw in lines:
+        line = raw.strip()
+        if not line or (line in seen and package is None):
+            continue
+        seen.add(line)
+        content = _content(line)
+        if content.startswith(_TRACEBACK):
+            package = None
+            continue
+        if frame := _FRAME_RE.match(content):
+            package = _frame_package(frame.group(1))
+            continue
+        if package and not content.strip():
+            continue
+        rank = _rank(content)
+        if rank is not None and line not in found:
+            found[line] = ErrorLine(line, rank, package if rank <= 1 else None)
+        if rank == 1:
+            package = None  # the exception line closes its traceback
+    return sorted(found.values(), key=lambda e: e.rank)
+
+
+def frame_packages(lines: list[str]) -> dict[str, str]:
+    """Line -> the package of the traceback frame right above it, for the lines inside a traceback."""
+    out: dict[str, str] = {}
+    package: str | None = None
+    for raw in lines:
+        line = raw.strip()
+        content = _content(line)
+        if content.startswith(_TRACEBACK):
+            package = None
+        elif frame := _FRAME_RE.match(content):
+            package = _frame_package(frame.group(1))
+        elif package and line:
+            out.setdefault(line, package)
+            if _EXCEPTION_RE.match(content):
+                package = None
+    return out

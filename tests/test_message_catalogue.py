@@ -1,0 +1,286 @@
+"""Issue 21: the message catalogue (envdoctor/data/messages.json and the code strings of errors.json), the loader
+grammar over every soname of the cuda_libraries table, and every error line read.
+
+Each catalogue row is printed the way its emitter prints it, with random arguments (a seeded generator), and
+buried in prose: the paste must yield the row's cause. Each soname of the table, in each wording the loader and
+the frameworks use, must yield its family and a remedy that fits what needed it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from envdoctor import catalogue, compat, datafiles, remedies
+from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.factkeys import lookup
+from envdoctor.model import Status
+from envdoctor.parsers import ParseError, parse_text
+from envdoctor.registry import load_registry
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = load_registry(plugins=False)
+CHECK_IDS = {spec.id for spec in REGISTRY}
+ROWS = catalogue.messages()
+DATA = json.loads(datafiles.read_text("messages.json"))
+
+PROSE_BEFORE = ("I was running my training script on the cluster this morning and it stopped with this:",
+                "Steps to reproduce: start the container, run python train.py.")
+PROSE_AFTER = ("Any idea what is going on? I already reinstalled everything twice.",
+               "Thanks in advance for any help.")
+
+
+def _arg(rng: random.Random, conversion: str) -> str:
+    if conversion[-1] in "diuxX" or conversion.endswith(("zu", "ld", "lu")):
+        return str(rng.randint(1, 99999))
+    if conversion[-1] in "fg":
+        return f"{rng.uniform(0, 100):.2f}"
+    alphabet = string.ascii_letters + string.digits + "_./-"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 14))).strip("./-") or "x1"
+
+
+def _rendered(row: catalogue.Message, rng: random.Random) -> str:
+    conversions = [m.group(0) for m in catalogue._PLACEHOLDER_RE.finditer(row.format)]
+    return catalogue.render(row.format, [_arg(rng, c) for c in conversions])
+
+
+def _buried(line: str, rng: random.Random) -> str:
+    prefix = rng.choice(("", "    ", "2024-05-08 03:34:06.237713: E ", "[rank0]: ", "web-1  | "))
+    return "\n".join((rng.choice(PROSE_BEFORE), "", f"{prefix}{line}", "", rng.choice(PROSE_AFTER))) + "\n"
+
+
+# -- the data file --------------------------------------------------------------------------------------------------
+def test_the_catalogue_matches_its_schema_and_every_reference_resolves() -> None:
+    schema = json.loads(datafiles.read_text("messages.schema.json"))
+    jsonschema.validate(DATA, schema)
+    used = {row["source"] for row in DATA["messages"]}
+    assert used <= set(DATA["sources"]), used - set(DATA["sources"])
+    assert set(DATA["sources"]) <= used, f"sources nothing cites: {set(DATA['sources']) - used}"
+    ids = [row.id for row in ROWS]
+    assert len(ids) == len(set(ids)), "row ids are unique"
+    for row in ROWS:
+        assert row.cause in catalogue.causes(), (row.id, row.cause)
+        assert row.judged_by is None or row.judged_by in CHECK_IDS, (row.id, row.judged_by)
+        assert all(lookup(key) is not None for key in row.facts), (row.id, row.facts)
+        assert row.anchor and row.anchor in " ".join(row.format.replace("%%", "%").split()).lower()
+        if row.remedy is not None:
+            assert remedies.message_remedy(row.remedy) is not None, (row.id, row.remedy)
+        if row.judged_by is None and row.severity in ("fail", "warn"):
+            said = remedies.message_remedy(row.remedy)
+            assert said is not None and said[1], f"{row.id}: a finding of known-message says what to run"
+
+
+def test_every_code_string_of_errors_json_is_a_generated_row() -> None:
+    from envdoctor import errors
+
+    ids = {row.id for row in ROWS}
+    assert {f"cuda-runtime-name-{c}" for c in errors.cuda_runtime()} <= ids
+    assert {f"cuda-runtime-{c}" for c, i in errors.cuda_runtime().items() if i.message} <= ids
+    assert {f"cuda-driver-{c}" for c in errors.cuda_driver()} <= ids
+    assert {f"nvml-{c}" for c in errors.nvml()} <= ids
+    # generated, not copied: the data file holds none of them
+    assert not any(row["id"].startswith(("cuda-runtime", "cuda-driver", "nvml-")) for row in DATA["messages"])
+
+
+@pytest.mark.parametrize(("fmt", "line", "groups"), [
+    ("%s: error while loading shared libraries: %s: cannot open shared object file: %s",
+     "./app: error while loading shared libraries: libcudart.so.9.0: cannot open shared object file: No such file",
+     ("libcudart.so.9.0", "No such file")),
+    ("Error while creating shared memory segment %s (size %zu)",
+     "misc/shmutils.cc:113 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-Ubz (size 9637888)",
+     ("/dev/shm/nccl-Ubz", "9637888")),
+    ("PyTorch {} with CUDA {} (you have {})", "    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.1+cu121)",
+     ("2.1.0+cu121", "1201", "2.1.1+cu121")),
+    ("%%1 is not a valid Win32 application", "OSError: [WinError 193] %1 is not a valid Win32 application", ()),
+])
+def test_a_format_string_becomes_a_pattern_over_its_fixed_words(fmt: str, line: str, groups: tuple[str, ...]) -> None:
+    pattern, anchor = catalogue.pattern_of(fmt)
+    m = pattern.search(line)
+    assert m is not None and anchor in line.lower()
+    assert m.groups() == groups
+
+
+# -- every row, rendered with random arguments and buried in prose, yields its cause ---------------------------------
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_every_row_rendered_with_random_arguments_yields_its_cause(row: catalogue.Message) -> None:
+    rng = random.Random(f"issue-21:{row.id}")
+    for _ in range(3):
+        line = _rendered(row, rng)
+        facts = parse_text(_buried(line, rng))
+        said = facts.get("text.messages")
+        assert said.ok, (row.id, line)
+        assert row.cause in {m["cause"] for m in said.value}, (row.id, line, said.value)
+        assert row.id in {m["id"] for m in said.value}, (row.id, line)
+        # the row explains its line: it is never also an "unexplained error"
+        unexplained = facts.get("text.error_lines")
+        assert not unexplained.ok or line.strip() not in {e["line"].split("] ")[-1] for e in unexplained.value}
+        if row.judged_by is None and row.severity in ("fail", "warn"):
+            findings = [f for f in diagnose(facts, REGISTRY) if f.id == "known-message"]
+            titles = {f.title for f in findings}
+            assert catalogue.causes()[row.cause].title in titles, (row.id, line, titles)
+            # a row whose wording was not read in its emitter's source can at most warn
+            status = Status.FAIL if row.severity == "fail" and row.verified else Status.WARN
+            assert any(f.status is status and f.remediation.command_lines() for f in findings), row.id
+
+
+def test_a_cudnn_mismatch_from_jax_names_cudnn_with_no_torch_command() -> None:
+    text = ("E0430 22:32:43.417007 2493694 cuda_dnn.cc:454] Loaded runtime CuDNN library: 9.1.0 but source was "
+            "compiled with: 9.8.0. CuDNN library needs to have matching major version and equal or higher minor "
+            "version.\njax.errors.JaxRuntimeError: FAILED_PRECONDITION: DNN library initialization failed.\n")
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.status is Status.FAIL and "cuDNN" in top.title
+    assert not any("torch" in c for c in top.remediation.command_lines())
+
+
+# -- the loader grammar: every soname of the table, in every wording ---------------------------------------------------
+def _sonames(lib: compat.CudaLibrary) -> list[str]:
+    stem = lib.prefix.rstrip(".")
+    linux = [f"{stem}.so.12", f"{stem}.so.11.8"] if lib.soname_major_is_cuda else [f"{stem}.so.1", f"{stem}.so.9.1"]
+    win = [f"{n}.dll" for n in lib.windows_names] or [f"{stem[3:]}64_12.dll"]
+    return linux + win
+
+
+_LINUX_WORDINGS = (
+    "ImportError: {0}: cannot open shared object file: No such file or directory",
+    "OSError: {0}: cannot open shared object file: No such file or directory",
+    "./bin/app: error while loading shared libraries: {0}: cannot open shared object file: No such file or directory",
+    "W tensorflow/tsl/platform/default/dso_loader.cc:66] Could not load dynamic library '{0}'; dlerror: {0}: "
+    "cannot open shared object file: No such file or directory",
+)
+_WINDOWS_WORDINGS = (
+    'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\app\\lib\\{0}" or one of '
+    "its dependencies.",
+    "Could not load library {0}. Error code 126",
+)
+_CASES = [(lib, name, wording) for lib in compat.cuda_libraries() for name in _sonames(lib)
+          for wording in (_WINDOWS_WORDINGS if name.endswith(".dll") else _LINUX_WORDINGS)]
+
+
+@pytest.mark.parametrize(("lib", "name", "wording"), _CASES,
+                         ids=[f"{name}-{w.split(':')[0][:12]}" for _, name, w in _CASES])
+def test_every_soname_in_every_wording_yields_its_family_and_a_remedy(lib: compat.CudaLibrary, name: str,
+                                                                       wording: str) -> None:
+    facts = parse_text(wording.format(name) + "\n")
+    failures = facts.get("torch.loader_failures").value
+    assert failures and failures[0]["family"] == lib.family and failures[0]["kind"] == "missing-library", failures
+    fails = [f for f in sort_findings(diagnose(facts, REGISTRY)) if f.status is Status.FAIL]
+    assert fails, (name, wording)
+    top = fails[0]
+    assert top.remediation.command_lines(), (name, top.id, top.title)
+    if top.id == "loader-library":
+        assert name in top.title and lib.title.lower() in top.title.lower()
+        commands = " ".join(top.remediation.command_lines())
+        if "./bin/app" in wording and lib.role == "toolkit":
+            assert "torch" not in commands and "toolkit" in commands.lower() + top.remediation.text.lower()
+
+
+def test_a_driver_library_missing_in_a_container_points_at_the_container_runtime() -> None:
+    text = ("root@098b49afe624:/workspace# python -c 'import torch'\nTraceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/torch/__init__.py", line 237, in <module>\n'
+            "    from torch._C import *  # noqa: F403\n"
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory\n")
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.id == "loader-library" and top.status is Status.FAIL and "libcuda.so.1" in top.title
+    assert any("--gpus all" in c for c in top.remediation.command_lines())
+
+
+def test_libnvidia_ml_missing_for_the_container_cli_is_the_drivers_library() -> None:
+    text = ("docker: Error response from daemon: failed to create task for container: nvidia-container-cli: "
+            "initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such "
+            "file or directory: unknown.\n")
+    facts = parse_text(text)
+    assert "container-driver-library" in {m["cause"] for m in facts.get("text.messages").value}
+    assert any(f.status is Status.FAIL for f in diagnose(facts, REGISTRY))
+
+
+def test_torch_s_own_missing_runtime_under_from_torch_c_is_torch_s_wheel() -> None:
+    text = ('Traceback (most recent call last):\n  File "/venv/lib/python3.11/site-packages/torch/__init__.py", line '
+            "367, in <module>\n    from torch._C import *  # noqa: F403\n"
+            "ImportError: libcublas.so.12: cannot open shared object file: No such file or directory\n")
+    failure = parse_text(text).get("torch.loader_failures").value[0]
+    assert failure["needed_by"] == "torch" and failure["family"] == "cublas" and failure["cuda_major"] == 12
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.id == "loader-library"
+    assert any("torch" in c for c in top.remediation.command_lines())
+    assert any("nvidia-cublas-cu12" in c for c in top.remediation.command_lines())
+
+
+def test_a_torch_extension_missing_a_c10_symbol_is_rebuilt_for_the_installed_torch() -> None:
+    text = ("ImportError: /venv/lib/python3.10/site-packages/xformers/_C.so: undefined symbol: "
+            "_ZN3c104cuda9SetDeviceEi\n")
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.id == "loader-library" and top.status is Status.FAIL and "xformers" in top.title
+    assert any("--force-reinstall" in c and "xformers" in c for c in top.remediation.command_lines())
+
+
+@pytest.mark.parametrize(("text", "kind", "library"), [
+    ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+     "/venv/lib/python3.10/site-packages/torch/lib/libtorch_python.so)", "version-not-found", "libstdc++.so.6"),
+    ("OSError: /usr/lib/i386-linux-gnu/libcuda.so.1: wrong ELF class: ELFCLASS32", "wrong-elf-class", "libcuda.so.1"),
+    ("OSError: [WinError 193] %1 is not a valid Win32 application. Error loading \"C:\\x\\torch\\lib\\c10.dll\" or "
+     "one of its dependencies.", "wrong-architecture", "c10.dll"),
+])
+def test_the_other_loader_wordings_are_read_and_judged(text: str, kind: str, library: str) -> None:
+    facts = parse_text(text + "\n")
+    failure = facts.get("torch.loader_failures").value[0]
+    assert failure["kind"] == kind and failure["library"] == library
+    assert any(f.id == "loader-library" and f.status is Status.FAIL for f in diagnose(facts, REGISTRY))
+
+
+# -- every error line is read -------------------------------------------------------------------------------------------
+def test_an_unexplained_error_is_a_warning_quoting_the_line_and_the_last_frame_s_package() -> None:
+    text = ('Traceback (most recent call last):\n  File "/home/u/train.py", line 3, in <module>\n'
+            '  File "/venv/lib/python3.11/site-packages/flux_kernels/ops.py", line 88, in launch\n'
+            "ValueError: grid of 0 blocks requested token=hf_abcdefghijklmnopqrstuvwxyz0123\n")
+    found = [f for f in diagnose(parse_text(text), REGISTRY) if f.id == "unexplained-error"]
+    assert len(found) == 1 and found[0].status is Status.WARN
+    assert "flux_kernels" in found[0].detail and "grid of 0 blocks" in found[0].detail
+    assert "hf_abcdefghijklmnopqrstuvwxyz0123" not in found[0].detail + found[0].title  # redacted like all output
+
+
+def test_unexplained_errors_are_capped_and_worst_first_and_explained_lines_are_not_repeated() -> None:
+    lines = [f"step {i}: data shard {i} failed to decode" for i in range(12)]
+    lines += ["Segmentation fault (core dumped)", "RuntimeError: No CUDA GPUs are available"]
+    found = [f for f in sort_findings(diagnose(parse_text("\n".join(lines) + "\n"), REGISTRY))
+             if f.id == "unexplained-error"]
+    assert len(found) == 5 and "Segmentation fault" in found[0].title
+    assert not any("No CUDA GPUs" in f.title for f in found)  # the catalogue explains it: known-message says it
+    assert "more unexplained error line" in found[-1].detail
+
+
+def test_benign_lines_are_no_errors_and_text_without_evidence_is_still_refused() -> None:
+    with pytest.raises(ParseError):
+        parse_text("0 errors, 0 warnings\nthe run took longer than usual\n")
+
+
+# -- through the CLI: the issue's two examples --------------------------------------------------------------------------
+def _cli(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def test_cli_a_missing_cuda_runtime_on_stdin_is_a_fail_with_a_remedy() -> None:
+    done = _cli(["-"], "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "No problems found" not in done.stdout
+    assert "The CUDA runtime (libcudart.so.12) cannot be found" in done.stdout
+    assert "nvidia-cuda-runtime-cu12" in done.stdout
+
+
+def test_cli_an_application_binary_missing_its_cuda_runtime_gets_the_toolkit_not_torch(tmp_path: Path) -> None:
+    paste = tmp_path / "paste.txt"
+    paste.write_text("./bin/app: error while loading shared libraries: libcudart.so.9.0: cannot open shared object "
+                     "file: No such file or directory\n", encoding="utf-8")
+    done = _cli([str(paste)])
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "libcudart.so.9.0" in done.stdout and "needed by ./bin/app" in done.stdout
+    assert "CUDA 9.0 toolkit" in done.stdout
+    remedy = done.stdout.split("What to do:", 1)[1].split("Summary:", 1)[0]
+    assert "pip install" not in remedy and "torch" not in remedy
