@@ -101,11 +101,11 @@ def run() -> None:
     (see :mod:`envdoctor.lifecycle`); every way out ends the child groups and exits at once."""
     lifecycle.guard_streams()
     lifecycle.install_signal_handlers()
-    code = 0
+    code: int = ExitCode.OK
     try:
         try:
             result = main.main(standalone_mode=False)
-            code = result if isinstance(result, int) else 0
+            code = result if isinstance(result, int) else ExitCode.OK
         except click.exceptions.Exit as exc:
             code = exc.exit_code
         except click.UsageError as exc:
@@ -117,7 +117,7 @@ def run() -> None:
         except click.Abort:
             code = ExitCode.SIGINT
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = exc.code if isinstance(exc.code, int) else (ExitCode.OK if exc.code is None else ExitCode.FAIL)
     except lifecycle.OutputError as exc:
         code = lifecycle.report_output_error(exc)
     lifecycle.finish(code)
@@ -548,7 +548,7 @@ def diff(a: str, b: str, as_json: bool) -> None:
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _show(result, as_json, "render_diff")
-    sys.exit(1 if result["differences"] or result["verdicts"] else 0)
+    sys.exit(ExitCode.FAIL if result["differences"] or result["verdicts"] else ExitCode.OK)
 
 
 @main.command(context_settings=CONTEXT)

@@ -214,7 +214,7 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
             sys.stdout.flush()
             import os
 
-            os._exit(1)
+            os._exit(ExitCode.FAIL)
         if "fatal" in rec:
             fatal = rec["fatal"]
             child.kill()

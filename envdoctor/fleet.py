@@ -341,11 +341,13 @@ def _vs(d: Difference) -> dict[str, Any]:
 
 def fleet_exit(result: Mapping[str, Any]) -> int:
     """0 all reports readable, one configuration, no failure; 1 otherwise; 2 nothing readable."""
+    from .lifecycle import ExitCode
+
     if not result["reports"]:
-        return 2
+        return ExitCode.USAGE
     if result["corrupt"] or result["outliers"] or result["failures_by_node"]:
-        return 1
-    return 0
+        return ExitCode.FAIL
+    return ExitCode.OK
 
 
 def area_rank(area: str) -> int:
