@@ -214,7 +214,7 @@ def _writable_output(output: str | None) -> None:
 
 
 # -- the pipeline ------------------------------------------------------------------------------
-def _live_plan(command: str, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
+def _live_plan(command: str, *, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
                device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
                verbose: bool, chosen_by: str | None = None, **more: Any) -> Plan:
     """The Plan of a live run from its options, checked before anything is probed: ``--device``,
@@ -296,8 +296,9 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
         # Every rank examines the interpreter the launcher started (its rank child imports torch
         # there), unless --python says otherwise: discovery would name another one. The cluster
         # check measures the collective itself: the per-GPU microchecks would compete with it.
-        plan = _live_plan("distributed", python or sys.executable, timeout, True, False, device, False, only, skip,
-                          fail_on, verbose, chosen_by=None if python else "started by the launcher",
+        plan = _live_plan("distributed", python=python or sys.executable, timeout=timeout, no_micro=True,
+                          micro_only=False, device=device, compile_=False, only=only, skip=skip, fail_on=fail_on,
+                          verbose=verbose, chosen_by=None if python else "started by the launcher",
                           distributed=True, output="json" if as_json else "terminal", output_file=output)
         try:
             run_distributed(plan, init_timeout=init_timeout, collective_timeout=collective_timeout,
@@ -309,7 +310,8 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     if as_json or output or min_busbw is not None:
         raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
                                "`envdoctor report --json -o FILE`")
-    plan = _live_plan("check", python, timeout, no_micro, micro_only, device, compile_, only, skip, fail_on, verbose)
+    plan = _live_plan("check", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only, device=device,
+                      compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose)
     rep = _run(plan, progress=True)
     from .render import make_console, render_terminal
 
@@ -328,7 +330,8 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
            verbose: bool) -> None:
     """The full report: facts, findings, and what did not run and why."""
     _writable_output(output)
-    plan = _live_plan("report", python, timeout, no_micro, micro_only, device, compile_, only, skip, fail_on, verbose,
+    plan = _live_plan("report", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only,
+                      device=device, compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose,
                       output=fmt, output_file=output)
     rep = _run(plan, progress=bool(output))
     _emit_warnings(rep.warnings)
