@@ -24,8 +24,6 @@ from typing import Any
 from .. import childargs, driverstart, lifecycle, prestart
 from .plan import Plan
 
-#: The commands whose first probe is a child worth starting early.
-EARLY_COMMANDS = ("check", "report", "healthcheck")
 _pending: list[lifecycle.Early] = []
 
 
