@@ -4,7 +4,7 @@ when the parent reads it (the child flushes each one), plus the probes' ends and
 
     python bench/timeline.py [check options…]      e.g.  python bench/timeline.py --device cpu
 
-Runs the real entry point (prestart included) in this interpreter with two hooks: the Host's
+Runs the real entry point (start-up's early torch child included) in this interpreter with two hooks: the Host's
 record parser and the probe runner's ``on_done``. Times are seconds since this script started.
 """
 
@@ -25,15 +25,17 @@ def note(text: str) -> None:
 def main() -> None:
     import atexit
 
-    from envdoctor import host, prestart
+    from envdoctor import host
+    from envdoctor.pipeline import startup
 
-    real_start = prestart.maybe_start
+    real_begin = startup.begin
 
-    def maybe_start(argv: list[str]) -> None:
-        real_start(argv)
-        note(f"prestart: {'torch child started' if prestart._started else 'nothing started'}")
+    def begin(argv: list[str]) -> None:
+        real_begin(argv)
+        started = any(early.started for early in startup._pending)
+        note(f"start-up: {'torch child started' if started else 'nothing started'}")
 
-    prestart.maybe_start = maybe_start  # type: ignore[assignment]
+    startup.begin = begin  # type: ignore[assignment]
     real_record = host.Records._record
 
     def record(self: host.Records, raw: bytes) -> None:

@@ -20,8 +20,9 @@ BUILTIN: tuple[str, ...] = (
     "torch_build",
     "messages",
     "micro",
+    "expect",
 )
 
 #: The modules holding the ``healthcheck=True`` checks (tests/test_healthcheck.py keeps this in
 #: step): the healthcheck loads only these, and ``micro`` only with ``--micro``.
-HEALTHCHECK: tuple[str, ...] = ("host", "driver", "gpu_health")
+HEALTHCHECK: tuple[str, ...] = ("host", "driver", "gpu_health", "expect")

@@ -8,6 +8,8 @@ typing); the heavy parts (rich, pynvml, torch) are imported lazily by the comman
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +22,40 @@ __all__ = ["__version__", "check", "CheckResult", "CheckSpec", "Facts", "Finding
            "Status", "kit"]
 
 _FROM_MODEL = ("Facts", "Finding", "Reading", "Reason", "Remediation", "Status")
+
+
+class _SourceChecks:
+    """``envdoctor.checks`` from a source checkout's top-level ``checks/`` folder.
+
+    The wheel ships ``checks/`` as ``envdoctor/checks`` and an editable install maps it with its own
+    finder; but ``python -m envdoctor`` (or ``torchrun -m envdoctor``) run from the repository
+    root imports this package from the checkout, where no ``envdoctor/checks`` exists. This finder
+    answers for exactly ``envdoctor.checks`` (its submodules follow its ``__path__``), so no
+    top-level ``checks`` package is ever importable."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != f"{__name__}.checks":
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_file_location(name, os.path.join(self.folder, "__init__.py"),
+                                                      submodule_search_locations=[self.folder])
+
+
+def _map_source_checks() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isdir(os.path.join(here, "checks")):
+        return  # installed from the wheel
+    folder = os.path.join(os.path.dirname(here), "checks")
+    if os.path.isfile(os.path.join(folder, "__init__.py")) and not any(
+            isinstance(f, _SourceChecks) for f in sys.meta_path):
+        sys.meta_path.append(_SourceChecks(folder))  # after the import system's own (and an editable install's)
+
+
+_map_source_checks()
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,9 @@
 """``python -m envdoctor`` and the ``envdoctor`` command.
 
 The signal path is installed before anything heavy is imported (click, rich): a Ctrl-C in the
-first tenth of a second is then handled like any other, not a KeyboardInterrupt traceback.
+first tenth of a second is then handled like any other, not a KeyboardInterrupt traceback. Then
+start-up reads the run's Plan from ``sys.argv`` and starts its early children
+(:mod:`envdoctor.pipeline.startup`), before click and the rest are imported.
 """
 
 from __future__ import annotations
@@ -13,10 +15,9 @@ def run() -> None:
     lifecycle.install_signal_handlers()
     import sys
 
-    from . import driverstart, prestart
+    from .pipeline import startup
 
-    prestart.maybe_start(sys.argv[1:])  # the torch child, before click and the rest are imported
-    driverstart.maybe_start(sys.argv[1:])  # the healthcheck's driver child, likewise
+    startup.begin(sys.argv[1:])
     from .cli import run as cli_run
 
     cli_run()

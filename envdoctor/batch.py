@@ -1,20 +1,21 @@
 """Judging many saved reports or pastes in one process: ``diagnose FILE… | DIR`` and
-``fleet --rejudge``.
+``fleet --rejudge``, through the pipeline's one :func:`~envdoctor.pipeline.judge.judge`.
 
-One process pays click, the registry and the checks' imports once; each file then costs only its
-own reading and judging. A saved report's old findings are not read (they are judged again), and
-an unusable file is one result line with its reason, never the end of the batch.
+One process pays click, the registry and the checks' imports once (the pipeline caches them);
+each file then costs only its own reading and judging. A saved report's old findings are not read
+(they are judged again), and an unusable file is one result line with its reason, never the end of
+the batch.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .report import EXIT_INCOMPLETE, EXIT_USAGE
+from .lifecycle import ExitCode
+from .pipeline.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -26,31 +27,7 @@ class Judged:
     error: str = ""
 
     def exit_code(self, fail_on: str = "fail") -> int:
-        return EXIT_USAGE if self.report is None else int(self.report.exit_code(fail_on))
-
-
-@functools.lru_cache(maxsize=8)
-def checks_for(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """(the checks to run, warnings), loaded once per process. Raises RegistryError."""
-    from .diagnose import select
-    from .registry import load_registry
-
-    registry = load_registry()
-    checks, unknown = select(registry, only, skip)
-    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
-    return tuple(checks), tuple(warnings)
-
-
-def judge(facts: Any, runs: Any = (), origin: str = "", only: tuple[str, ...] = (),
-          skip: tuple[str, ...] = ()) -> Any:
-    """Facts (with the probe runs they came with) -> a Report judged by today's checks."""
-    from . import compat
-    from .diagnose import diagnose
-    from .report import Report
-
-    checks, warnings = checks_for(tuple(only), tuple(skip))
-    return Report(facts=facts, findings=tuple(diagnose(facts, checks)), probes=tuple(runs), origin=origin,
-                  compat_as_of=compat.as_of(), warnings=warnings)
+        return ExitCode.USAGE if self.report is None else int(self.report.exit_code(fail_on))
 
 
 def origin_of(path: str, loaded: Any) -> str:
@@ -60,10 +37,12 @@ def origin_of(path: str, loaded: Any) -> str:
     return f"{kind}:{'stdin' if path == '-' else os.path.basename(path)}"
 
 
-def judge_path(path: str, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Judged:
-    """One file through the one loader and today's checks; never raises on bad input."""
+def judge_path(path: str, plan: Plan | None = None) -> Judged:
+    """One file through the one loader and today's checks (``plan``: ``--only``/``--skip``); never
+    raises on bad input (a registry that cannot load raises RegistryError)."""
     from .inputs import load
     from .model import Facts
+    from .pipeline.judge import judge
     from .report import ReportError
 
     try:
@@ -73,7 +52,7 @@ def judge_path(path: str, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()
     except RecursionError:
         return Judged(path, error=f"{path} is nested too deeply to be an envdoctor report")
     facts, runs = (loaded, ()) if isinstance(loaded, Facts) else (loaded.facts, loaded.probes)
-    return Judged(path, judge(facts, runs, origin_of(path, loaded), only, skip))
+    return Judged(path, judge(facts, runs, origin_of(path, loaded), plan or Plan(command="diagnose")))
 
 
 def expand(items: Iterable[str]) -> Iterator[str]:
@@ -92,7 +71,7 @@ def expand(items: Iterable[str]) -> Iterator[str]:
 def worst_exit(codes: Iterable[int]) -> int:
     """The batch's exit code: the worst of its files' (3 could not complete > 2 unusable input >
     1 a failure > 0)."""
-    return max(codes, default=EXIT_USAGE)
+    return max(codes, default=ExitCode.USAGE)
 
 
 def summary_record(judged: Judged, fail_on: str = "fail") -> dict[str, Any]:
@@ -124,5 +103,4 @@ def summary_line(judged: Judged, fail_on: str = "fail") -> str:
     return f"{name}: {worst}" + (f": {', '.join(parts)}" if parts else "") + tail
 
 
-__all__ = ["EXIT_INCOMPLETE", "Judged", "checks_for", "expand", "judge", "judge_path", "summary_line",
-           "summary_record", "worst_exit"]
+__all__ = ["Judged", "expand", "judge_path", "summary_line", "summary_record", "worst_exit"]

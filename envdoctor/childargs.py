@@ -1,10 +1,11 @@
 """What the torch child is asked to do: its script, its arguments, and whether the microchecks
-run in it — decided from options by the probes and from ``sys.argv`` by :mod:`envdoctor.prestart`,
-so both build the same command line to the byte.
+run in it — decided from the run's Plan by the probes (probes/torch_child.py) and by start-up
+(:mod:`envdoctor.pipeline.startup`, which starts the child before click), so both build the same
+command line.
 
 One child imports torch once: it reports the torch facts (the python probe's), then, when the
 microchecks are planned, runs them in the same process (``{"maps": true, "micro": {...}}``).
-Only the standard library is imported here: prestart runs before click.
+Only the standard library is imported here: start-up runs before click.
 """
 
 from __future__ import annotations

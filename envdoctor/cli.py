@@ -1,11 +1,13 @@
-"""The command line: builds the Host, runs collect -> diagnose -> render, maps to an exit code.
+"""The command line: each command is a declaration: options -> :class:`~.pipeline.plan.Plan` ->
+the pipeline (collect -> judge) -> a renderer -> an exit code (:class:`~.lifecycle.ExitCode`).
 
 No probing or judging logic lives here. Startup order matters for speed: the probes (above all
 the torch child, the slowest part of every run) start before rich and the checks are imported,
-so that work overlaps the child's ``import torch``.
+so that work overlaps the child's ``import torch`` (:mod:`envdoctor.pipeline.collect`).
 
 Exit codes: 0 no failure, 1 at least one failure (or warning with ``--fail-on warn``),
 2 usage error or unusable input, 3 envdoctor could not complete (a probe hung, a check crashed).
+Every usage error is one line, ``envdoctor: error: …``, click's and ours alike.
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ from __future__ import annotations
 import math
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from . import __version__, lifecycle
+from .lifecycle import ExitCode
+from .pipeline.plan import Plan
 from .redact import redact_text, redact_tree
-from .report import EXIT_INCOMPLETE, EXIT_USAGE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -30,13 +32,20 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 class InputError(click.ClickException):
     """Unusable input or output path: exit 2, one line."""
 
-    exit_code = EXIT_USAGE
+    exit_code = ExitCode.USAGE
 
 
 class Incomplete(click.ClickException):
     """envdoctor itself cannot run as configured (e.g. two plugins claim one check id): exit 3."""
 
-    exit_code = EXIT_INCOMPLETE
+    exit_code = ExitCode.INCOMPLETE
+
+
+def error_line(message: str, ctx: click.Context | None = None) -> str:
+    """The one format of every usage error and unusable input: one line, ``envdoctor: error: …``;
+    click's own usage errors name the command's help."""
+    hint = f" (`{ctx.command_path} -h` lists the options)" if ctx is not None else ""
+    return f"envdoctor: error: {redact_text(message)}{hint}"
 
 
 class Seconds(click.FloatRange):
@@ -92,21 +101,23 @@ def run() -> None:
     (see :mod:`envdoctor.lifecycle`); every way out ends the child groups and exits at once."""
     lifecycle.guard_streams()
     lifecycle.install_signal_handlers()
-    code = 0
+    code: int = ExitCode.OK
     try:
         try:
             result = main.main(standalone_mode=False)
-            code = result if isinstance(result, int) else 0
+            code = result if isinstance(result, int) else ExitCode.OK
         except click.exceptions.Exit as exc:
             code = exc.exit_code
+        except click.UsageError as exc:
+            click.echo(error_line(exc.format_message(), exc.ctx), err=True)
+            code = exc.exit_code
         except click.ClickException as exc:
-            exc.message = redact_text(exc.message)  # type: ignore[misc]  # click declares it Final; we redact it
-            exc.show()
+            click.echo(error_line(exc.format_message()), err=True)
             code = exc.exit_code
         except click.Abort:
-            code = 130
+            code = ExitCode.SIGINT
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = exc.code if isinstance(exc.code, int) else (ExitCode.OK if exc.code is None else ExitCode.FAIL)
     except lifecycle.OutputError as exc:
         code = lifecycle.report_output_error(exc)
     lifecycle.finish(code)
@@ -171,10 +182,11 @@ def _known_ids(only: Iterable[str], skip: Iterable[str]) -> None:
         return
     import difflib
 
-    from .registry import RegistryError, load_registry
+    from .pipeline import judge
+    from .registry import RegistryError
 
     try:
-        known = [s.id for s in load_registry()]
+        known = judge.known_ids()
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     for opt, given in named:
@@ -201,93 +213,43 @@ def _writable_output(output: str | None) -> None:
         raise InputError(f"cannot write {output}: the folder {folder} is not writable")
 
 
-# -- collection --------------------------------------------------------------------------------
-def _collect(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
-             compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], progress: bool,
-             extra: dict[str, Any] | None = None, chosen_by: str | None = None) -> Any:
-    from .host import Host
-    from .probes import Options, ProbeSpec, iter_builtin_probes, run_probes, torch_child
-
+# -- the pipeline ------------------------------------------------------------------------------
+def _live_plan(command: str, *, python: str | None, timeout: float, no_micro: bool, micro_only: bool,
+               device: str | None, compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
+               verbose: bool, chosen_by: str | None = None, **more: Any) -> Plan:
+    """The Plan of a live run from its options, checked before anything is probed: ``--device``,
+    ``--only``/``--skip`` ids, the target interpreter."""
     if device and not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
         raise click.BadParameter(f"{device!r} is not cpu, cuda or cuda:N", param_hint="--device")
     _known_ids(only, skip)
     python, chosen_by = _target(python, chosen_by)
-    extra = dict(extra or {})
-    if "torch_probe" not in extra:  # one torch child for the torch facts and the microchecks
-        extra[torch_child.KEY] = torch_child.Shared()
-    options = Options(timeout=timeout, python=python, python_chosen_by=chosen_by, micro=not no_micro,
-                      micro_only=micro_only, device=device, compile=compile_, extra=extra)
-    host = Host(python=options.python)
-    specs: Iterable[ProbeSpec] = iter_builtin_probes()
-    if micro_only:
-        specs = [s for s in specs if s.micro or s.name in ("host", "python")]
-    result: dict[str, Any] = {}
-    pending: set[str] = set()
-    lock = threading.Lock()  # the probe threads change `pending` while the spinner reads it
+    return Plan(command=command, python=python, python_chosen_by=chosen_by, timeout=timeout, micro=not no_micro,
+                micro_only=micro_only, device=device, compile=compile_, only=tuple(only), skip=tuple(skip),
+                fail_on=fail_on, verbose=verbose, **more)
 
-    def started(spec: ProbeSpec) -> ProbeSpec:
-        with lock:
-            pending.update(spec.run_names())
-        return spec
 
-    def finished(run: Any) -> None:
-        with lock:
-            pending.discard(run.name)
+def _host(plan: Plan) -> Any:
+    """The Host for ``plan``, with the children start-up began for this very Plan."""
+    from .host import Host
+    from .pipeline import startup
 
-    def work() -> None:
-        result["facts"], result["runs"] = run_probes(host, options, (started(s) for s in specs), on_done=finished)
+    return Host(python=plan.python, early=startup.adopt(plan))
 
-    worker = threading.Thread(target=work, name="probes", daemon=True)
-    began = time.monotonic()
-    worker.start()
 
-    # Overlap: import the judging side and rich while the children run.
-    from .diagnose import select
-    from .registry import RegistryError, load_registry
+def _run(plan: Plan, progress: bool) -> Any:
+    """collect -> judge: the Report of a live run."""
+    from .pipeline.collect import collect
+    from .pipeline.judge import judge
+    from .registry import RegistryError
 
+    facts, runs = collect(plan, _host(plan), progress)
     try:
-        registry = load_registry()
+        return judge(facts, runs, "live", plan)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
-    if micro_only:
-        only = tuple(only) + tuple(s.id for s in registry if s.micro)
-    checks, unknown = select(registry, only, skip)
-    warnings = list(registry.warnings) + [f"unknown check id {u!r} (see `envdoctor list`)" for u in unknown]
-    _import_renderers()
-    if progress and sys.stderr.isatty():
-        from .render import make_console
-
-        console = make_console(stderr=True)
-        with console.status("probing…", spinner="dots") as status:
-            while worker.is_alive():
-                worker.join(0.1)
-                elapsed = time.monotonic() - began
-                with lock:
-                    names = ", ".join(sorted(pending))
-                slow = " (taking unexpectedly long)" if elapsed > 10 else ""
-                status.update(f"probing: {names} {elapsed:.0f}s{slow}")
-    else:
-        lifecycle.join(worker)
-    return result["facts"], result["runs"], checks, warnings
 
 
-def _import_renderers() -> None:
-    """rich and the renderers, imported while the children still run (~25 ms off the end)."""
-    from . import render  # noqa: F401
-
-
-def _judge(facts: Any, checks: Any, runs: Any, warnings: list[str], origin: str) -> Any:
-    from . import compat
-    from .diagnose import diagnose
-    from .report import Report
-
-    findings = diagnose(facts, checks)
-    as_of = getattr(compat, "as_of", None)
-    return Report(facts=facts, findings=tuple(findings), probes=tuple(runs), origin=origin,
-                  compat_as_of=as_of() if callable(as_of) else None, warnings=tuple(warnings))
-
-
-def _emit_warnings(warnings: list[str]) -> None:
+def _emit_warnings(warnings: Iterable[str]) -> None:
     for w in warnings:
         click.echo(f"envdoctor: warning: {redact_text(w)}", err=True)
 
@@ -328,27 +290,33 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     prints one cluster report and every rank exits with the same code.
     """
     if distributed:
-        import functools
-
-        from .cluster_cli import run_distributed
+        from .cluster import NotLaunched
+        from .cluster_cli import Publish, run_distributed
 
         # Every rank examines the interpreter the launcher started (its rank child imports torch
-        # there), unless --python says otherwise: discovery would name another one.
-        collect = functools.partial(_collect, chosen_by=None if python else "started by the launcher")
-        run_distributed(collect, _judge, python=python or sys.executable, timeout=timeout, device=device, only=only, skip=skip,
-                        fail_on=fail_on, verbose=verbose, init_timeout=init_timeout,
-                        collective_timeout=collective_timeout, min_busbw=min_busbw, as_json=as_json, output=output)
+        # there), unless --python says otherwise: discovery would name another one. The cluster
+        # check measures the collective itself: the per-GPU microchecks would compete with it.
+        plan = _live_plan("distributed", python=python or sys.executable, timeout=timeout, no_micro=True,
+                          micro_only=False, device=device, compile_=False, only=only, skip=skip, fail_on=fail_on,
+                          verbose=verbose, chosen_by=None if python else "started by the launcher",
+                          distributed=True, output="json" if as_json else "terminal", output_file=output)
+        try:
+            run_distributed(plan, init_timeout=init_timeout, collective_timeout=collective_timeout,
+                            min_busbw=min_busbw, publish=Publish(as_json=as_json, output=output, verbose=verbose,
+                                                                 fail_on=fail_on))
+        except NotLaunched as exc:
+            raise InputError(str(exc)) from None
         return
     if as_json or output or min_busbw is not None:
         raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
                                "`envdoctor report --json -o FILE`")
-    facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
-                                             progress=True)
-    report = _judge(facts, checks, runs, warnings, "live")
+    plan = _live_plan("check", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only, device=device,
+                      compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose)
+    rep = _run(plan, progress=True)
     from .render import make_console, render_terminal
 
-    render_terminal(report, make_console(), verbose=verbose)
-    sys.exit(report.exit_code(fail_on))
+    render_terminal(rep, make_console(), verbose=verbose)
+    sys.exit(rep.exit_code(fail_on))
 
 
 @main.command(context_settings=CONTEXT)
@@ -362,10 +330,11 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
            verbose: bool) -> None:
     """The full report: facts, findings, and what did not run and why."""
     _writable_output(output)
-    facts, runs, checks, warnings = _collect(python, timeout, no_micro, micro_only, device, compile_, only, skip,
-                                             progress=bool(output))
-    rep = _judge(facts, checks, runs, warnings, "live")
-    _emit_warnings(list(rep.warnings))
+    plan = _live_plan("report", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only,
+                      device=device, compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose,
+                      output=fmt, output_file=output)
+    rep = _run(plan, progress=bool(output))
+    _emit_warnings(rep.warnings)
     _write(rep, fmt, output)
     sys.exit(rep.exit_code(fail_on))
 
@@ -414,32 +383,32 @@ def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], ski
     --json one object per file); the exit code is the worst of theirs."""
     files = files or (_diagnose_input(None),)
     _known_ids(only, skip)
+    plan = Plan(command="diagnose", only=tuple(only), skip=tuple(skip), fail_on=fail_on, verbose=verbose,
+                output=fmt or "terminal")
     if len(files) == 1 and not os.path.isdir(files[0]):
-        _diagnose_one(files[0], fmt, only, skip, fail_on, verbose)
-    _diagnose_many(files, fmt, only, skip, fail_on)
+        _diagnose_one(files[0], plan)
+    _diagnose_many(files, plan)
 
 
-def _diagnose_one(file: str, fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str,
-                  verbose: bool) -> None:
+def _diagnose_one(file: str, plan: Plan) -> NoReturn:
     from .batch import judge_path
     from .registry import RegistryError
 
     try:
-        judged = judge_path(file, only, skip)
+        judged = judge_path(file, plan)
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     if judged.report is None:
-        click.echo(f"envdoctor: error: {redact_text(judged.error)}", err=True)
-        sys.exit(EXIT_USAGE)
+        raise InputError(judged.error)
     rep = judged.report
-    if fmt:
-        _emit_warnings(list(rep.warnings))
-        _write(rep, fmt, None)
+    if plan.output != "terminal":
+        _emit_warnings(rep.warnings)
+        _write(rep, plan.output, None)
     else:
         from .render import make_console, render_terminal
 
-        render_terminal(rep, make_console(), verbose=verbose)
-    sys.exit(rep.exit_code(fail_on))
+        render_terminal(rep, make_console(), verbose=plan.verbose)
+    sys.exit(rep.exit_code(plan.fail_on))
 
 
 def _diagnose_input(file: str | None) -> str:
@@ -452,30 +421,32 @@ def _diagnose_input(file: str | None) -> str:
     return "-"
 
 
-def _diagnose_many(items: tuple[str, ...], fmt: str | None, only: tuple[str, ...], skip: tuple[str, ...],
-                   fail_on: str) -> None:
-    from .batch import checks_for, expand, judge_path, summary_line, summary_record, worst_exit
+def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
+    from .batch import expand, judge_path, summary_line, summary_record, worst_exit
+    from .pipeline.judge import checks_for
     from .registry import RegistryError
 
-    if fmt == "markdown":
+    if plan.output == "markdown":
         raise click.UsageError("--markdown takes one file; for many use --json or the one-line results")
     try:
-        _emit_warnings(list(checks_for(only, skip)[1]))
+        _emit_warnings(checks_for(plan)[1])
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     codes: list[int] = []
-    if fmt == "json":
+    as_json = plan.output == "json"
+    if as_json:
         import json
 
         sys.stdout.write("[")
     for i, path in enumerate(expand(items)):
-        judged = judge_path(path, only, skip)
-        codes.append(judged.exit_code(fail_on))
-        if fmt == "json":
-            sys.stdout.write(("," if i else "") + "\n" + json.dumps(summary_record(judged, fail_on), ensure_ascii=False))
+        judged = judge_path(path, plan)
+        codes.append(judged.exit_code(plan.fail_on))
+        if as_json:
+            record = summary_record(judged, plan.fail_on)
+            sys.stdout.write(("," if i else "") + "\n" + json.dumps(record, ensure_ascii=False))
         else:
-            click.echo(summary_line(judged, fail_on))
-    if fmt == "json":
+            click.echo(summary_line(judged, plan.fail_on))
+    if as_json:
         sys.stdout.write("\n]\n")
     sys.exit(worst_exit(codes))
 
@@ -491,54 +462,29 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
-    began = time.monotonic()
-    _healthcheck_watchdog(max_seconds)
-    from .preflight import fast_probes
-
-    # The probes first (the driver child is already running: envdoctor.driverstart), then, while
-    # they run, the checks and what the answer needs.
-    worker, probed = fast_probes(micro, max(0.3, max_seconds - 0.3), python)
-    checks = _healthcheck_checks(micro)
-    from . import render  # noqa: F401 - imported during the overlap, used by _healthcheck_answer
-
-    lifecycle.join(worker)
-    _healthcheck_answer(probed["facts"], probed["runs"], checks, began, expect_gpus)
-
-
-def _healthcheck_watchdog(max_seconds: float) -> None:
-    def watchdog() -> None:
-        # The hard budget: whatever is stuck (a D-state child, a wedged thread), we answer.
-        time.sleep(max_seconds)
-        lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget", 1)
-
-    threading.Thread(target=watchdog, daemon=True).start()
-
-
-def _healthcheck_checks(micro: bool) -> list[Any]:
-    """The healthcheck's checks (:func:`envdoctor.preflight.fast_checks`); a registry that cannot
-    load is an unhealthy answer."""
-    from .preflight import fast_checks
+    from .pipeline.fast import run_fast
+    from .pipeline.startup import healthcheck_budget
     from .registry import RegistryError
 
+    began = time.monotonic()
+    plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(max_seconds),
+                deadline=max_seconds, expect_gpus=expect_gpus, output="line")
+
+    def overrun() -> NoReturn:
+        lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
+                         ExitCode.FAIL)
+
+    # The probes first (the driver child is already running: envdoctor.pipeline.startup), then,
+    # while they run, the checks and what the answer needs.
     try:
-        return fast_checks(micro)
-    except RegistryError as exc:
-        lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", 1)
-
-
-def _healthcheck_answer(facts: Any, runs: Any, checks: list[Any], began: float, expect_gpus: int | None) -> None:
-    from .diagnose import diagnose
-    from .model import ProbeStatus
+        rep, hung = run_fast(plan, _host(plan), max_seconds, overrun)
+    except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
+        lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", ExitCode.FAIL)
     from .render import healthcheck_line
-    from .report import Report
 
-    # Through a Report: the one place every output is redacted.
-    rep = Report(facts=facts, findings=tuple(diagnose(facts, checks)) + _expected_gpus(facts, expect_gpus),
-                 probes=tuple(runs))
-    hung = [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
     # Leave at once: an abandoned child or probe thread must not delay the answer.
-    lifecycle.answer(line, 0 if healthy else 1)
+    lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
 
 
 @main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -553,18 +499,24 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     """Container ENTRYPOINT preflight: run the fast checks (the healthcheck's), print the findings
     to stderr, then become CMD (exec: same PID, signals and exit code are CMD's). When the
     environment fails, CMD is not started and the exit code is 78."""
+    from .pipeline.startup import exec_deadline
     from .preflight import preflight
 
-    preflight(command, fail_on, micro, expect_gpus, max_seconds)
+    python = None
+    if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
+        from .host import Host
+        from .target import TargetError, choose
 
+        try:
+            found = choose(Host(), None, os.getcwd())
+        except TargetError as exc:
+            from .preflight import leave
 
-def _expected_gpus(facts: Any, expected: int | None) -> tuple[Any, ...]:
-    """``--expect-gpus N``: one more finding, a failure when fewer GPUs are visible."""
-    if expected is None:
-        return ()
-    from .preflight import expect_gpus
-
-    return (expect_gpus(facts, expected),)
+            leave(f"envdoctor exec: {exc}", ExitCode.USAGE)
+        python = found.path
+    plan = Plan(command="exec", fast=True, micro=micro, python=python, budget=max_seconds,
+                deadline=exec_deadline(max_seconds), expect_gpus=expect_gpus, fail_on=fail_on, output="terminal")
+    preflight(command, plan, _host(plan))
 
 
 def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:
@@ -595,12 +547,11 @@ def diff(a: str, b: str, as_json: bool) -> None:
     try:
         result = redact_tree(diff_reports(a, b))
     except ReportError as exc:
-        click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
-        sys.exit(EXIT_USAGE)
+        raise InputError(str(exc)) from None
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _show(result, as_json, "render_diff")
-    sys.exit(1 if result["differences"] or result["verdicts"] else 0)
+    sys.exit(ExitCode.FAIL if result["differences"] or result["verdicts"] else ExitCode.OK)
 
 
 @main.command(context_settings=CONTEXT)
@@ -631,10 +582,11 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 def list_checks(as_json: bool) -> None:
     """The registered checks: id, title, what they verify, and who provides them."""
-    from .registry import RegistryError, load_registry
+    from .pipeline.judge import registry as checks
+    from .registry import RegistryError
 
     try:
-        registry = load_registry()
+        registry = checks()
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
     _emit_warnings(registry.warnings)

@@ -25,9 +25,13 @@ from typing import Any
 from .compare import facts_getter, raw_getter, signature
 from .host import ChildResult, Host, LiveChild, start_live_child
 from .launch import is_loopback, launch_problems, read_launch
-from .model import Facts, Finding, Reason, missing, ok
+from .lifecycle import ExitCode
+from .model import Facts, Finding, ProbeRun, Reason, missing, ok
+from .pipeline import collect as _collect
+from .pipeline import judge as _judge
+from .pipeline.plan import Plan
 from .registry import validate_fact_keys
-from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
+from .report import Report, exit_code
 
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
 #: The facts rank 0 writes from what every rank posted (envdoctor/factkeys.py: ``command:distributed``).
@@ -63,9 +67,10 @@ class ClusterOptions:
         return max(self.init_timeout + self.collective_timeout, self.probe_deadline) + 3.0
 
 
-#: ``collect(extra)``: the probes of `check`, with ``extra`` as Options.extra.
-Collect = Callable[[dict[str, Any]], tuple[Any, Any, Any, list[str]]]
-Judge = Callable[[Any, Any, Any, list[str], str], Report]
+#: The pipeline's functions (tests hand in lighter ones): ``collect(plan, host, torch_probe=…)`` and
+#: ``judge(facts, runs, origin, plan)``.
+Collect = Callable[..., tuple[Facts, list[ProbeRun]]]
+Judge = Callable[[Facts, Any, str, Plan], Report]
 
 
 @dataclass
@@ -79,10 +84,11 @@ class Outcome:
     published: bool = False
 
 
-def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
-        publish: Callable[[Outcome], None] | None = None) -> Outcome:
-    """This rank's part. On rank 0 ``publish`` prints the report *before* the verdict goes out: the
-    other ranks exit as soon as they have it, and torchrun then stops whoever is still running."""
+def run(host: Host, plan: Plan, options: ClusterOptions, publish: Callable[[Outcome], None] | None = None,
+        collect: Collect = _collect.collect, judge: Judge = _judge.judge) -> Outcome:
+    """This rank's part (``plan``: ``check --distributed``'s). On rank 0 ``publish`` prints the report
+    *before* the verdict goes out: the other ranks exit as soon as they have it, and torchrun then
+    stops whoever is still running."""
     info = read_launch(host.environ)
     if info is None:
         raise NotLaunched("--distributed needs a launcher: no RANK/WORLD_SIZE (torchrun) or SLURM_PROCID/"
@@ -95,18 +101,18 @@ def run(host: Host, collect: Collect, judge: Judge, options: ClusterOptions,
         if why:
             problems.append(why)
     if problems:
-        return _alone(collect, judge, info, "; ".join(problems), options)
+        return _alone(host, plan, collect, judge, info, "; ".join(problems), options)
     child = start_live_child(host, "dist", _child_args(host, info, options))
     if isinstance(child, str):
-        return _alone(collect, judge, info, child, options)
+        return _alone(host, plan, collect, judge, info, child, options)
     stop = _Stopper(child)
-    facts, runs, checks, warnings = collect({"distributed": True, "torch_probe": _shared_torch_probe(child)})
-    local = judge(facts, checks, runs, warnings, "live")
+    facts, runs = collect(plan, host, torch_probe=_shared_torch_probe(child))
+    local = judge(facts, runs, "live", plan)
     child.send({"facts": local.to_dict()})
     # The handlers stay until the process leaves (os._exit): a SIGTERM while rank 0 prints must
     # not kill it half-way.
     if info.get("rank") == 0:
-        return _rank0(child, local, info, options, stop, publish)
+        return _rank0(child, local, info, plan, options, stop, publish)
     return _follower(child, local, info, options, stop)
 
 
@@ -184,11 +190,12 @@ class _Stopper:
         self.child.send({"stop": self.why})
 
 
-def _alone(collect: Collect, judge: Judge, info: Mapping[str, Any], why: str, options: ClusterOptions) -> Outcome:
+def _alone(host: Host, plan: Plan, collect: Collect, judge: Judge, info: Mapping[str, Any], why: str,
+           options: ClusterOptions) -> Outcome:
     """This rank cannot join: judge it alone (its launch checks say why) and exit 1."""
-    facts, runs, checks, warnings = collect({"distributed": True})
-    rep = judge(facts, checks, runs, warnings, "live")
-    code = max(rep.exit_code(options.fail_on), EXIT_FAIL)
+    facts, runs = collect(plan, host)
+    rep = judge(facts, runs, "live", plan)
+    code = max(rep.exit_code(options.fail_on), ExitCode.FAIL)
     return Outcome(code, rep, None, f"rank {info.get('rank')} cannot take part in the cluster check: {why}")
 
 
@@ -207,11 +214,11 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
             sys.stdout.flush()
             import os
 
-            os._exit(1)
+            os._exit(ExitCode.FAIL)
         if "fatal" in rec:
             fatal = rec["fatal"]
             child.kill()
-            return Outcome(EXIT_FAIL, local, None, f"rank {rank}: cannot reach the rendezvous store at "
+            return Outcome(ExitCode.FAIL, local, None, f"rank {rank}: cannot reach the rendezvous store at "
                            f"{fatal.get('address', '?')} ({str(fatal.get('error', ''))[:300]})")
         if rec.get("_done") or rec.get("_eof"):
             code = rec.get("exit")
@@ -219,12 +226,13 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
             if isinstance(code, int):
                 return Outcome(code, None, None, f"rank {rank}: the cluster report is on rank 0; exit {code}")
             why = rec.get("why") or "the rank child ended without a verdict"
-            return Outcome(EXIT_INCOMPLETE, None, None, f"rank {rank}: {why}; exit {EXIT_INCOMPLETE}")
+            return Outcome(ExitCode.INCOMPLETE, None, None, f"rank {rank}: {why}; exit {int(ExitCode.INCOMPLETE)}")
     child.kill()
-    return Outcome(EXIT_INCOMPLETE, None, None, f"rank {rank}: no verdict from rank 0 in time; exit {EXIT_INCOMPLETE}")
+    return Outcome(ExitCode.INCOMPLETE, None, None,
+                   f"rank {rank}: no verdict from rank 0 in time; exit {int(ExitCode.INCOMPLETE)}")
 
 
-def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: ClusterOptions,
+def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], plan: Plan, options: ClusterOptions,
            stop: _Stopper, publish: Callable[[Outcome], None] | None) -> Outcome:
     gathered: dict[str, Any] = {"rank_reports": {}}
     deadline = time.monotonic() + options.facts_timeout + _MARGIN
@@ -242,7 +250,7 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: Cl
             gathered["rank_reports"][str(item.get("rank"))] = item.get("facts")
         if "fatal" in rec or "gathered" in rec:
             break
-    report, cluster = build_report(gathered, local, info, options, stop.why)
+    report, cluster = build_report(gathered, local, info, options, stop.why, plan)
     code = report.exit_code(options.fail_on)
     outcome = Outcome(code, report, cluster)
     if publish is not None:
@@ -259,19 +267,17 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], options: Cl
 
 
 def build_report(gathered: Mapping[str, Any], local: Report, info: Mapping[str, Any], options: ClusterOptions,
-                 stopped: str | None = None) -> tuple[Report, dict[str, Any]]:
-    """Rank 0: the cluster facts from what the child gathered, judged by the cluster checks."""
+                 stopped: str | None = None, plan: Plan | None = None) -> tuple[Report, dict[str, Any]]:
+    """Rank 0: the cluster facts from what the child gathered, judged by the cluster checks (with
+    the warnings of ``plan``'s selection, as rank 0's own report)."""
     from .checks.cluster import CHECKS
-    from .diagnose import diagnose
 
     reports: dict[str, Any] = {k: v for k, v in (gathered.get("rank_reports") or {}).items() if isinstance(v, Mapping)}
     reports["0"] = local.to_dict()
     readings = cluster_readings(gathered, reports, info, options, stopped)
     facts = Facts(readings)
-    findings = diagnose(facts, CHECKS)
-    report = Report(facts=facts, findings=tuple(findings), origin="cluster", compat_as_of=local.compat_as_of,
-                    warnings=local.warnings)
-    return report, {"table": node_table(facts, reports, findings), "ranks": reports}
+    report = _judge.judge(facts, (), "cluster", plan or Plan(command="distributed", distributed=True), checks=CHECKS)
+    return report, {"table": node_table(facts, reports, list(report.findings)), "ranks": reports}
 
 
 def cluster_readings(gathered: Mapping[str, Any], reports: Mapping[str, Any], info: Mapping[str, Any],

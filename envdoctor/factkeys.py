@@ -11,7 +11,9 @@ Every key is literal: the families that look dynamic (``libs.<family>_copies``,
 
 A producer is ``probe:<ProbeSpec.name>``, ``parser:<module>`` (``parser:parse_text`` is
 ``envdoctor/parsers/__init__.py`` itself: the container evidence and Python's banner), or
-``command:distributed`` (rank 0 of ``check --distributed``, ``envdoctor/cluster.py`` ``KEYS``).
+``command:distributed`` (rank 0 of ``check --distributed``, ``envdoctor/cluster.py`` ``KEYS``), or
+``command:healthcheck``/``command:exec`` (``plan.*``: what the user asked the checks to hold the machine
+to, written from the Plan by ``envdoctor/pipeline/collect.py``).
 """
 
 from __future__ import annotations
@@ -429,6 +431,8 @@ _ENTRIES: tuple[FactKey, ...] = (
        "rank → `envdoctor.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
     _k('cluster.rank_findings', 'object', ('command:distributed',),
        'rank → `[{"id", "status", "title"}]` of that rank\'s own report'),
+    _k('plan.expect_gpus', 'int', ('command:healthcheck', 'command:exec'),
+       '`--expect-gpus N` of `healthcheck`/`exec`: the GPUs this node must show (absent when not asked)'),
 )
 
 FACT_KEYS: Mapping[str, FactKey] = {entry.key: entry for entry in _ENTRIES}
@@ -482,8 +486,10 @@ def _producers_cell(entry: FactKey) -> str:
     if entry.parsers:
         parts.append("paste " + ", ".join(f"`{p}`" for p in entry.parsers))
     commands = [p.split(":", 1)[1] for p in entry.producers if p.startswith("command:")]
-    if commands:
-        parts.append("`check --" + "`, `check --".join(commands) + "` (rank 0)")
+    if "distributed" in commands:
+        parts.append("`check --distributed` (rank 0)")
+    if others := [c for c in commands if c != "distributed"]:
+        parts.append("the command line of " + ", ".join(f"`{c}`" for c in others))
     return "; ".join(parts)
 
 
@@ -519,9 +525,9 @@ def documented_namespaces(text: str) -> set[str]:
             for ns in line[len(_BEGIN):].replace("-->", "").split()}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str]) -> int:
     """``python -m envdoctor.factkeys docs/FACTS.md [--check]``: regenerate the tables in place."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = list(argv)
     check_only = "--check" in args
     paths = [a for a in args if not a.startswith("--")]
     if len(paths) != 1:
@@ -542,4 +548,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

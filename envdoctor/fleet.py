@@ -62,15 +62,15 @@ def diff_reports(path_a: str, path_b: str) -> dict[str, Any]:
     """What differs between two reports, most important first, each with the checks that judge it
     and how those checks judge each side today."""
     from .diagnose import diagnose
-    from .registry import load_registry
+    from .pipeline.judge import registry
 
     facts_a, kind_a = load_any(path_a)
     facts_b, kind_b = load_any(path_b)
     sig_a, sig_b = signature(facts_getter(facts_a)), signature(facts_getter(facts_b))
     diffs = differences([("A", sig_a), ("B", sig_b)])
-    registry = load_registry()
-    findings_a = {f.id: f for f in diagnose(facts_a, registry)}
-    findings_b = {f.id: f for f in diagnose(facts_b, registry)}
+    checks = registry()
+    findings_a = {f.id: f for f in diagnose(facts_a, checks)}
+    findings_b = {f.id: f for f in diagnose(facts_b, checks)}
     out = []
     for d in diffs:
         values = {m: v for v, ms in d.values.items() for m in ms}
@@ -209,13 +209,14 @@ def _loads_text(path: str, text: str) -> Any:
 
 
 def _from_facts(path: str, facts: Any) -> Summary:
-    from .batch import checks_for
     from .diagnose import diagnose
+    from .pipeline.judge import checks_for
+    from .pipeline.plan import Plan
 
     get = facts_getter(facts)
     sig = signature(get)
-    # The batch path's checks: the registry is loaded once per process, not once per file.
-    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, checks_for()[0])
+    # The pipeline's checks: the registry is loaded once per process, not once per file.
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, checks_for(Plan())[0])
                                       if f.status.value in ("fail", "error")]
     return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
 
@@ -340,11 +341,13 @@ def _vs(d: Difference) -> dict[str, Any]:
 
 def fleet_exit(result: Mapping[str, Any]) -> int:
     """0 all reports readable, one configuration, no failure; 1 otherwise; 2 nothing readable."""
+    from .lifecycle import ExitCode
+
     if not result["reports"]:
-        return 2
+        return ExitCode.USAGE
     if result["corrupt"] or result["outliers"] or result["failures_by_node"]:
-        return 1
-    return 0
+        return ExitCode.FAIL
+    return ExitCode.OK
 
 
 def area_rank(area: str) -> int:

@@ -59,19 +59,6 @@ RunStatus = Literal["ok", "timeout", "crashed", "failed", "absent", "denied"]
 DONE_GRACE = 0.05
 
 
-def _adopt(command: Sequence[str], env: Mapping[str, str], stdin: bytes | None) -> subprocess.Popen[bytes] | None:
-    """A child :mod:`envdoctor.prestart` (the torch child) or :mod:`envdoctor.driverstart` (the
-    driver child, which takes its arguments on stdin) already started, before click was imported,
-    with exactly this command line and environment, else None."""
-    if stdin is not None:
-        from . import driverstart  # a child started early that waits for its arguments on stdin
-
-        return driverstart.take(tuple(command), dict(env))
-    from . import prestart
-
-    return prestart.take(tuple(command), dict(env))
-
-
 @dataclass(frozen=True)
 class CommandResult:
     argv: tuple[str, ...]
@@ -159,16 +146,20 @@ class Host:
         root: str | os.PathLike[str] | None = None,
         python: str | None = None,
         nice: int = 0,
+        early: lifecycle.Early | None = None,
     ) -> None:
         self.environ: dict[str, str] = dict(os.environ if environ is None else environ)
         self.root = Path(root) if root else None
         self.python = python or sys.executable
         self.nice = nice
+        #: Children started before click for this very run (envdoctor.pipeline.startup); a command
+        #: this host runs takes the one started with its command line and environment.
+        self.early = early
 
     def niced(self, increment: int) -> Host:
         """The same host whose commands run at lower CPU priority (``nice -n``): probes off the
         critical path must not steal a core from the child that imports torch."""
-        other = Host(self.environ, self.root, self.python, nice=increment)
+        other = Host(self.environ, self.root, self.python, nice=increment, early=self.early)
         return other
 
     # -- files ----------------------------------------------------------------------------
@@ -342,7 +333,7 @@ class Host:
             command = (nice_exe, "-n", str(self.nice), *command)
         start = time.monotonic()
         try:
-            proc = _adopt(command, full_env, stdin) or subprocess.Popen(
+            proc = (self.early.take(command, full_env) if self.early is not None else None) or subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -11,12 +11,13 @@ probe that was abandoned past its deadline never outlives the run.
 Output: stdout and stderr are wrapped once at start (:func:`guard_streams`). A write to stdout
 that fails (a full disk, a closed stream, a reader that went away: ``EPIPE``) raises
 :class:`OutputError`, which the entry point turns into one line on stderr and exit 3
-(``EXIT_INCOMPLETE``: the output is incomplete). A failing stderr is dropped silently: there is
+(:attr:`ExitCode.INCOMPLETE`: the output is incomplete). A failing stderr is dropped silently: there is
 nowhere left to say it.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import io
 import os
@@ -27,9 +28,24 @@ import threading
 import time
 from typing import Any, NoReturn
 
-EXIT_INCOMPLETE = 3
-#: Exit codes of the signal path: 128 + the signal number, as shells report them.
-SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+class ExitCode(enum.IntEnum):
+    """Every exit code envdoctor gives, in one place (README "Exit codes" lists the same)."""
+
+    OK = 0  # no failure (healthcheck: healthy; diff: no difference)
+    FAIL = 1  # a failure, or a warning with --fail-on warn (healthcheck: unhealthy)
+    USAGE = 2  # a usage error or unusable input
+    INCOMPLETE = 3  # envdoctor could not complete (a probe hung, a check crashed, the output failed)
+    PREFLIGHT = 78  # exec: the environment failed its preflight, the command was not started (EX_CONFIG)
+    NOT_EXECUTABLE = 126  # exec: the command cannot be run (the shell's code)
+    NOT_FOUND = 127  # exec: no such command (the shell's code)
+    SIGHUP = 129  # the signal path: 128 + the signal number, as shells report them
+    SIGINT = 130
+    SIGTERM = 143
+
+
+#: Exit codes of the signal path.
+SIGNALS = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
 
 _lock = threading.RLock()  # re-entrant: the signal handler runs on the main thread, which may hold it
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -68,34 +84,53 @@ def register(proc: subprocess.Popen[bytes]) -> None:
         _kill_group(proc.pid)
 
 
-#: Children started before click is imported (:mod:`envdoctor.prestart`'s torch child,
-#: :mod:`envdoctor.driverstart`'s driver child): command line, environment, process.
-Early = list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]]
+class Early:
+    """Children started before click is imported (:mod:`envdoctor.pipeline.startup`: the torch
+    child of ``check``/``report``, the driver child of ``healthcheck``) for the run ``plan`` (a
+    :class:`~envdoctor.pipeline.plan.Plan`), handed to the Host (``Host(early=…)``) once click's own
+    Plan for the run is found equal. A start that fails is left to the probe, which starts the child
+    again and says why it cannot."""
 
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        self._children: list[tuple[tuple[str, ...], dict[str, str], subprocess.Popen[bytes]]] = []
 
-def start_early(started: Early, command: tuple[str, ...], env: dict[str, str], stdin: int) -> None:
-    """Start ``command`` in a group of its own for a probe to adopt later (:func:`take_early`);
-    a start that fails is left to that probe, which starts it again and says why it cannot."""
-    try:
-        proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                close_fds=True, **own_group())
-    except (OSError, ValueError):
-        return
-    register(proc)
-    started.append((command, env, proc))
+    def start(self, command: tuple[str, ...], env: dict[str, str], stdin: int) -> None:
+        """Start ``command`` in a group of its own for a probe to take (:meth:`take`)."""
+        try:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    close_fds=True, **own_group())
+        except (OSError, ValueError):
+            return
+        register(proc)
+        self._children.append((command, env, proc))
 
+    @property
+    def started(self) -> list[tuple[str, ...]]:
+        return [command for command, _, _ in self._children]
 
-def take_early(started: Early, command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
-    """The child of ``started`` run with exactly ``command`` and ``env``, else None; every other
-    one is ended (an unused early start only steals CPU)."""
-    found = None
-    while started:
-        started_command, started_env, proc = started.pop()
-        if found is None and started_command == command and started_env == env:
-            found = proc
-        else:
-            end_group(proc)
-    return found
+    def take(self, command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+        """The child started for this very ``command`` and ``env`` (the Plans were equal, so this is
+        a check that the probe asks for the child the plan started, not the decision), else None.
+        A command that runs none of the early children's scripts changes nothing; one that runs such
+        a script takes its child, and every other one is ended (an unused early start only steals CPU)."""
+        scripts = {os.path.basename(part) for started, _, _ in self._children for part in started[1:4]
+                   if part.endswith(".py")}
+        if not scripts.intersection(os.path.basename(part) for part in command[1:4]):
+            return None
+        found = None
+        while self._children:
+            started_command, started_env, proc = self._children.pop()
+            if found is None and started_command == command and started_env == env:
+                found = proc
+            else:
+                end_group(proc)
+        return found
+
+    def end(self) -> None:
+        """End every child not taken (the run turned out to be another one)."""
+        while self._children:
+            end_group(self._children.pop()[2])
 
 
 def release(proc: subprocess.Popen[bytes], abandoned: bool = False) -> None:
@@ -283,7 +318,7 @@ def report_output_error(exc: OutputError) -> int:
     if not _reported.is_set():
         _reported.set()
         _write_fd(2, f"envdoctor: error: {exc}\n")
-    return EXIT_INCOMPLETE
+    return ExitCode.INCOMPLETE
 
 
 def finish(code: int) -> NoReturn:

@@ -18,11 +18,10 @@ from typing import Any
 
 from . import __version__
 from .kit import EVIDENCE_ITEMS, capped
+from .lifecycle import ExitCode
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
 from .redact import UnchangedMemo, json_blob, may_hold_secret, redact_text, redact_tree
 from .schema import SCHEMA_ID
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 class ReportError(Exception):
@@ -128,10 +127,10 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
     ``--fail-on warn``), else 0."""
     statuses = {f.status for f in findings}
     if Status.ERROR in statuses:
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if Status.FAIL in statuses or (fail_on == "warn" and Status.WARN in statuses):
-        return EXIT_FAIL
-    return EXIT_OK
+        return ExitCode.FAIL
+    return ExitCode.OK
 
 
 #: Facts objects already redacted (by identity; a few, strongly held): a report loaded for

@@ -52,8 +52,8 @@ def retrieve(uri: str) -> Mapping[str, Any]:
     return schema()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str]) -> int:
+    args = list(argv)
     if args in ([], ["--json"]):
         sys.stdout.write(text())
         return 0
@@ -68,4 +68,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only its methods are used: envdoctor.prestart passes a lighter stand-in
+if TYPE_CHECKING:  # only its methods are used: envdoctor.pipeline.startup passes a lighter stand-in
     from .host import Host
 
 #: Where a venv (``python -m venv``, virtualenv, uv) or a conda environment keeps its interpreter.

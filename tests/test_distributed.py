@@ -69,11 +69,11 @@ DEADLINES = ["--init-timeout", "60", "--collective-timeout", "30", "--timeout", 
 
 
 def torchrun(nproc: int, port: int, args: list[str], env: dict[str, str], nnodes: int = 1, node_rank: int = 0,
-             program: list[str] | None = None) -> subprocess.Popen[str]:
+             program: list[str] | None = None, cwd: str | None = None) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
             f"--nproc-per-node={nproc}", "--master-addr=127.0.0.1", f"--master-port={port}", "--max-restarts=0",
             *(program or ["-m", "envdoctor", "check", "--distributed"]), *args]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -105,6 +105,16 @@ def test_two_ranks_healthy_report_and_json(tmp_path: Path) -> None:
     assert all(abs(s["busbw_gbps"] - s["algbw_gbps"]) < 1e-9 for s in sizes)
     assert set(data["cluster"]["ranks"]) == {"0", "1"}
     assert data["facts"]["cluster.decision"]["value"]["backend"] == "gloo"
+
+
+def test_from_the_repository_root(tmp_path: Path) -> None:
+    # `torchrun -m envdoctor` puts the working folder first on sys.path: from a checkout's root the
+    # package is the checkout's own, whose checks/ lives beside it (envdoctor/__init__.py maps it).
+    root = Path(__file__).resolve().parent.parent
+    code, out, err = finish(torchrun(2, free_port(), [*DEADLINES, "--no-micro"], base_env(), cwd=str(root)))
+    assert code == 0 and "ImportError" not in err, out + err
+    assert "All-reduce exact on every rank" in out and "(gloo)" in out
+    assert rank_lines(err) == ["envdoctor: rank 1: the cluster report is on rank 0; exit 0"]
 
 
 def test_four_ranks_one_odd_rank_is_named(tmp_path: Path) -> None:

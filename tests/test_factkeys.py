@@ -77,9 +77,10 @@ def _producers() -> dict[str, set[str]]:
 
 def test_every_registry_key_has_a_producer_that_declares_it():
     from envdoctor import cluster
+    from envdoctor.pipeline import collect
 
     probes = _producers()
-    commands = {"distributed": set(cluster.KEYS)}
+    commands = {"distributed": set(cluster.KEYS), **{c: set(collect.PLAN_KEYS) for c in collect.PLAN_COMMANDS}}
     for entry in factkeys.FACT_KEYS.values():
         assert entry.type in factkeys.TYPES, entry.key
         assert entry.doc.strip() and entry.producers, entry.key
@@ -96,8 +97,10 @@ def test_the_probes_and_parsers_declare_nothing_the_registry_does_not_attribute_
     declared = {(f"probe:{name}", k) for name, keys in _producers().items() for k in keys}
     declared |= {(f"parser:{name}", k) for name, keys in PARSERS.items() for k in keys}
     from envdoctor import cluster
+    from envdoctor.pipeline import collect
 
     declared |= {("command:distributed", k) for k in cluster.KEYS}
+    declared |= {(f"command:{c}", k) for c in collect.PLAN_COMMANDS for k in collect.PLAN_KEYS}
     assert declared == claimed
 
 

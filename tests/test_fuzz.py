@@ -43,14 +43,11 @@ reports = st.fixed_dictionaries({"schema_version": st.one_of(st.just(1), json_va
 def _judge_and_render(loaded: Report | Facts) -> None:
     from rich.console import Console
 
-    from envdoctor.cli import _judge
-    from envdoctor.diagnose import select
-    from envdoctor.registry import load_registry
+    from envdoctor.pipeline.judge import judge
     from envdoctor.render import healthcheck_line, render_markdown, render_terminal
 
     facts = loaded if isinstance(loaded, Facts) else loaded.facts
-    checks, _ = select(load_registry(), (), ())
-    rep = _judge(facts, checks, () if isinstance(loaded, Facts) else loaded.probes, [], "fuzz")
+    rep = judge(facts, () if isinstance(loaded, Facts) else loaded.probes, "fuzz")
     json.loads(to_json(rep))
     render_markdown(rep)
     render_terminal(rep, Console(file=io.StringIO(), width=80), verbose=True)

@@ -97,19 +97,19 @@ def test_healthcheck_imports_no_probe_or_check_module_it_does_not_run() -> None:
 
 
 _SPAWNS = ("import os, subprocess, sys\n"
-           "from envdoctor import driverstart, lifecycle\n"
+           "from envdoctor import lifecycle\n"
            "spawned, took = [], []\n"
            "real = subprocess.Popen.__init__\n"
            "def init(self, args, *a, **k):\n"
            "    spawned.append(' '.join(os.path.basename(str(x)) for x in args[1:4]))\n"
            "    real(self, args, *a, **k)\n"
            "subprocess.Popen.__init__ = init\n"
-           "real_take = driverstart.take\n"
-           "def take(command, env):\n"
-           "    found = real_take(command, env)\n"
+           "real_take = lifecycle.Early.take\n"
+           "def take(self, command, env):\n"
+           "    found = real_take(self, command, env)\n"
            "    took.append(found is not None)\n"
            "    return found\n"
-           "driverstart.take = take\n"
+           "lifecycle.Early.take = take\n"
            "def answer(line, code):\n"
            "    print(repr((line, spawned, took))); sys.stdout.flush(); os._exit(code)\n"
            "lifecycle.answer = answer\n"
@@ -140,12 +140,15 @@ def test_a_driver_child_started_for_nothing_leaves_without_touching_the_driver(t
 
 def test_with_python_the_healthcheck_starts_no_driver_child_early(tmp_path):
     # cuInit then runs in that interpreter: the early child (envdoctor's own) would be the wrong one.
-    from envdoctor import driverstart
+    from envdoctor.pipeline import startup
 
     for argv in (["healthcheck", "--python", sys.executable], ["healthcheck", f"--python={sys.executable}"],
                  ["healthcheck", "--help"], ["check"]):
-        driverstart.maybe_start(argv)
-        assert not driverstart._started, argv
+        plan = startup.plan_from_argv(argv)
+        assert plan is None or startup._driver_child(plan) is None, argv
+    plan = startup.plan_from_argv(["healthcheck", "--max-seconds", "3", "--expect-gpus=2"])
+    assert plan is not None and startup._driver_child(plan) is not None
+    assert (plan.budget, plan.deadline, plan.expect_gpus) == (2.7, 3.0, 2)
 
 
 def test_without_pynvml_on_the_path_the_driver_child_runs_with_site(monkeypatch):

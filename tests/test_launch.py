@@ -128,10 +128,10 @@ class _Resolver(Host):
         return [], f"{name} does not resolve (Name or service not known)"
 
 
-def _probe(tmp_path: Path, env: dict[str, str], **extra: Any) -> Any:
+def _probe(tmp_path: Path, env: dict[str, str], distributed: bool = False) -> Any:
     _sys_net(tmp_path, {"lo": True, "eth0": True, "eth1": False})
     host = _Resolver(environ={"PATH": "/usr/bin:/bin", **env}, root=tmp_path)
-    readings = probe_launch(host, Options(extra=extra))
+    readings = probe_launch(host, Options(distributed=distributed))
     base = facts(env__vars={k: v for k, v in env.items()})
     return base.merged(readings)
 
@@ -221,17 +221,28 @@ def test_nccl_env_check() -> None:
 
 # -- cluster.run refuses to join, and still reports (real probe code; no torch, no network) -----
 def _launch_only(host: Host) -> Any:
-    from envdoctor.cli import _judge as judge
+    """The pipeline's collect and judge cut down to the host and launch probes and the launch checks."""
+    import dataclasses
+
+    from envdoctor.pipeline import judge as pipeline
     from envdoctor.probes import run_probes
     from envdoctor.probes.host_probe import PROBES as HOST
     from envdoctor.probes.launch_probe import PROBES as LAUNCH
-    from envdoctor.registry import load_registry
 
-    def collect(extra: dict[str, Any]) -> Any:
-        f, runs = run_probes(host, Options(extra=extra), [*HOST, *LAUNCH])
-        return f, runs, [s for s in load_registry() if s.id.startswith("launch-")], []
+    def collect(plan: Any, on: Host, torch_probe: Any = None) -> Any:
+        return run_probes(on, Options(distributed=plan.distributed), [*HOST, *LAUNCH])
+
+    def judge(facts: Any, runs: Any, origin: str, plan: Any) -> Any:
+        launch = tuple(i for i in pipeline.known_ids() if i.startswith("launch-"))
+        return pipeline.judge(facts, runs, origin, dataclasses.replace(plan, only=launch))
 
     return collect, judge
+
+
+def _distributed() -> Any:
+    from envdoctor.pipeline.plan import Plan
+
+    return Plan(command="distributed", distributed=True, micro=False)
 
 
 @pytest.mark.parametrize("env, words", [
@@ -244,7 +255,8 @@ def test_cluster_run_alone_on_bad_launch(env: dict[str, str], words: str) -> Non
 
     host = Host(environ={"PATH": "/usr/bin:/bin", **env})
     collect, judge = _launch_only(host)
-    outcome = run(host, collect, judge, ClusterOptions(init_timeout=1, collective_timeout=1))
+    outcome = run(host, _distributed(), ClusterOptions(init_timeout=1, collective_timeout=1), collect=collect,
+                  judge=judge)
     assert outcome.code == 1 and outcome.cluster is None
     assert words in outcome.line
     assert outcome.report is not None
@@ -258,7 +270,7 @@ def test_cluster_run_without_launcher_is_a_usage_error() -> None:
     host = Host(environ={"PATH": "/usr/bin:/bin"})
     collect, judge = _launch_only(host)
     with pytest.raises(NotLaunched, match="torchrun --nproc-per-node=N"):
-        run(host, collect, judge, ClusterOptions())
+        run(host, _distributed(), ClusterOptions(), collect=collect, judge=judge)
 
 
 def _live(code: str) -> Any:

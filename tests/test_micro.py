@@ -29,12 +29,8 @@ def run(options: Options, host: Host | None = None) -> tuple[Facts, dict[str, Fi
 
 
 def cpu(*checks: str, inject: str = "", timeout: float = 5.0, compile: bool = False) -> Options:
-    extra: dict[str, object] = {}
-    if checks:
-        extra["micro_checks"] = list(checks)
-    if inject:
-        extra["micro_inject"] = inject
-    return Options(device="cpu", timeout=timeout, compile=compile, extra=extra)
+    return Options(device="cpu", timeout=timeout, compile=compile, micro_checks=tuple(checks) if checks else None,
+                   micro_inject=inject)
 
 
 def statuses(findings: dict[str, Finding], ids: Iterable[str]) -> dict[str, Status]:

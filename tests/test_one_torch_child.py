@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from envdoctor.checks import micro as micro_checks
 
-from envdoctor import childargs, prestart
+from envdoctor import childargs
 from envdoctor.diagnose import diagnose
 from envdoctor.host import Host
 from envdoctor.model import Facts, Finding, ProbeRun, Reason, Status
 from envdoctor.probes import Options, python_probe, run_probes
 from envdoctor.probes import micro as micro_probe
-from envdoctor.probes.torch_child import KEY, Shared
+from envdoctor.probes.torch_child import Shared, child_args
 
 from .conftest import test_env
 
@@ -47,7 +47,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def both(options: Options, host: Host | None = None) -> tuple[Facts, dict[str, Finding], dict[str, ProbeRun], float]:
     """The python and micro probes together, as `check` runs them, and the microchecks' findings."""
-    options = dataclasses.replace(options, extra={**options.extra, KEY: Shared()})
+    options = dataclasses.replace(options, torch_child=Shared())
     began = time.monotonic()
     facts, runs = run_probes(host or Host(environ=test_env()), options, [python_probe.PROBE, micro_probe.PROBE])
     seconds = time.monotonic() - began
@@ -55,10 +55,7 @@ def both(options: Options, host: Host | None = None) -> tuple[Facts, dict[str, F
 
 
 def cpu(*checks: str, inject: str = "", timeout: float = 5.0) -> Options:
-    extra: dict[str, object] = {"micro_checks": list(checks)} if checks else {}
-    if inject:
-        extra["micro_inject"] = inject
-    return Options(device="cpu", timeout=timeout, extra=extra)
+    return Options(device="cpu", timeout=timeout, micro_checks=tuple(checks) if checks else None, micro_inject=inject)
 
 
 def test_one_import_serves_the_torch_facts_and_then_the_microchecks(started: list[str]) -> None:
@@ -78,7 +75,7 @@ def test_one_import_serves_the_torch_facts_and_then_the_microchecks(started: lis
 def test_a_microcheck_hang_is_its_timeout_and_the_torch_facts_are_kept(started: list[str]) -> None:
     # The facts keep their own deadline (30 s); the microchecks' is 12 s from the start.
     options = cpu("device", "matmul", "transformer", inject="hang")
-    options = dataclasses.replace(options, extra={**options.extra, "micro_deadline": 12.0})
+    options = dataclasses.replace(options, micro_deadline=12.0)
     facts, findings, runs, seconds = both(options)
     assert started == ["torch_probe.py"]
     assert facts["torch.version"].ok and facts["torch.cuda_available"].value is False
@@ -157,7 +154,7 @@ def test_distributed_keeps_its_rank_childs_torch_facts(started: list[str]) -> No
     def rank_child(timeout: float) -> ChildResult:
         return ChildResult("ok", {"python": {"version": "3.11.0"}, "torch": {"installed": True, "version": "2.13.0"}})
 
-    facts, _, _, _ = both(Options(device="cpu", extra={"torch_probe": rank_child, "micro_checks": ["device"]}))
+    facts, _, _, _ = both(Options(device="cpu", torch_probe=rank_child, micro_checks=("device",)))
     assert facts["torch.version"].value == "2.13.0"
     assert started == ["micro.py"]  # the microchecks in a child of their own, as before
     assert facts["micro.device"].ok
@@ -167,20 +164,30 @@ def test_distributed_keeps_its_rank_childs_torch_facts(started: list[str]) -> No
     ["--device", "cpu"], ["--device=cpu", "--compile"], ["--no-micro"], [], ["--device", "cuda:1"],
     ["--device", "cpu", "--no-micro"],
 ])
-def test_prestart_reads_the_microchecks_plan_as_the_probes_do(argv: list[str]) -> None:
-    options = Options(micro="--no-micro" not in argv, compile="--compile" in argv,
-                      device=prestart._value(argv, "--device"))
-    args, _ = micro_probe.child_args(Host(), options)
-    assert prestart.micro_args(argv) == args
-    assert prestart.command_for(sys.executable, prestart.micro_args(argv))[2] == json.dumps(childargs.torch_args(args))
+def test_startup_reads_the_microchecks_plan_as_the_probes_do(argv: list[str]) -> None:
+    from envdoctor.pipeline import startup
+    from envdoctor.pipeline.collect import options_for
+
+    plan = startup.plan_from_argv(["check", "--python", sys.executable, *argv])
+    assert plan is not None
+    args, _ = child_args(Host(), options_for(plan))
+    command = startup._torch_child(plan, os.path.exists)
+    assert command is not None and command[2] == json.dumps(childargs.torch_args(args))
 
 
 def test_check_device_cpu_prestarts_the_one_torch_child_and_the_probes_adopt_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
-    prestart.maybe_start(["check", "--device", "cpu", "--python", sys.executable])
-    [(command, _, proc)] = prestart._started
+    from envdoctor.pipeline import startup
+
+    argv = ["check", "--device", "cpu", "--python", sys.executable]
+    startup.begin(argv)
+    plan = startup.plan_from_argv(argv)
+    assert plan is not None
+    early = startup.adopt(plan)
+    assert early is not None
+    [command] = early.started
     assert '"micro"' in command[2]
 
     def no_new_child(*args: object, **kwargs: object) -> None:
@@ -188,11 +195,10 @@ def test_check_device_cpu_prestarts_the_one_torch_child_and_the_probes_adopt_it(
 
     monkeypatch.setattr(subprocess, "Popen", no_new_child)
     options = Options(device="cpu", python=sys.executable)  # what the command line asks, no test knobs
-    facts, _, _, _ = both(options, Host(python=sys.executable))
-    assert not prestart._started
+    facts, _, _, _ = both(options, Host(python=sys.executable, early=early))
+    assert not early.started
     assert facts["torch.version"].ok, facts["torch.version"]
     assert facts["micro.run"].ok and facts["micro.device"].ok, facts["micro.run"]
-    proc.wait(timeout=10)
 
 
 def test_check_device_cpu_end_to_end_reports_both_from_one_child(tmp_path: Path) -> None:

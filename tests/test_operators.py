@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.preflight import EXIT_PREFLIGHT
+from envdoctor.lifecycle import ExitCode
 from tests.faults import cli_env
 from tests.test_healthcheck import _both, healthcheck
 
@@ -108,7 +108,7 @@ def test_a_failing_environment_does_not_start_the_command_and_exits_78(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "exec", "--expect-gpus", "2", "--", "touch", str(marker)],
                           env=cli_env({**env, "LD_LIBRARY_PATH": lib_dirs}), capture_output=True, timeout=120)
     err = proc.stderr.decode()
-    assert proc.returncode == EXIT_PREFLIGHT == 78, err
+    assert proc.returncode == int(ExitCode.PREFLIGHT) == 78, err
     assert not marker.exists() and proc.stdout == b""
     assert "expect-gpus" in err and "1 GPU(s) visible, 2 expected" in err
     assert err.strip().splitlines()[-1].startswith("envdoctor exec: preflight failed in ")
@@ -136,9 +136,18 @@ def test_healthcheck_expect_gpus_is_unhealthy_below_the_count(tmp_path):
 
 
 def test_expect_gpus_counts_what_cuda_would_see():
+    from envdoctor.diagnose import run_check
     from envdoctor.model import Facts, Reason, Status, missing, ok
-    from envdoctor.preflight import expect_gpus
+    from envdoctor.pipeline.collect import plan_facts
+    from envdoctor.pipeline.plan import Plan
 
+    def expect_gpus(facts, expected):
+        from envdoctor.checks.expect import expect_gpus as spec
+
+        [finding] = run_check(spec, facts.merged(plan_facts(Plan(expect_gpus=expected))))
+        return finding
+
+    assert run_check(__import__("envdoctor.checks.expect", fromlist=["x"]).expect_gpus, Facts({})) == []  # not asked
     no_driver = Facts({"nvml.gpus": missing(Reason.ABSENT, detail="libnvidia-ml.so.1 not found")})
     assert expect_gpus(no_driver, 1).title == "0 GPU(s) visible, 1 expected"
     assert expect_gpus(no_driver, 0).status is Status.OK
@@ -168,4 +177,4 @@ def test_the_readme_shows_readiness_not_liveness_and_the_install_line():
     assert "Why not a liveness probe" in container and "--max-seconds" in container
     dockerfile = container[container.index("```dockerfile"):container.index("```", container.index("```dockerfile") + 3)]
     assert "pip install" in dockerfile and 'ENTRYPOINT ["envdoctor", "exec", "--"]' in dockerfile
-    assert f"| {EXIT_PREFLIGHT} | `exec`" in readme and f"values: [{EXIT_PREFLIGHT}]" in container
+    assert f"| {int(ExitCode.PREFLIGHT)} | `exec`" in readme and f"values: [{int(ExitCode.PREFLIGHT)}]" in container

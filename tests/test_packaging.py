@@ -62,3 +62,28 @@ def test_every_dependency_is_imported_by_the_code() -> None:
               if IMPORT_NAME.get(Requirement(r).name, Requirement(r).name.replace("-", "_")) not in imported]
     assert not unused, f"declared but never imported: {unused}"
     assert "torch" not in {Requirement(r).name for r in PROJECT["dependencies"]}
+
+
+def test_python_m_envdoctor_runs_from_the_repository_root_without_an_install() -> None:
+    # From a checkout's root `python -m envdoctor` imports the checkout's package, which has no
+    # envdoctor/checks: envdoctor/__init__.py maps the top-level checks/ in, as envdoctor.checks only.
+    # The editable install's own finder is taken out first, so this is a plain source tree.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    plain = ("import sys\n"
+             "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]\n"
+             "sys.path.insert(0, '')\n")
+    env = {**os.environ, "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    where = plain + ("import envdoctor.checks.driver, envdoctor\n"
+                     "print(repr((envdoctor.__file__, envdoctor.checks.__file__, 'checks' in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", where], cwd=root, capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert eval(proc.stdout) == (str(root / "envdoctor" / "__init__.py"), str(root / "checks" / "__init__.py"), False)
+    listing = plain + "sys.argv = ['envdoctor', 'list']\nimport runpy\nrunpy.run_module('envdoctor', run_name='__main__')\n"
+    proc = subprocess.run([sys.executable, "-c", listing], cwd=root, capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "torch-import" in proc.stdout and "expect-gpus" in proc.stdout

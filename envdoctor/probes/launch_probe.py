@@ -64,7 +64,7 @@ def probe_launch(host: Host, options: Options) -> dict[str, Reading]:
     port = info.get("master_port")
     if not isinstance(port, int) or not 1 <= port <= 65535:
         port_reading = missing(Reason.SKIPPED, SOURCE, "MASTER_PORT is missing or invalid")
-    elif options.extra.get("distributed"):
+    elif options.distributed:
         port_reading = ok({"port": port, "in_use": None, "checked": False}, SOURCE,
                           "the cluster check's own rendezvous tells whether the port can be used")
     elif info.get("agent_store"):

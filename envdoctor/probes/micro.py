@@ -28,63 +28,23 @@ SOURCE = "child:micro"
 CHECKS = ("device", "matmul", "transformer", "copy", "compile", "dataloader", "multi_gpu")
 KEYS = ("micro.run", *(f"micro.{c}" for c in CHECKS))
 
-#: Self-test hooks the child honours (see envdoctor/child/micro.py); tests pass one through
-#: ``Options.extra["micro_inject"]``. Never set in production. ``Options.extra`` also takes
-#: ``micro_checks`` (run a subset), ``micro_budget`` (seconds per timed loop) and
-#: ``micro_deadline`` (seconds, instead of the scaled ``--timeout``).
-INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker", "sigbus_worker_unsignalled")
-
 # -- deciding and running ---------------------------------------------------------------------
+# What the child is asked and its deadline are the torch child's plan (:mod:`.torch_child`): the
+# microchecks may run in the torch facts' own child.
 
 class MicroProbeSpec(ProbeSpec):
-    """The deadline grows with ``--compile``: Inductor's first compile takes tens of seconds."""
+    """The deadline grows with ``--compile`` (:func:`.torch_child.micro_deadline`)."""
 
     def deadline(self, options: Options) -> float:
-        fixed = options.extra.get("micro_deadline")
-        if isinstance(fixed, (int, float)) and not isinstance(fixed, bool):
-            return float(fixed)  # tests: a hang sat out without shortening the torch facts' deadline
-        if options.healthcheck:  # only the device touch, inside the healthcheck's own budget
-            return options.timeout
-        return options.timeout * (self.scale + (COMPILE_SCALE if options.compile else 0.0))
-
-
-# With the default --timeout 5: 120 s for the whole set (CUDA init, ~6 s per GPU, and room for
-# eight GPUs), plus 180 s when compiling.
-SCALE = 24.0
-COMPILE_SCALE = 36.0
+        return torch_child.micro_deadline(options)
 
 
 def _skipped(detail: str) -> dict[str, Reading]:
     return {k: missing(Reason.SKIPPED, SOURCE, detail) for k in KEYS}
 
 
-def plan(host: Host, options: Options) -> tuple[list[str] | None, str]:
-    """(devices for the child, "") or (None, why the microchecks are skipped). An empty list
-    means "every visible CUDA device"."""
-    return childargs.micro_devices(options.micro, options.device, host.exists)
-
-
-def child_args(host: Host, options: Options) -> tuple[dict[str, Any] | None, str]:
-    """(the microchecks' arguments, "") or (None, why they are skipped): asked by this probe and,
-    for one torch child, by the python probe (:mod:`.torch_child`)."""
-    devices, why = plan(host, options)
-    if devices is None:
-        return None, why
-    checks: list[str] | None = None
-    if options.healthcheck:
-        checks = ["device"]  # healthcheck --micro: only the device touch
-    elif isinstance(subset := options.extra.get("micro_checks"), (list, tuple)):
-        checks = [str(c) for c in subset]  # a subset, for tests and debugging
-    inject = str(options.extra.get("micro_inject") or "")
-    if inject and inject not in INJECTIONS:
-        return None, f"unknown self-test injection {inject!r}"
-    budget = options.extra.get("micro_budget")
-    return childargs.micro_args(devices, bool(options.compile), checks, inject,
-                                float(budget) if isinstance(budget, (int, float)) else None), ""
-
-
 def probe_micro(host: Host, options: Options) -> dict[str, Reading]:
-    args, why = child_args(host, options)
+    args, why = torch_child.child_args(host, options)
     if args is None:
         return _skipped(why)
     deadline = PROBE.deadline(options)
@@ -254,5 +214,5 @@ def _not_planned(name: str, args: Mapping[str, Any], plan_: Mapping[str, Any] | 
 
 
 # Not in the plain healthcheck subset: `healthcheck --micro` adds micro probes itself.
-PROBE = MicroProbeSpec("micro", probe_micro, KEYS, scale=SCALE, micro=True, critical=True)
+PROBE = MicroProbeSpec("micro", probe_micro, KEYS, scale=torch_child.MICRO_SCALE, micro=True, critical=True)
 PROBES = [PROBE]

@@ -139,12 +139,12 @@ def _target(host: Host, options: Options) -> Reading:
 
 def probe_python(host: Host, options: Options) -> dict[str, Reading]:
     # `check --distributed` hands in its rank child, which runs this same script after its own
-    # `import torch`: one import per rank instead of two (Options.extra["torch_probe"]).
+    # `import torch`: one import per rank instead of two (Options.torch_probe).
     # With the microchecks planned, one child imports torch for both (probes/torch_child.py): the
     # readings are complete at the end of its facts phase, the microchecks running on after it.
-    shared = options.extra.get("torch_probe")
+    shared = options.torch_probe
     deadline = PROBE.deadline(options)
-    if callable(shared):
+    if shared is not None:
         result = shared(deadline)
     elif (one := torch_child.start(host, options)) is not None:
         result = one.first(childargs.FACTS_PHASE, deadline)
@@ -163,6 +163,6 @@ def probe_python(host: Host, options: Options) -> dict[str, Reading]:
 
 
 # torch import alone takes 1-3 s warm and can take 20+ s on a cold network filesystem.
-PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS + (NOISE_KEY, TARGET_KEY), scale=6.0,
+PROBE = ProbeSpec("python", probe_python, PYTHON_KEYS + TORCH_KEYS + (NOISE_KEY, TARGET_KEY), scale=torch_child.FACTS_SCALE,
                   critical=True)
 PROBES = [PROBE]

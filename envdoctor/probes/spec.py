@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..host import Host
+from ..host import ChildResult, Host
 from ..model import Reading
 from ..registry import validate_fact_keys
 
@@ -22,7 +22,21 @@ class Options:
     device: str | None = None  # "cpu", "cuda", "cuda:N"
     compile: bool = False
     healthcheck: bool = False
-    extra: Mapping[str, object] = field(default_factory=dict)
+    #: ``check --distributed``: the cluster check's own rendezvous judges MASTER_PORT.
+    distributed: bool = False
+    #: The microchecks to run (a subset, for tests and debugging); None: the whole set.
+    micro_checks: tuple[str, ...] | None = None
+    #: Self-test hook for the microchecks child (envdoctor/child/micro.py); never set in production.
+    micro_inject: str = ""
+    #: Seconds per timed microcheck loop; None: the child's own.
+    micro_budget: float | None = None
+    #: Seconds for the microchecks, instead of the scaled ``--timeout`` (tests sit out a hang with it).
+    micro_deadline: float | None = None
+    #: The run's one torch child (:class:`envdoctor.probes.torch_child.Shared`), handed in by the
+    #: pipeline; None: each probe starts its own.
+    torch_child: object | None = None
+    #: ``check --distributed``: the rank child reports the torch facts (it imports torch once for both).
+    torch_probe: Callable[[float], ChildResult] | None = None
 
 
 ProbeFunc = Callable[[Host, Options], Mapping[str, Reading]]
