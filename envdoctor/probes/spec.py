@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..host import Host
 from ..model import Reading
-from ..registry import validate_fact_keys
+from ..factkeys import validate_fact_keys
 
 
 @dataclass(frozen=True)
