@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compare import facts_getter, raw_getter, signature
+from .factkeys import validate_fact_keys
 from .host import ChildResult, Host, LiveChild, start_live_child
 from .launch import is_loopback, launch_problems, read_launch
 from .model import Facts, Finding, Reason, missing, ok
-from .factkeys import validate_fact_keys
 from .report import EXIT_FAIL, EXIT_INCOMPLETE, Report, exit_code
 
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
