@@ -714,9 +714,9 @@ def wsl2_convert() -> tuple[str, ...]:
 
 def disable_acs() -> tuple[str, ...]:
     """ACS off on every PCIe bridge that has it (NCCL's troubleshooting guide), until the next boot."""
-    return ("for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
-            "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
-            "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
+    return (step("setpci", "for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
+                 "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done"),
+            step("comment", "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt"),
             env_set("NCCL_P2P_DISABLE", "1", "meanwhile: NCCL avoids peer-to-peer (slower, no hang)"))
 
 
@@ -740,8 +740,8 @@ def bind_local(service: str, port: int | None) -> tuple[str, ...]:
         return (f"tensorboard --logdir <dir> --host 127.0.0.1 --port {p}   # instead of --bind_all or --host 0.0.0.0",
                 tunnel)
     if service == "sshd":
-        return ("echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
-                "sudo kill -HUP $(pgrep -o sshd)   # or drop sshd from the image: docker exec / kubectl exec",)
+        return (step("sshd-config", "echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
+                     "sudo kill -HUP $(pgrep -o sshd)", "or drop sshd from the image: docker exec / kubectl exec"),)
     return ()
 
 
