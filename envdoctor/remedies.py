@@ -3,6 +3,9 @@ prints, and the documentation links findings point to.
 
 A check asks for a command here and never formats one itself, so the wheel index, the way the
 user's own interpreter runs pip, and the shape of a driver install are the same in every finding.
+Each command is typed (:class:`PipInstall`, :class:`DriverInstall`, :class:`GpuReset`, …) and
+handed out as a :class:`Line`, the printed string that carries it, so the saved report keeps plain
+strings while ``diagnose.cohere`` reads what a remedy installs from its fields.
 The PyTorch wheel index base comes from the compatibility table (``index.base`` in
 ``data/compat.json``), where its source is recorded.
 """
@@ -77,6 +80,10 @@ class Command:
         """The commands it runs (a chain: each of its steps)."""
         return (self,)
 
+    # A single command installs no torch, uninstalls none and installs no driver unless its type
+    # says so (PipInstall, PipUninstall, DriverInstall override these); a composite one (Chain,
+    # Piped) does what one of its steps does.
+
     def torch_targets(self) -> tuple[Target, ...]:
         """The torch builds it installs (a :class:`PipInstall` naming ``torch``)."""
         return tuple(t for s in self.steps() if s is not self for t in s.torch_targets())
@@ -102,10 +109,6 @@ class Line(str):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return Line, (self.command,)
-
-
-def line(command: Command) -> Line:
-    return Line(command)
 
 
 def typed(commands: Iterable[str]) -> tuple[Command, ...]:
@@ -196,6 +199,11 @@ class AptInstall(Command):
         if self.assume_yes:
             return f"sudo apt-get install -y {self.package}"
         return f"sudo apt install {'--reinstall ' if self.reinstall else ''}{self.package}"
+
+    @property
+    def installs_driver(self) -> bool:
+        """A driver branch's package (``nvidia-driver-570``) is the driver, however it was asked for."""
+        return self.package.startswith(driver_branch_package(""))
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ def test_driver_installs_are_typed() -> None:
     assert remedies.driver_install_windows().startswith("nvidia-smi   # after installing the driver from nvidia.com")
     for line in (remedies.driver_install(580), remedies.ubuntu_drivers_install(), remedies.driver_install_windows()):
         assert line.command.installs_driver and remedies.installs_driver([line])
+    assert remedies.installs_driver([remedies.apt_install(remedies.driver_branch_package(570))])
     assert not remedies.installs_driver([remedies.apt_install(remedies.compute_library_package("570")),
                                          remedies.gpu_reset(0), "sudo apt install nvidia-driver-580"])
     assert remedies.installs_driver([], [remedies.DRIVER_DOWNLOAD])
