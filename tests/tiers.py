@@ -78,6 +78,10 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_nvidia_probes.py::test_hanging_nvml_init_times_out_within_the_deadline_and_is_an_error",
     "test_nvidia_probes.py::test_a_hung_nvml_init_leaves_cuinit_reported_and_is_named_at_its_own_deadline",
     "test_paste_formats.py::test_hostile_long_lines_do_not_stall_the_parser",
+    # Hangs a test waits out to its deadline (wall time, not CPU: they would hold a worker).
+    "test_fakes.py::test_hang_on_load_never_returns_and_a_plain_build_loads",
+    "test_libraries.py::test_hanging_ldconfig_is_a_timeout_within_the_deadline",
+    "test_launch.py::test_shared_torch_probe_timeout_and_early_exit",
     # The output-leak and fault matrices: the scenarios that run a whole `check`; the rest stay fast.
     "test_canary.py::test_no_canary_in_any_output[check -v]",
     "test_canary.py::test_no_canary_in_any_output[check -v healthy]",
@@ -89,6 +93,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_fault_matrix.py::test_fast_scenario[torch/secret-in-error]",
     "test_fault_matrix.py::test_fast_scenario[output/-o-link-to-devnull]",
     "test_fault_matrix.py::test_fast_scenario[torch/prints-50mb-then-ok]",
+    "test_fault_matrix.py::test_fast_scenario[torch/segfaults]",
     # The large hypothesis runs.
     "test_fuzz.py::test_any_report_shaped_json_loads_or_is_refused_in_one_line",
     "test_fuzz.py::test_pasted_text_in_any_mix_is_judged_or_refused",
