@@ -409,7 +409,7 @@ def _container_gpu(facts: Facts) -> CheckResult:
                     remedy=Remediation(
                         "Recreate the container now; to prevent it, create /dev/char symlinks for the NVIDIA nodes on "
                         "the host (or use CDI), and update the container toolkit.",
-                        ("docker restart <container>   # immediate fix",
+                        (remedies.container_restart("immediate fix"),
                          remedies.dev_char_symlinks(),
                          "# or in /etc/docker/daemon.json: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]"),
                         (CGROUP_NOTICE,)))

@@ -215,7 +215,7 @@ def _env_lib_note(errs: Sequence[Mapping[str, Any]], commands: list[str]) -> str
     if not any(_ENV_LIB in str(e["path"]) for e in errs):
         return ""
     commands.extend(("conda list | grep -i -E 'cudatoolkit|cuda-|cublas|cusparse'   # the env's own CUDA libraries",
-                     "conda remove cudatoolkit   # or install the cudatoolkit of torch's CUDA version"))
+                     remedies.conda_remove("cudatoolkit", "or install the cudatoolkit of torch's CUDA version")))
     return (" The copy the loader found is in the environment's own lib/ folder (torch/lib/../../../../), where a "
             "conda cudatoolkit of another CUDA version installs its libraries.")
 

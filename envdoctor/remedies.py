@@ -188,6 +188,16 @@ class CondaInstall(Command):
 
 
 @dataclass(frozen=True)
+class CondaRemove(Command):
+    """``conda remove PACKAGE`` (from the active environment)."""
+
+    package: str
+
+    def words(self) -> str:
+        return f"conda remove {self.package}"
+
+
+@dataclass(frozen=True)
 class AptInstall(Command):
     """``sudo apt install [--reinstall] PACKAGE`` (``apt-get install -y`` with ``assume_yes``)."""
 
@@ -411,6 +421,10 @@ def conda_install(channel: str, package: str, note: str = "") -> Line:
     return Line(CondaInstall(channel, package, note=note))
 
 
+def conda_remove(package: str, note: str = "") -> Line:
+    return Line(CondaRemove(package, note=note))
+
+
 # ---------------------------------------------------------------------------------------------
 # System packages, drivers, GPUs
 
@@ -478,6 +492,11 @@ def env_unset(name: str, note: str = "") -> Line:
 
 def container_run(*options: str, image: str = "", argv: str = "", note: str = "") -> Line:
     return Line(ContainerRun(tuple(options), image, argv, note=note))
+
+
+def container_restart(note: str = "") -> Line:
+    """The user's container restarted (``<container>``: its name or id)."""
+    return step("docker-restart", "docker restart <container>", note)
 
 
 def step(kind: str, text: str, note: str = "") -> Line:

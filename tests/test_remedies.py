@@ -142,7 +142,7 @@ from pathlib import Path  # noqa: E402
 #: A command word anywhere in a string, or one that only starts a command (``export``, ``unset``,
 #: ``modprobe``, ``apt``) at the start of a line or after a shell separator or a backtick.
 _ANYWHERE = re.compile(r"\bpip3?\s+(?:install|uninstall)\b|\bapt(?:-get|-mark)?\s+(?:install|hold|remove|purge)\b"
-                       r"|\bsudo\b|\bnvidia-smi\s+-r\b|\bconda\s+install\b|\bdocker\s+run\b")
+                       r"|\bsudo\b|\bnvidia-smi\s+-r\b|\bconda\s+(?:install|remove)\b|\bdocker\s+(?:run|restart)\b")
 _COMMAND_START = re.compile(r"(?:^|\n|`|\$\(|&&|;|\|)\s*(?:modprobe|export|unset|apt|apt-get)\s")
 CHECKS = Path(__file__).resolve().parent.parent / "checks"
 
@@ -166,7 +166,8 @@ def command_literals(source: str) -> list[tuple[int, str]]:
 def test_the_detector_sees_commands_and_not_prose() -> None:
     for src in ('"sudo reboot"', 'f"export X={x}"', '"pip install torch"', '"x && modprobe nvidia"', '"unset FOO"',
                 '"sudo apt install nvidia-driver-580"', '"docker run --gpus all …"', "f'`{a}` or `apt install b`'",
-                '"nvidia-smi -r -i 0"', '"conda install -c nvidia x"', '"apt-get install -y x"'):
+                '"nvidia-smi -r -i 0"', '"conda install -c nvidia x"', '"apt-get install -y x"', '"conda remove x"',
+                '"docker restart <container>"'):
         assert command_literals(src), src
     for src in ('"normally done by the udev rules or nvidia-modprobe"', '"or unset the variable to let NCCL choose"',
                 '"under srun export MASTER_ADDR"', '"dmesg: \'Lockdown: modprobe: unsigned module\'"', '"nvidia-smi -L"'):
