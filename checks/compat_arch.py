@@ -289,7 +289,7 @@ def _no_wheel_remedy(facts: Facts, g: Gpu, arch_name: str, lowest: CC | None) ->
         version, variant = elsewhere
         ways.append(Remediation(f"Run it under {_OS_NAME[other]}: torch {version}+{variant} is the last release whose "
                                 f"{_OS_NAME[other]} wheels carry {versions.sm(g.cc)} (none for {_OS_NAME.get(plat, plat)}).",
-                                (f"# on {_OS_NAME[other]}: " + remedies.torch_install(None, version, variant),),
+                                (remedies.elsewhere(f"on {_OS_NAME[other]}", remedies.torch_install(None, version, variant)),),
                                 (PREVIOUS,)))
     build = compat.source_build_for(g.cc, plat)
     if build is not None:

@@ -39,7 +39,7 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
     """The commands that install a driver ≥ ``minimum``: the branch to install (the newest verified
     branch at or above the minimum that still supports every GPU here) and how to confirm it."""
     if str(facts.value("host.os") or "") == "Windows":
-        return ("nvidia-smi   # after installing the driver from nvidia.com: 'CUDA Version' must cover torch's CUDA",)
+        return (remedies.driver_install_windows(),)
     need = versions.parse(minimum) if minimum else None
     # Newer branches drop old GPUs (R470 was Kepler's last, R580 Maxwell/Pascal/Volta's): cap there.
     caps = [int(a["last_driver_branch"]) for g in gpus(facts)
@@ -68,8 +68,8 @@ def driver_upgrade_commands(facts: Facts, minimum: str | None) -> tuple[str, ...
         tail = f"; or: {remedies.ubuntu_drivers_install()}"
     note = (f"Ubuntu/Debian: branch R{branch}" + (f" (≥ {minimum})" if minimum else "")
             + ("" if pick.get("verified") else f", {compat.said(str(pick.get('source', '')), False)}") + tail)
-    return (remedies.apt_install(remedies.driver_branch_package(branch), note=note),
-            "sudo reboot   # the new kernel module loads at boot",
+    return (remedies.driver_install(branch, note=note),
+            remedies.reboot("the new kernel module loads at boot"),
             "nvidia-smi   # 'Driver Version' and the 'CUDA Version' it supports")
 
 
@@ -117,7 +117,8 @@ def _image_needs_newer_cuda(facts: Facts) -> Finding | None:
                 remedy=Remediation("Upgrade the host driver" + (f" to ≥ {floor}" if floor else "") + ", or run an "
                                    "image tag built for the CUDA the driver supports (nvidia-smi's 'CUDA Version').",
                                    ("nvidia-smi   # 'CUDA Version' = the newest image CUDA this driver runs",
-                                    "docker run --gpus all nvidia/cuda:<that version>-base-ubuntu22.04 nvidia-smi"),
+                                    remedies.container_run("--gpus all", image="nvidia/cuda:<that version>-base-ubuntu22.04",
+                                                           argv="nvidia-smi")),
                                    (DRIVERS,)))
 
 

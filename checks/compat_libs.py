@@ -88,7 +88,7 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     if foreign:
         commands.append(f"echo $LD_LIBRARY_PATH   # remove {', '.join(foreign)} from it, or: unset LD_LIBRARY_PATH")
     else:
-        commands.append("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it")
+        commands.append(remedies.env_unset("LD_LIBRARY_PATH", "or drop the cuDNN/CUDA directories from it"))
     if version:
         commands.append(remedies.torch_install(_exe(facts), version, variant or _default_variant(version)))
     e = errs[0]
@@ -147,7 +147,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
     fix = Remediation(
         "Let torch load the cuDNN it ships: remove other cuDNN directories from LD_LIBRARY_PATH and reinstall "
         "torch with its pinned nvidia-cudnn wheel.",
-        ("unset LD_LIBRARY_PATH   # or drop the cuDNN/CUDA directories from it",
+        (remedies.env_unset("LD_LIBRARY_PATH", "or drop the cuDNN/CUDA directories from it"),
          remedies.torch_install(py, build.public, variant)),
         (remedies.CUDNN_SUPPORT_MATRIX,))
     observed, what = (runtime, "torch.backends.cudnn.version()") if runtime else \
@@ -205,7 +205,7 @@ def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     major = cuda.split(".")[0] if cuda else None
     keep = f"nvidia-nccl-cu{major}" if major else None  # NCCL wheels keep the -cuNN suffix for CUDA 13 too
     extra = [n for n in nccl_wheels if keep and n != keep]
-    commands = [remedies.pip(_exe(facts), "list") + " | grep -i nccl   # more than one nvidia-nccl wheel is the usual cause"]
+    commands: list[str] = [remedies.pip(_exe(facts), "list", then="grep -i nccl", note="more than one nvidia-nccl wheel is the usual cause")]
     if extra:
         commands.append(remedies.pip_uninstall(_exe(facts), extra))
     if version:
@@ -236,9 +236,9 @@ def _nccl_versions_mixed(facts: Facts, ev: dict[str, Any], name: str, found: lis
                        "address with family N is neither AF_INET…\", hangs).",
                 evidence=ev,
                 remedy=Remediation(f"Install the same {name} on every node (the one torch pins), then rerun.",
-                                   (remedies.pip(_exe(facts), "list") + " | grep -i nccl   # on every node",
-                                    remedies.pip_install(_exe(facts), f"{name}=={version}", force=True)
-                                    + ("   # torch's pin" if pinned else "   # the same version on every node")),
+                                   (remedies.pip(_exe(facts), "list", then="grep -i nccl", note="on every node"),
+                                    remedies.pip_install(_exe(facts), f"{name}=={version}", force=True,
+                                                         note="torch's pin" if pinned else "the same version on every node")),
                                    (remedies.NCCL_RELEASE_NOTES,)))
 
 

@@ -292,15 +292,13 @@ def cuda_major_mix(facts: Facts) -> Finding:
     for _major, names in sorted(others.items()):
         for n in names:
             if n.startswith("cupy-cuda"):
-                commands.append(remedies.pip_uninstall(_exe(facts), n) + " && "
-                                + remedies.pip_install(_exe(facts), f"cupy-cuda{keep}x"))
+                commands.append(remedies.pip_replace(_exe(facts), n, f"cupy-cuda{keep}x"))
             elif n.startswith(("jax-cuda", "jaxlib-cuda")):
-                commands.append(remedies.pip_uninstall(_exe(facts), n) + " && "
-                                + remedies.pip_install(_exe(facts), f"'jax[cuda{keep}]'", upgrade=True))
+                commands.append(remedies.pip_replace(_exe(facts), n, f"'jax[cuda{keep}]'", upgrade=True))
             else:
                 leftovers.append(n)
     if leftovers:
-        commands.insert(0, remedies.pip(_exe(facts), "show " + " ".join(leftovers)) + "   # Required-by: what still needs them")
+        commands.insert(0, remedies.pip(_exe(facts), "show " + " ".join(leftovers), note="Required-by: what still needs them"))
         commands.insert(1, remedies.pip_uninstall(_exe(facts), leftovers))
     who = f"torch is built for CUDA {torch_major}" if torch_major else f"most CUDA packages target CUDA {keep}"
     return warn(f"CUDA packages for another major next to CUDA {keep}",
@@ -340,7 +338,7 @@ def python_supported(facts: Facts) -> Finding:
             newest = compat.current_release()
             pys = compat.releases()[newest]["python"] if newest else []
             return warn(f"No torch wheel in the table supports Python {pym}",
-                        detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `pip install torch` answers "
+                        detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `{remedies.pip_install(None, 'torch')}` answers "
                                f"\"No matching distribution found for torch\". {compat.not_in_table(f'Python {pym}')}.",
                         evidence=ev, remedy=Remediation(f"Use Python {pys[-1] if pys else '3.12'} (e.g. a venv or "
                                                         "conda env) for torch.", ()))

@@ -59,7 +59,7 @@ def _nvcc_remedy(facts: Facts, cuda: str) -> Remediation:
     wheel = f"'nvidia-cuda-nvcc-cu{major}=={cuda}.*'" if int(major) <= 12 else f"'nvidia-cuda-nvcc=={cuda}.*'"
     return Remediation(f"When building extensions, point CUDA_HOME at a CUDA {major}.x toolkit (ideally {cuda}), "
                        "e.g. from pip or conda.",
-                       (remedies.pip_install(_exe(facts), wheel), f"conda install -c nvidia cuda-nvcc={cuda}"),
+                       (remedies.pip_install(_exe(facts), wheel), remedies.conda_install("nvidia", f"cuda-nvcc={cuda}")),
                        ("https://pytorch.org/docs/stable/cpp_extension.html",))
 
 

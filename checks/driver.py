@@ -108,27 +108,20 @@ def _driver_need(facts: Facts) -> str:
 
 
 def _reset_commands(facts: Facts) -> tuple[str, ...]:
-    """``nvidia-smi -r`` for each GPU the facts name (NVML index, else PCI address, which -i also takes)."""
+    """A GPU reset (remedies.gpu_resets) for each GPU the facts name (NVML index, else PCI address, which -i also takes)."""
     targets = [str(g.index) for g in views.gpus(facts) if g.index is not None]
     if not targets:
         targets = [str(g["address"]) for g in facts.value("driver.pci_gpus") or () if g.get("address")]
     if not targets:
-        return ("sudo reboot",)
-    return remedies.gpu_resets(targets, "when nothing runs on it; otherwise: sudo reboot")
+        return (remedies.reboot(),)
+    return remedies.gpu_resets(targets, f"when nothing runs on it; otherwise: {remedies.reboot()}")
 
 
 def _reload_commands() -> tuple[str, ...]:
-    return (
-        "sudo reboot   # simplest and always works",
-        "# or, on an idle machine with no display server using the GPU:",
-        "sudo systemctl stop nvidia-persistenced nvidia-fabricmanager 2>/dev/null; "
-        "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia_peermem nvidia 2>/dev/null; "
-        "sudo modprobe nvidia && sudo modprobe nvidia_uvm",
-    )
+    return remedies.driver_reload()
 
 
-_HOLD = ("sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E '^(nvidia|libnvidia|xserver-xorg-video-nvidia)')"
-         "   # Debian/Ubuntu: stop unattended-upgrades from updating the driver under a running module")
+_HOLD = remedies.driver_hold()
 
 
 # -- driver-installed -------------------------------------------------------------------------------
@@ -161,11 +154,11 @@ def driver_installed(facts: Facts) -> CheckResult:
         return fail("NVIDIA GPU present but no NVIDIA driver loaded", detail=detail, evidence=ev,
                     remedy=Remediation(
                         "Install (or rebuild) the driver for the running kernel, then load it." + _driver_need(facts),
-                        ("sudo dmesg | grep -iE 'nvrm|nvidia|nouveau'   # why it did not load",
+                        (remedies.kernel_log("nvrm|nvidia|nouveau", flags="-iE", note="why it did not load"),
                          "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
                          remedies.dkms_rebuild("rebuild for this kernel"),
                          remedies.ubuntu_drivers_install("Ubuntu: the recommended driver for this GPU"),
-                         "sudo modprobe nvidia && nvidia-smi"),
+                         remedies.then(remedies.load_module("nvidia"), "nvidia-smi")),
                         (DRIVER_GUIDE, DRIVER_DOWNLOAD)))
     if pci_reading.ok and loaded is False:
         scanned = facts.value("driver.pci_scanned")
@@ -210,17 +203,17 @@ def driver_installed(facts: Facts) -> CheckResult:
                     "followed by a reboot.", evidence=ev,
                     remedy=Remediation(
                         "Rebuild the module for the running kernel and load it (or reboot after installing).",
-                        ("sudo dmesg | grep -iE 'nvrm|nvidia'   # why it did not load",
+                        (remedies.kernel_log("nvrm|nvidia", flags="-iE", note="why it did not load"),
                          "dkms status; mokutil --sb-state   # module built for this kernel? Secure Boot on?",
                          remedies.dkms_rebuild(),
-                         "sudo modprobe nvidia && nvidia-smi"),
+                         remedies.then(remedies.load_module("nvidia"), "nvidia-smi")),
                         (DRIVER_GUIDE,)))
     if container and loaded is False:
         return warn(f"No NVIDIA driver visible in this {container} container",
                     detail=f"{why}. A container shares the host's driver; none was passed in. See container-gpu.",
                     evidence=ev,
                     remedy=Remediation("Start the container with GPU access (host: install nvidia-container-toolkit).",
-                                       ("docker run --gpus all …",), (TOOLKIT_INSTALL,)))
+                                       (remedies.container_run("--gpus all"),), (TOOLKIT_INSTALL,)))
     if loaded is False:
         return warn("No NVIDIA driver loaded", detail=f"{why}; the PCI bus could not be read "
                     f"({pci_reading.describe()}), so whether an NVIDIA GPU is installed is unknown.", evidence=ev,
@@ -240,9 +233,7 @@ def driver_nouveau(facts: Facts) -> CheckResult:
     remedy = Remediation(
         "Blacklist nouveau, rebuild the initramfs so it is not loaded at boot, and reboot; then install/load the "
         "NVIDIA driver.",
-        ("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
-         "sudo update-initramfs -u   # Fedora/RHEL: sudo dracut --force",
-         "sudo reboot"),
+        remedies.blacklist_nouveau(),
         (DRIVER_GUIDE,))
     if bound:
         return fail("nouveau is bound to the NVIDIA GPU", detail=f"GPU(s) {', '.join(bound)} are driven by nouveau, "
@@ -317,7 +308,7 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
                                        ("ldconfig -p | grep -E 'libnvidia-ml|libcuda'   # every copy the loader knows",
                                         "ls -l $(ldconfig -p | awk '/libnvidia-ml.so.1/ {print $NF}')   # where it points",
                                         "cat /proc/driver/nvidia/version   # the kernel module's version",
-                                        "sudo ldconfig && nvidia-smi"), (DRIVER_GUIDE,)))
+                                        remedies.then(remedies.ldconfig(), "nvidia-smi")), (DRIVER_GUIDE,)))
     if cuda_code(facts) == 803:
         return fail("CUDA reports a driver mismatch (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
                     detail="cuInit: \"system has unsupported display driver / cuda driver combination\": libcuda and "
@@ -358,17 +349,17 @@ def device_nodes(facts: Facts) -> CheckResult:
         missing_nodes = [p for p in ("/dev/nvidiactl",) if nodes.get(p) == "absent"] + ([] if gpu_nodes else ["/dev/nvidia0…N"])
         problems.append(f"missing {', '.join(missing_nodes)}")
         if container:
-            commands.append("docker run --gpus all …   # the runtime creates the nodes")
+            commands.append(remedies.container_run("--gpus all", note="the runtime creates the nodes"))
         else:
-            commands.append("sudo nvidia-modprobe -c 0   # creates /dev/nvidiactl and /dev/nvidia0 (or: nvidia-smi as root)")
+            commands.append(remedies.create_device_nodes())
     if nodes.get("/dev/nvidia-uvm") == "absent":
         problems.append("missing /dev/nvidia-uvm (CUDA needs it: without it cuInit fails with CUDA_ERROR_UNKNOWN, 999)")
-        commands.append("docker run --gpus all …   # or pass --device /dev/nvidia-uvm --device /dev/nvidia-uvm-tools"
-                        if container else "sudo nvidia-modprobe -u -c 0   # loads nvidia_uvm and creates /dev/nvidia-uvm")
+        commands.append(remedies.container_run("--gpus all", note="or pass --device /dev/nvidia-uvm --device /dev/nvidia-uvm-tools")
+                        if container else remedies.create_device_nodes(uvm=True))
     denied = sorted(p for p, s in nodes.items() if s == "denied")
     if denied:
         problems.append(f"this user cannot open {', '.join(denied)} read-write")
-        commands.extend(("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # if the nodes are group video; log in again"))
+        commands.extend(("ls -l /dev/nvidia*", remedies.join_video_group("if the nodes are group video; log in again")))
     if not problems:
         return ok(f"{len(gpu_nodes)} GPU device node(s), /dev/nvidiactl and /dev/nvidia-uvm are accessible", evidence=ev)
     return fail("NVIDIA device nodes are missing or not accessible", detail="; ".join(problems) + ".", evidence=ev,
@@ -387,8 +378,8 @@ def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
                 remedy=Remediation("On the host: install nvidia-container-toolkit, register it with Docker and "
                                    "restart Docker.",
                                    (remedies.container_toolkit_install(),
-                                    "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
-                                    "docker run --rm --gpus all ubuntu nvidia-smi   # to verify"),
+                                    remedies.container_runtime_configure(),
+                                    remedies.container_run("--rm", "--gpus all", image="ubuntu", argv="nvidia-smi", note="to verify")),
                                    (TOOLKIT_INSTALL,)))
 
 
@@ -427,8 +418,8 @@ def _container_gpu(facts: Facts) -> CheckResult:
                     remedy=Remediation(
                         "Recreate the container now; to prevent it, create /dev/char symlinks for the NVIDIA nodes on "
                         "the host (or use CDI), and update the container toolkit.",
-                        ("docker restart <container>   # immediate fix",
-                         "sudo nvidia-ctk system create-dev-char-symlinks --create-all   # on the host",
+                        (remedies.container_restart("immediate fix"),
+                         remedies.dev_char_symlinks(),
                          "# or in /etc/docker/daemon.json: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]"),
                         (CGROUP_NOTICE,)))
     mode = nvd.get("mode")
@@ -444,8 +435,8 @@ def _container_gpu(facts: Facts) -> CheckResult:
                             "Let the container use the devices: on SELinux hosts run it with the container-toolkit's "
                             "policy or a label that allows it; check the device cgroup.",
                             ("getenforce   # on the host; 'Enforcing' with a denial in the audit log is the usual cause",
-                             "sudo ausearch -m avc -ts recent | grep nvidia",
-                             "docker run --gpus all --security-opt label=disable …   # to confirm; then fix the policy"),
+                             remedies.selinux_denials(),
+                             remedies.container_run("--gpus all", "--security-opt label=disable", note="to confirm; then fix the policy")),
                             (TOOLKIT_INSTALL,)))
         no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
         unasked = facts.value("container.gpus_requested") is False
@@ -462,10 +453,10 @@ def _container_gpu(facts: Facts) -> CheckResult:
                         "capabilities (docker compose: deploy.resources.reservations.devices).", evidence=ev,
                         remedy=Remediation(
                             "Start the container through the NVIDIA container toolkit with GPUs requested.",
-                            ("docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all",
+                            (remedies.container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all"),
                              "# docker compose: deploy: {resources: {reservations: {devices: "
                              "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
-                             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
+                             remedies.container_runtime_configure()),
                             (TOOLKIT_INSTALL,)))
         return skip(f"GPU wiring of this {container} container not read", detail="The report has no /dev listing and "
                     "no GPU reading.", evidence=ev)
@@ -480,8 +471,8 @@ def _container_gpu(facts: Facts) -> CheckResult:
             "On the host: install nvidia-container-toolkit and register it with Docker; start the container with "
             "GPUs. On Kubernetes request nvidia.com/gpu in the pod's resources.limits.",
             (remedies.container_toolkit_install(),
-             "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
-             "docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all",
+             remedies.container_runtime_configure(),
+             remedies.container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all"),
              "# Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}"),
             (TOOLKIT_INSTALL,)))
     lacking = list(caps.get("missing") or [])
@@ -490,14 +481,14 @@ def _container_gpu(facts: Facts) -> CheckResult:
                     detail=f"NVIDIA_DRIVER_CAPABILITIES={caps.get('raw')!r}: the runtime injects only those parts of "
                     "the driver. 'compute' brings libcuda (CUDA), 'utility' brings libnvidia-ml and nvidia-smi.",
                     evidence=ev, remedy=Remediation("Start the container with the capabilities CUDA needs.",
-                                                    ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility …",),
+                                                    (remedies.container_run("--gpus all", "-e NVIDIA_DRIVER_CAPABILITIES=compute,utility"),),
                                                     ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
                                                      "latest/docker-specialized.html",)))
     if present and not nodes.get("/dev/nvidia-uvm") == "absent":
         return ok(f"GPU device nodes are present in this {container} container", evidence=ev)
     return warn("The container's GPU wiring is incomplete", detail="Some NVIDIA device nodes or libraries are "
                 "missing; see device-nodes and cuda-init.", evidence=ev,
-                remedy=Remediation("Start the container with --gpus all.", ("docker run --gpus all …",),
+                remedy=Remediation("Start the container with --gpus all.", (remedies.container_run("--gpus all"),),
                                    (TOOLKIT_INSTALL,)))
 
 
@@ -536,7 +527,7 @@ def _hang_remedy(what: str, facts: Facts) -> Remediation:
     return Remediation(
         f"{what} did not return: the driver is wedged (a process stuck in the kernel, state D) or a GPU is "
         "unresponsive. Look for Xid errors and stuck processes; reset the GPU or reboot.",
-        ("sudo dmesg | grep -iE 'xid|nvrm' | tail -20", "ps -eo pid,stat,cmd | awk '$2 ~ /D/'",
+        (remedies.kernel_log("xid|nvrm", flags="-iE", tail=20), "ps -eo pid,stat,cmd | awk '$2 ~ /D/'",
          *_reset_commands(facts)),
         (remedies.XID_DOC,))
 
@@ -554,12 +545,12 @@ def _init_unfinished(facts: Facts, reading: Reading, ev: Mapping[str, Any], call
 # What to run for the nvmlInit results a user can act on; the title and explanation of each
 # code come from envdoctor/data/errors.json (envdoctor.errors.nvml).
 _NVML_INIT_FIX: dict[int, tuple[str, ...]] = {
-    4: ("ls -l /dev/nvidia*", "sudo usermod -aG video $USER   # then log in again"),
-    9: ("sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail"),
-    15: ("sudo dmesg | grep -i xid", "sudo reboot   # if it recurs: check power/cooling, reseat, then RMA"),
-    17: ("sudo dmesg | tail",),
+    4: ("ls -l /dev/nvidia*", remedies.join_video_group("then log in again")),
+    9: (remedies.load_module("nvidia"), remedies.kernel_log("nvrm|nvidia", flags="-iE", tail=0)),
+    15: (remedies.kernel_log("xid"), remedies.reboot("if it recurs: check power/cooling, reseat, then RMA")),
+    17: (remedies.kernel_log(tail=0),),
     18: _reload_commands(),
-    999: ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "sudo reboot"),
+    999: (remedies.kernel_log("xid|nvrm", flags="-iE", tail=0), remedies.reboot()),
 }
 
 
@@ -568,7 +559,7 @@ def _nvml_init_text(code: Any, name: Any) -> tuple[str, str, tuple[str, ...]]:
     info = errors.nvml().get(code)
     commands = _NVML_INIT_FIX.get(code)
     if info is None or not info.title or info.meaning is None or commands is None:
-        return f"NVML failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20")
+        return f"NVML failed: {name}", "", ("nvidia-smi", remedies.kernel_log("xid|nvrm", flags="-iE", tail=20))
     return info.title, info.meaning, commands
 
 
@@ -591,7 +582,7 @@ def nvml_init(facts: Facts) -> CheckResult:
             # not look. That says nothing about the user's environment, so skip and say how to enable it.
             return skip("NVML was not examined (nvidia-ml-py is missing where envdoctor runs)",
                         detail=f"{reading.describe()}. Install nvidia-ml-py next to envdoctor "
-                        "(`pip install -U nvidia-ml-py` in envdoctor's environment, or `pipx inject envdoctor "
+                        f"(`{remedies.nvml_bindings_in_envdoctor()}` in envdoctor's environment, or `pipx inject envdoctor "
                         "nvidia-ml-py`) to judge the driver and GPU health through NVML.", evidence=ev)
         return skip("NVML was not examined", detail=reading.describe(), evidence=ev)
     if not isinstance(reading.value, Mapping):
@@ -605,7 +596,7 @@ def nvml_init(facts: Facts) -> CheckResult:
             return warn("NVML cannot open some GPUs", detail=errs, evidence=ev,
                         gpus=[g.index for g, _ in handle_errors if g.index is not None],
                         remedy=Remediation("Check the kernel log for those GPUs.",
-                                           ("sudo dmesg | grep -iE 'xid|nvrm' | tail", "nvidia-smi")))
+                                           (remedies.kernel_log("xid|nvrm", flags="-iE", tail=0), "nvidia-smi")))
         shutdown = init.get("shutdown") if isinstance(init.get("shutdown"), Mapping) else None
         if shutdown:
             call = str(shutdown.get("call") or "nvmlShutdown")
@@ -629,7 +620,7 @@ def nvml_init(facts: Facts) -> CheckResult:
                                        "loader cache.",
                                        ("ldconfig -p | grep libnvidia-ml",
                                         remedies.apt_install(remedies.compute_library_package(driver_branch(facts))),
-                                        "sudo ldconfig"), (DRIVER_GUIDE,)))
+                                        remedies.ldconfig()), (DRIVER_GUIDE,)))
     title, text, commands = _nvml_init_text(code, init.get("name"))
     detail = f"\"Failed to initialize NVML: {message}\" ({init.get('name')}, {code}). {text}".strip()
     fix = text or (f"nvmlInit returned {init.get('name')}: GPU tools (nvidia-smi, DCGM, NVML-based monitoring) cannot "
@@ -655,12 +646,11 @@ _CUDA_INIT_FIX: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     800: (("ls -l /dev/nvidia*",), ()),
     802: (("systemctl status nvidia-fabricmanager",
            remedies.apt_install(remedies.fabric_manager_package("<branch>"), note="exactly the driver's version"),
-           "sudo systemctl enable --now nvidia-fabricmanager"), (FABRIC_GUIDE,)),
+           remedies.service_enable("nvidia-fabricmanager")), (FABRIC_GUIDE,)),
     803: (_reload_commands(), ()),
     804: (("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
            "ldconfig -p | grep libcuda.so.1"), (FORWARD_COMPAT,)),
-    999: (("sudo modprobe -r nvidia_uvm && sudo modprobe nvidia_uvm   # or: sudo nvidia-modprobe -u -c 0",
-           "ls -l /dev/nvidia-uvm", "sudo reboot   # if that does not help"),
+    999: ((remedies.uvm_reload(), "ls -l /dev/nvidia-uvm", remedies.reboot("if that does not help")),
           ("https://github.com/pytorch/pytorch/issues/88639",)),
 }
 
@@ -670,7 +660,7 @@ def _cuda_init_text(code: Any, name: str) -> tuple[str, str, tuple[str, ...], tu
     known = errors.cuda_init_text(code)
     fix = _CUDA_INIT_FIX.get(code)
     if known is None or fix is None:
-        return f"cuInit failed: {name}", "", ("nvidia-smi", "sudo dmesg | grep -iE 'xid|nvrm' | tail -20"), ()
+        return f"cuInit failed: {name}", "", ("nvidia-smi", remedies.kernel_log("xid|nvrm", flags="-iE", tail=20)), ()
     return known[0], known[1], fix[0], fix[1]
 
 
@@ -701,7 +691,7 @@ def cuda_init(facts: Facts) -> CheckResult:
                         remedy=Remediation("Install the driver's CUDA library (or, in a container, request the "
                                            "'compute' capability) and refresh the loader cache.",
                                            ("ldconfig -p | grep libcuda.so.1",
-                                            remedies.apt_install(remedies.compute_library_package(driver_branch(facts))), "sudo ldconfig"),
+                                            remedies.apt_install(remedies.compute_library_package(driver_branch(facts))), remedies.ldconfig()),
                                            (DRIVER_GUIDE,)))
         return skip("cuInit was not examined", detail=reading.describe(), evidence=ev)
     if not isinstance(reading.value, Mapping):
@@ -755,7 +745,7 @@ def cuda_visible_devices(facts: Facts) -> Finding:
                         detail="CUDA_DEVICE_ORDER is unset, so cuda:0 is the fastest GPU, while nvidia-smi and NVML "
                         "number by PCI bus: 'GPU 0' in nvidia-smi may not be cuda:0.", evidence=ev,
                         remedy=Remediation("Number GPUs like nvidia-smi does (set it before the process starts).",
-                                           ("export CUDA_DEVICE_ORDER=PCI_BUS_ID",)))
+                                           (remedies.env_set("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),)))
         return ok("CUDA_VISIBLE_DEVICES is unset: every GPU is visible" + (f" ({shown})" if shown else ""), evidence=ev)
     if cvd.hides_all:
         why = {"duplicate": f"it names {cvd.stopped_at!r} twice, and a repeated device makes CUDA hide "
@@ -767,7 +757,7 @@ def cuda_visible_devices(facts: Facts) -> Finding:
         return status(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU", detail=f"{why}; torch.cuda.is_available() "
                       "will be False (CUDA_ERROR_NO_DEVICE).", evidence=ev,
                       remedy=Remediation("Unset it, or list the GPUs to use (indices or GPU-/MIG- UUIDs from "
-                                         "`nvidia-smi -L`).", ("unset CUDA_VISIBLE_DEVICES", "nvidia-smi -L")))
+                                         "`nvidia-smi -L`).", (remedies.env_unset("CUDA_VISIBLE_DEVICES"), "nvidia-smi -L")))
     problems = []
     if cvd.stopped_at is not None:
         problems.append(f"CUDA stops reading at {cvd.stopped_at!r} ({cvd.stop_reason}), so "
@@ -787,9 +777,9 @@ def cuda_visible_devices(facts: Facts) -> Finding:
                     remedy=Remediation("Use comma-separated indices or full UUIDs from `nvidia-smi -L`, no spaces or "
                                        "typos; set CUDA_DEVICE_ORDER=PCI_BUS_ID so indices match nvidia-smi; set both "
                                        "before the process starts (changing them after CUDA initialised has no effect).",
-                                       ("nvidia-smi -L", "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
-                                        f"export CUDA_VISIBLE_DEVICES={_intended(cvd, gpus)}"
-                                        "   # the GPUs the value names that exist here")),
+                                       ("nvidia-smi -L", remedies.env_set("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+                                        remedies.env_set("CUDA_VISIBLE_DEVICES", _intended(cvd, gpus),
+                                                         "the GPUs the value names that exist here"))),
                     gpus=cvd.nvml_indices)
     if not cvd.mapped:
         return ok(f"CUDA_VISIBLE_DEVICES={raw!r} is well-formed", detail="NVML did not list the GPUs, so the entries "
@@ -824,7 +814,7 @@ def cuda_forward_compat(facts: Facts) -> CheckResult:
         "datacenter GPUs. Elsewhere, upgrade the host driver to one that supports the image's CUDA, or use an "
         "image/wheel built for the host's CUDA, and take …/compat off the loader path.",
         ("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",
-         "grep -r compat /etc/ld.so.conf.d/ && sudo ldconfig", "nvidia-smi   # 'CUDA Version' the host driver supports"),
+         remedies.then("grep -r compat /etc/ld.so.conf.d/", remedies.ldconfig()), "nvidia-smi   # 'CUDA Version' the host driver supports"),
         (FORWARD_COMPAT,))
     if cuda_code(facts) == 804:
         return fail("Forward-compatibility libcuda on a GPU that does not support it (CUDA error 804)",

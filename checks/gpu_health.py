@@ -124,16 +124,18 @@ def _resets(gpus: Iterable[dict[str, Any]], note: str = "") -> tuple[str, ...]:
     return remedies.gpu_resets([g.get("index") for g in gpus], note)
 
 
-def _each(template: str, gpus: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+def _each(template: str | Callable[..., str], gpus: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     """``template`` with ``{i}`` (the NVML index) and ``{bus}`` (the PCI address as lspci writes it)
-    filled in, once per GPU: commands the user can paste as they are."""
+    filled in, once per GPU (or a remedy called with ``i=`` and ``bus=``): commands the user can
+    paste as they are."""
     out = []
     for g in gpus:
         bus = str(g.get("pci_bus_id") or "")
         # NVML writes an 8-digit PCI domain (00000000:18:00.0); lspci -s wants 4 (0000:18:00.0).
         if bus.count(":") == 2 and len(bus.split(":", 1)[0]) == 8:
             bus = bus[4:]
-        out.append(template.format(i=g.get("index"), bus=bus.lower()))
+        out.append(template(i=g.get("index"), bus=bus.lower()) if callable(template)
+                   else template.format(i=g.get("index"), bus=bus.lower()))
     return tuple(dict.fromkeys(out))
 
 
@@ -175,7 +177,7 @@ def gpu_ecc(facts: Facts) -> CheckResult:
                     f"{g['ecc_mode']['pending']} after the next reset" for g in pending), evidence=ev,
                     gpus=[g["index"] for g in pending],
                     remedy=Remediation("Reset the GPU (no process may use it) or reboot to apply it.",
-                                       (*_resets(pending), "sudo reboot   # instead"),
+                                       (*_resets(pending), remedies.reboot("instead")),
                                        (remedies.NVIDIA_SMI_DOC,)))
     if aggregate:
         return warn("Uncorrectable ECC errors in the GPU's history", detail="; ".join(
@@ -222,7 +224,7 @@ def gpu_row_remap(facts: Facts) -> CheckResult:
             ". The faulty memory stays in use until the next GPU reset.", evidence=ev,
             gpus=[g["index"] for g in pending], remedy=Remediation(
                 "Reset the GPU when it is idle (or reboot) so the remap/retirement takes effect.",
-                (*_resets(pending, "needs no processes on the GPU"), "sudo reboot"),
+                (*_resets(pending, "needs no processes on the GPU"), remedies.reboot()),
                 (ROW_REMAP_DOC,)))
     unc = [g for g in gpus if (g.get("remapped_rows") or {}).get("uncorrectable")]
     detail = "; ".join(f"{_label(g)}: {g['remapped_rows']['uncorrectable']} row(s) remapped for uncorrectable errors "
@@ -258,7 +260,7 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
             gpus=[g["index"] for g in narrow], remedy=Remediation(
                 "Move the GPU to a full-width slot or reseat it; check riser cables and BIOS lane bifurcation.",
                 (*_each("nvidia-smi -q -d PCIE -i {i}", narrow),
-                 *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'", [g for g in narrow if g.get("pci_bus_id")])),
+                 *_each(lambda i, bus: remedies.pcie_link(bus), [g for g in narrow if g.get("pci_bus_id")])),
                 (remedies.NVIDIA_SMI_DOC,)))
     # The link generation drops at idle to save power and rises under load: only a slow link
     # on a busy GPU is worth mentioning.
@@ -270,7 +272,7 @@ def gpu_pcie_link(facts: Facts) -> CheckResult:
             "utilisation" for g in slow_busy) + ".", evidence=ev, gpus=[g["index"] for g in slow_busy],
             remedy=Remediation("Check the slot's generation in the BIOS and the riser; compare with the other GPUs.",
                                (*_each("nvidia-smi -q -d PCIE -i {i}", slow_busy),
-                                *_each("sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'",
+                                *_each(lambda i, bus: remedies.pcie_link(bus),
                                        [g for g in slow_busy if g.get("pci_bus_id")])),
                                (remedies.NVIDIA_SMI_DOC,)))
     if not any(g.get("pcie") for g in gpus):
@@ -340,7 +342,7 @@ def gpu_persistence(facts: Facts) -> CheckResult:
                   f"{container} container.", evidence=ev)
     return warn("Persistence mode is off", detail=detail, evidence=ev, gpus=[g["index"] for g in off],
                 remedy=Remediation("Run the persistence daemon (preferred) or enable persistence mode.",
-                                   ("sudo systemctl enable --now nvidia-persistenced", "sudo nvidia-smi -pm 1"),
+                                   (remedies.service_enable("nvidia-persistenced"), remedies.gpu_setting("-pm 1")),
                                    ("https://docs.nvidia.com/deploy/driver-persistence/index.html",)))
 
 
@@ -364,7 +366,7 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
     if prohibited or taken:
         remedy = Remediation("Use another GPU, stop the process holding it, or (if policy allows) set the default "
                              "compute mode.", ("nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
-                                               *_each("sudo nvidia-smi -i {i} -c DEFAULT", prohibited + taken)),
+                                               *_each(lambda i, bus: remedies.gpu_setting(f"-i {i} -c DEFAULT"), prohibited + taken)),
                              (remedies.NVIDIA_SMI_DOC,))
         notes = [f"{_label(g)}: compute mode Prohibited" for g in prohibited]
         notes += [f"{_label(g)}: {_MODES[g['compute_mode']]} and already used by {g['compute_processes']} process(es) "
@@ -399,11 +401,13 @@ def gpu_mig(facts: Facts) -> CheckResult:
                     "(CUDA_ERROR_NO_DEVICE / torch.cuda.device_count() == 0).", evidence=ev,
                     gpus=[g["index"] for g in empty], remedy=Remediation(
                         "Create GPU and compute instances, or turn MIG off.",
-                        (*_each("sudo nvidia-smi mig -i {i} -lgip   # the instance profiles this GPU offers", empty),
+                        (*_each(lambda i, bus: remedies.gpu_setting(f"mig -i {i} -lgip", "the instance profiles this GPU offers"),
+                                empty),
                          # Profile 0 is the whole-GPU slice (7g on A100/H100, 4g on A30) on every MIG GPU.
-                         *_each("sudo nvidia-smi mig -i {i} -cgi 0 -C   # one whole-GPU instance; pick smaller "
-                                "profiles from -lgip to split it", empty),
-                         *_each("sudo nvidia-smi -i {i} -mig 0   # or disable MIG (then reset the GPU)", empty)),
+                         *_each(lambda i, bus: remedies.gpu_setting(f"mig -i {i} -cgi 0 -C", "one whole-GPU instance; pick "
+                                                                    "smaller profiles from -lgip to split it"), empty),
+                         *_each(lambda i, bus: remedies.gpu_setting(f"-i {i} -mig 0", "or disable MIG (then reset the GPU)"),
+                                empty)),
                         (MIG_GUIDE,)))
     pending = [g for g in gpus if (g.get("mig_mode") or {}).get("pending") not in
                (None, (g.get("mig_mode") or {}).get("current"))]
@@ -412,7 +416,7 @@ def gpu_mig(facts: Facts) -> CheckResult:
             f"{_label(g)}: MIG {g['mig_mode']['current']} -> {g['mig_mode']['pending']}" for g in pending) +
             " after the GPU is reset.", evidence=ev, gpus=[g["index"] for g in pending],
             remedy=Remediation("Reset the GPU (no processes may use it) or reboot.",
-                               (*_resets(pending), "sudo reboot   # instead"), (MIG_GUIDE,)))
+                               (*_resets(pending), remedies.reboot("instead")), (MIG_GUIDE,)))
     many = [g for g in gpus if len(g.get("mig_devices") or []) > 1]
     py = facts.value("python.executable") or "python"
     if many and VisibleDevices.from_facts(facts).kind != "mig":
@@ -455,7 +459,7 @@ def gpu_xid(facts: Facts) -> CheckResult:
     if severe:
         fallen = any(e["code"] == 79 for e in severe)
         named = _xid_gpus(facts, severe)
-        commands = ["sudo dmesg -T | grep -i xid | tail -20"]
+        commands: list[str] = [remedies.kernel_log("xid", times=True, tail=20)]
         commands += ([f"nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE -i {i}" for i in named] if named
                      else ["nvidia-smi -q -d ECC,ROW_REMAPPER,PERFORMANCE"])
         text = ("Check the GPUs named in the Xid lines: reset or reboot, and look at power, cooling and seating; if it "
@@ -535,7 +539,7 @@ def fabric_manager(facts: Facts) -> CheckResult:
         "Install nvidia-fabricmanager of exactly the driver's version and start it; CUDA works once the fabric state "
         "is 'completed'.",
         (remedies.apt_install(remedies.fabric_manager_package(branch), note=f"must match the driver {driver or ''}".rstrip()),
-         "sudo systemctl enable --now nvidia-fabricmanager", "systemctl status nvidia-fabricmanager",
+         remedies.service_enable("nvidia-fabricmanager"), "systemctl status nvidia-fabricmanager",
          "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE,))
     with_fabric = [g for g in gpus if (g.get("fabric") or {}).get("state", 0) != 0]
     not_started = [g for g in with_fabric if g["fabric"]["state"] == 1]

@@ -37,7 +37,7 @@ def shm_size(facts: Facts) -> CheckResult:
         return warn("/dev/shm is not available", detail=f"{reading.describe()}. DataLoader workers (num_workers > 0) "
                     "exchange batches through /dev/shm and will fail without it.", evidence=ev,
                     remedy=Remediation("Mount a tmpfs on /dev/shm, or start the container with a larger one.",
-                                       ("docker run --shm-size=16g …   # or: --ipc=host",)))
+                                       (remedies.container_run("--shm-size=16g", note="or: --ipc=host"),)))
     container = facts.value("host.container")
     if size >= SHM_MIN:
         return ok(f"/dev/shm is {gib(size)}", evidence=ev)
@@ -52,10 +52,10 @@ def shm_size(facts: Facts) -> CheckResult:
                     "# and in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",)
         text = "Mount a memory-backed emptyDir on /dev/shm."
     elif container:
-        commands = ("docker run --shm-size=16g …", "docker run --ipc=host …")
+        commands = (remedies.container_run("--shm-size=16g"), remedies.container_run("--ipc=host"))
         text = "Restart the container with a larger /dev/shm (or share the host's IPC namespace)."
     else:
-        commands = ("sudo mount -o remount,size=16G /dev/shm",)
+        commands = (remedies.shm_remount(),)
         text = "Enlarge the /dev/shm tmpfs."
     status = warn if container or size < 256 << 20 else ok
     if status is ok:
@@ -111,10 +111,10 @@ def resources(facts: Facts) -> CheckResult:
         return ok("No restrictive CPU or memory limits", evidence=ev)
     commands = []
     if quota is not None and cpus and quota < cpus:
-        commands.append(f"export OMP_NUM_THREADS={max(1, int(quota))}")
+        commands.append(remedies.env_set("OMP_NUM_THREADS", str(max(1, int(quota)))))
     return warn("Container limits are tighter than the machine", detail="; ".join(notes) + ".", evidence=ev,
                 remedy=Remediation("Size threads and workers to the limit, or raise the limit "
-                                   "(docker run --cpus/--memory, Kubernetes resources.limits).", tuple(commands)))
+                                   f"({remedies.CONTAINER_RUN} --cpus/--memory, Kubernetes resources.limits).", tuple(commands)))
 
 
 @check("env-vars", "Environment variables that change CUDA/torch behaviour", needs=("env.vars",))
@@ -126,15 +126,15 @@ def env_vars(facts: Facts) -> CheckResult:
     env = reading.value
     ev = {"env.vars": {k: env[k] for k in sorted(env) if k in _WATCHED or k.startswith("NCCL_")}}
     problems = []
-    commands = []
+    commands: list[str] = []
     if env.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0"):
         problems.append("CUDA_LAUNCH_BLOCKING=1 makes every kernel launch synchronous (a debugging switch; "
                         "training runs several times slower)")
-        commands.append("unset CUDA_LAUNCH_BLOCKING")
+        commands.append(remedies.env_unset("CUDA_LAUNCH_BLOCKING"))
     if env.get("LD_PRELOAD"):
         problems.append(f"LD_PRELOAD={env['LD_PRELOAD']} injects libraries into every process, which can shadow "
                         "the CUDA libraries torch bundles")
-        commands.append("unset LD_PRELOAD")
+        commands.append(remedies.env_unset("LD_PRELOAD"))
     for switch in nccl_switches(env, everywhere=True):
         problems.append(f"{switch['name']}={switch['value']} {switch['effect']} (often left over from debugging "
                         "a hang)")
@@ -142,7 +142,7 @@ def env_vars(facts: Facts) -> CheckResult:
     if env.get("CUDA_VISIBLE_DEVICES") == "" or env.get("CUDA_VISIBLE_DEVICES") == "-1":
         # Judged in detail by cuda-visible-devices; mention it here only as context.
         problems.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r} hides every GPU from CUDA")
-        commands.append("unset CUDA_VISIBLE_DEVICES")
+        commands.append(remedies.env_unset("CUDA_VISIBLE_DEVICES"))
     if not problems:
         return ok("No environment variables that slow down or hide the GPU", evidence=ev)
     return warn("Environment variables change how CUDA and torch behave", detail="; ".join(problems) + ".",

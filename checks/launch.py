@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import remedies
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..launch import IFNAME_VARS, ifname_matches, launch_problems, nccl_switches, visible_gpus
 from ..model import Facts, Finding
@@ -46,14 +47,11 @@ def launch_vars(facts: Facts) -> Finding:
         # calls init_process_group("env://") needs these, and `check --distributed` refuses without them.
         return warn("srun did not set MASTER_ADDR/MASTER_PORT", detail="; ".join(problems) + ". torch.distributed's "
                     "env:// initialisation (and envdoctor check --distributed) needs both.", evidence=ev,
-                    remedy=Remediation("Export them in the batch script before srun.", (
-                        "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
-                        "export MASTER_PORT=29500")))
+                    remedy=Remediation("Export them in the batch script before srun.", remedies.slurm_master_env()))
     if problems:
         torchrun = ("torchrun --nnodes=N --nproc-per-node=GPUS --rdzv-backend=c10d "
                     "--rdzv-endpoint=HOST:29500 -m envdoctor check --distributed")
-        commands = (("export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
-                     "export MASTER_PORT=29500") if slurm else (torchrun,))
+        commands = remedies.slurm_master_env() if slurm else (torchrun,)
         return fail("This rank's launch variables are unusable", detail="; ".join(problems) + ". The rank cannot "
                     "join the rendezvous: the other ranks wait for it until their timeout.", evidence=ev,
                     remedy=Remediation("Let the launcher set these variables (torchrun sets all of them; under "
@@ -86,7 +84,7 @@ def launch_master(facts: Facts) -> Finding:
                     "not exit) holds it, so init_process_group fails with \"address already in use\".",
                     evidence=ev, remedy=Remediation("Stop the process holding the port, or choose another port.",
                                                     (f"ss -ltnp 'sport = :{port.get('port')}'",
-                                                     "export MASTER_PORT=29501")))
+                                                     remedies.env_set("MASTER_PORT", "29501"))))
     where = "this node" if master.get("local") else "another node"
     return ok(f"MASTER_ADDR {master.get('addr')} resolves to {', '.join(master.get('addresses') or [])} ({where})",
               evidence=ev)
@@ -174,7 +172,7 @@ def launch_ifname(facts: Facts) -> Finding:
                     "\"no socket interface found\" and Gloo with \"Unable to find address for …\".", evidence=ev,
                     remedy=Remediation("Name an interface that exists and is up on every node (or unset the "
                                        "variable to let NCCL/Gloo choose).",
-                                       ("ip -br link",) + tuple(f"unset {v}" for v in set_vars)))
+                                       ("ip -br link",) + tuple(remedies.env_unset(v) for v in set_vars)))
     return ok(", ".join(f"{v}={env[v]}" for v in set_vars) + " selects interfaces that are up", evidence=ev)
 
 

@@ -153,8 +153,8 @@ def _wheel_ships(soname: str, wheel_dirs: Sequence[str]) -> bool:
 def _ld_remedy(entries: Sequence[str], remove: Sequence[str]) -> str:
     kept = [e for e in entries if e and e not in remove]  # an empty entry (a stray colon) is the current folder
     if not kept:
-        return "unset LD_LIBRARY_PATH"
-    return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(kept))
+        return remedies.env_unset("LD_LIBRARY_PATH")
+    return remedies.env_set("LD_LIBRARY_PATH", shlex.quote(":".join(kept)))
 
 
 
@@ -178,10 +178,11 @@ def _loader_conflict(facts: Facts, ev: dict[str, Any]) -> Finding | None:
                                                                              if e["version_node"] else "")
                             for e in errs]
     py = facts.value("python.executable") or "python"
-    notes, commands = [], []
+    notes: list[str] = []
+    commands: list[str] = []
     entries = _ld_entries(facts)
     if entries:
-        commands.append("unset LD_LIBRARY_PATH   # it holds " + ", ".join(entries[:3]))
+        commands.append(remedies.env_unset("LD_LIBRARY_PATH", "it holds " + ", ".join(entries[:3])))
     else:
         commands.append("echo $LD_LIBRARY_PATH   # drop CUDA toolkit folders (/usr/local/cuda*/lib64) from it")
     for e in errs:
@@ -220,7 +221,7 @@ def _env_lib_note(errs: Sequence[Mapping[str, Any]], commands: list[str]) -> str
     if not any(_ENV_LIB in str(e["path"]) for e in errs):
         return ""
     commands.extend(("conda list | grep -i -E 'cudatoolkit|cuda-|cublas|cusparse'   # the env's own CUDA libraries",
-                     "conda remove cudatoolkit   # or install the cudatoolkit of torch's CUDA version"))
+                     remedies.conda_remove("cudatoolkit", "or install the cudatoolkit of torch's CUDA version")))
     return (" The copy the loader found is in the environment's own lib/ folder (torch/lib/../../../../), where a "
             "conda cudatoolkit of another CUDA version installs its libraries.")
 
@@ -360,9 +361,9 @@ def _conflicts_finding(c: _Conflicts, ev: dict[str, Any]) -> Finding:
     for d in c.system_dirs:
         commands.append(f"grep -rl {shlex.quote(d)} /etc/ld.so.conf /etc/ld.so.conf.d/")
         text.append(f"{d} comes from the loader cache: delete the line naming it from the file grep prints, then "
-                    "run `sudo ldconfig`.")
+                    f"run `{remedies.ldconfig()}`.")
     if c.system_dirs:
-        commands.append("sudo ldconfig")
+        commands.append(remedies.ldconfig())
     commands.append("envdoctor check --only library-conflicts")
     failing = c.status is Status.FAIL
     title = "Conflicting copies of CUDA libraries" if failing else "A stray CUDA library copy can shadow torch's"

@@ -33,7 +33,7 @@ LOW_PCIE_RATIO = 0.5
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 HANG_HINT = ("A microcheck that never returns usually means a wedged driver or GPU: look for Xid errors "
-             "(`sudo dmesg -T | grep -i xid`), check `nvidia-smi` answers, then reset the GPU it hung on "
+             f"(`{remedies.kernel_log('xid', times=True)}`), check `nvidia-smi` answers, then reset the GPU it hung on "
              "(with nothing running on it) or reboot.")
 CRASH_HINT = ("A crash inside CUDA/cuBLAS/cuDNN usually means mismatched libraries (see the library "
               "findings) or a faulty GPU (Xid errors in `dmesg`). Re-run `envdoctor check --micro-only` to "
@@ -61,14 +61,14 @@ def _not_run(facts: Facts, key: str, what: str) -> Finding | None:
     if reading.reason is Reason.TIMEOUT:
         # Reset the GPU the hung step ran on (nothing else may run on it), else reboot.
         hung_on = _stage_gpus(facts)
-        reset = remedies.gpu_resets(hung_on, "nothing may run on it; otherwise: sudo reboot")
+        reset = remedies.gpu_resets(hung_on, f"nothing may run on it; otherwise: {remedies.reboot()}")
         return error(f"The {what} microcheck hung", detail=f"{reading.describe()}. Results finished before the hang "
                      "are kept in the report.", evidence=ev,
-                     remedy=Remediation(HANG_HINT, ("nvidia-smi", "sudo dmesg -T | grep -i xid",
-                                                    *(reset or ("sudo reboot",)))))
+                     remedy=Remediation(HANG_HINT, ("nvidia-smi", remedies.kernel_log("xid", times=True),
+                                                    *(reset or (remedies.reboot(),)))))
     if reading.reason is Reason.CRASHED:
         return error(f"The {what} microcheck crashed", detail=reading.describe(), evidence=ev,
-                     remedy=Remediation(CRASH_HINT, ("sudo dmesg -T | grep -i xid",)))
+                     remedy=Remediation(CRASH_HINT, (remedies.kernel_log("xid", times=True),)))
     if reading.reason is Reason.FAILED:
         return error(f"The {what} microcheck did not finish", detail=reading.describe(), evidence=ev)
     return skip(f"The {what} microcheck was not run", detail=reading.describe(), evidence=ev)
@@ -129,7 +129,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
 
 TOUCH_REMEDY = Remediation("A device that cannot copy or run a trivial kernel correctly is unusable. Look for Xid "
                            "errors, check ECC and row-remapping findings, and reset the GPU or reboot.",
-                           ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+                           (remedies.kernel_log("xid", times=True), "nvidia-smi -q -d ECC,ROW_REMAPPER"))
 
 
 def _touch_verdict(facts: Facts, dev: str, r: dict[str, Any], gpus: list[int]) -> Verdict:
@@ -243,7 +243,7 @@ def _matmul_device(facts: Facts, dev: str, r: Mapping[str, Any]) -> list[tuple[s
 MATMUL_WRONG_REMEDY = Remediation(
     "A GEMM that returns wrong numbers or NaN on random inputs means broken math libraries (a mismatched cuBLAS) "
     "or a faulty GPU. Check the library findings, look for Xid/ECC errors, and do not trust training results from "
-    "this device until it passes.", ("sudo dmesg -T | grep -i xid", "nvidia-smi -q -d ECC,ROW_REMAPPER"))
+    "this device until it passes.", (remedies.kernel_log("xid", times=True), "nvidia-smi -q -d ECC,ROW_REMAPPER"))
 
 
 @check("micro-matmul", "Matrix multiply is correct (vs float64) and near the expected speed",
@@ -417,9 +417,9 @@ def _shm_remedy(facts: Facts) -> Remediation:
             "memory-backed emptyDir on /dev/shm in the pod (or lower num_workers/batch size).",
             ("# pod spec:\nvolumes:\n- name: dshm\n  emptyDir: {medium: Memory, sizeLimit: 16Gi}\n"
              "# container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",), SHM_LINKS)
-    commands: tuple[str, ...] = ("docker run --shm-size=16g …", "docker run --ipc=host …")
+    commands: tuple[str, ...] = (remedies.container_run("--shm-size=16g"), remedies.container_run("--ipc=host"))
     if not container:
-        commands = ("sudo mount -o remount,size=16G /dev/shm", *commands)
+        commands = (remedies.shm_remount(), *commands)
     return Remediation(
         "DataLoader workers hand batches to the main process through /dev/shm, and it is too small (Docker's "
         "default is 64 MiB). Start the container with a bigger /dev/shm or the host's IPC namespace; in Kubernetes "
@@ -456,12 +456,12 @@ def micro_dataloader(facts: Facts) -> CheckResult:
                                        "memory or RAM faults; re-run, then test memory (memtest86+ from the boot "
                                        "menu, or memtester while the machine runs).",
                                        ("envdoctor check --micro-only",
-                                        remedies.apt_install("memtester") + " && sudo memtester 4G 1"), ("https://www.memtest.org/",)))
+                                        remedies.memory_test()), ("https://www.memtest.org/",)))
     if r.get("killed"):
         return fail("DataLoader workers die", detail=text, evidence=ev, gpus=gpus,
                     remedy=Remediation("Workers killed by a signal are usually out of memory (the OOM killer: "
                                        "`dmesg | grep -i oom`) or out of /dev/shm. Lower num_workers or batch size, "
-                                       "or raise the memory and shared-memory limits.", ("sudo dmesg -T | grep -i -E 'oom|killed'",)))
+                                       "or raise the memory and shared-memory limits.", (remedies.kernel_log("oom|killed", flags="-i -E", times=True),)))
     return fail("DataLoader with workers fails", detail=text, evidence=ev, gpus=gpus, remedy=Remediation(
         "Workers that start but fail usually cannot share memory (/dev/shm too small or not writable) or cannot "
         "fork/spawn in this environment; the error above names which. Re-run with num_workers=0 to confirm the "

@@ -101,7 +101,7 @@ def torch_import(facts: Facts) -> CheckResult:
                                         "usually means a wedged driver (Xid errors in the kernel log): reset the GPU "
                                         "or reboot.",
                                         (f"{py} -X faulthandler -c \"import torch; print(torch.cuda.is_available())\"",
-                                         "sudo dmesg -T | grep -iE 'xid|nvrm' | tail -20")))
+                                         remedies.kernel_log("xid|nvrm", flags="-iE", times=True, tail=20))))
     if reading.reason is Reason.NOT_COLLECTED or reading.reason is Reason.NOT_IN_REPORT:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
     text = views.torch_import_error(facts) or reading.detail or "import torch failed"

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compare import facts_getter, raw_getter, signature
+from .factkeys import validate_fact_keys
 from .host import ChildResult, Host, LiveChild, start_live_child
 from .launch import is_loopback, launch_problems, read_launch
+from .factkeys import validate_fact_keys
 from .lifecycle import ExitCode
 from .model import Facts, Finding, ProbeRun, Reason, missing, ok
 from .pipeline import collect as _collect
 from .pipeline import judge as _judge
 from .pipeline.plan import Plan
-from .registry import validate_fact_keys
 from .report import Report, exit_code
 
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.

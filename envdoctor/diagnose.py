@@ -79,12 +79,16 @@ def diagnose(facts: Facts, checks: Iterable[CheckSpec]) -> list[Finding]:
 # a less severe finding's command for another torch, or a driver upgrade when that torch is the CPU
 # build, is left out with a note naming the finding that decided, so no screen tells a user to install
 # two different builds, or to upgrade a driver for a GPU no build can use.
+#
+# It reads the typed commands (remedies.Command: a PipInstall's packages and variant, a PipUninstall,
+# a DriverInstall), never the printed words. It runs on findings the checks have just made, whose
+# command lines all carry their types; a saved report is re-judged by the checks, never cohered as read.
 
-Target = tuple[str | None, str | None]
+Target = remedies.Target
 
 
 def _targets(rem: Remediation) -> list[Target]:
-    found = [t for c in rem.commands if (t := remedies.torch_target(c)) is not None]
+    found = list(remedies.torch_targets(remedies.typed(rem.commands)))
     for alt in rem.alternatives:
         found.extend(_targets(alt))
     return found
@@ -103,6 +107,15 @@ def _contradicts(rem: Remediation, decided: list[Target]) -> bool:
     return cpu_only and remedies.installs_driver(rem.commands, rem.links)
 
 
+def _kept(command: str, decided: list[Target]) -> bool:
+    """Whether a command of a contradicted remedy stays: not a torch uninstall, and every torch it
+    installs agrees with what was decided."""
+    typed = command.command if isinstance(command, remedies.Line) else None
+    if typed is None:
+        return True
+    return not typed.uninstalls_torch and all(_agrees(t, decided) for t in typed.torch_targets())
+
+
 def _cohered(rem: Remediation, decided: list[Target]) -> Remediation | None:
     """``rem`` without the parts that contradict ``decided``; None when nothing had to go."""
     if rem.alternatives:
@@ -118,8 +131,7 @@ def _cohered(rem: Remediation, decided: list[Target]) -> Remediation | None:
         return Remediation(text, rem.commands + only.commands, rem.links + only.links, (), rem.sources + only.sources)
     if not _contradicts(rem, decided):
         return None
-    commands = tuple(c for c in rem.commands if not remedies.is_torch_uninstall(c)
-                     and ((t := remedies.torch_target(c)) is None or _agrees(t, decided)))
+    commands = tuple(c for c in rem.commands if _kept(c, decided))
     if not commands or remedies.installs_driver(rem.commands, rem.links):
         return Remediation("", (), (), (), rem.sources)  # what is left was about what went
     return Remediation(rem.text, commands, rem.links, (), rem.sources)

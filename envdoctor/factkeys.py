@@ -454,6 +454,26 @@ def not_produced_by(keys: Iterable[str], producer: str) -> list[str]:
     return [k for k in keys if k not in FACT_KEYS or producer not in FACT_KEYS[k].producers]
 
 
+class RegistryError(Exception):
+    """A registration mistake that must not pass silently (duplicate or malformed id, unknown fact key).
+
+    Defined here, where fact keys are validated, so a probe or parser validates its keys without
+    importing the check registry; :mod:`envdoctor.registry` raises and re-exports the same class."""
+
+
+def validate_fact_keys(keys: Iterable[str], what: str, producer: str | None = None) -> None:
+    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.factkeys`
+    (and, with ``producer``, lists that producer: a probe or parser writing a key the registry
+    does not say it writes is a contract nobody else can see)."""
+    keys = tuple(keys)
+    if bad := unknown(keys):
+        raise RegistryError(f"{what}: unknown fact key {bad[0]!r}" + (f" (and {len(bad) - 1} more)" if bad[1:] else "")
+                            + ": no probe or parser writes it (the keys are listed in envdoctor/factkeys.py)")
+    if producer and (bad := not_produced_by(keys, producer)):
+        raise RegistryError(f"{what}: fact key {bad[0]!r} is not listed as written by {producer} in "
+                            "envdoctor/factkeys.py")
+
+
 def conforms(value: Any, type_: str) -> bool:
     """Whether a (thawed or frozen) value has the registry type ``type_``."""
     base, _, null = type_.partition("|")

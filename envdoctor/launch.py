@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import remedies
+
 #: Variables torchrun (torch.distributed.elastic) sets for every worker.
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
                  "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
@@ -45,11 +47,12 @@ class NcclSwitch:
     #: Judged on every run (the `env-vars` check), not only for a distributed launch: the
     #: leftovers of debugging a hang that slow down even a one-node job.
     everywhere: bool = False
-    #: The command that undoes it, when it is not ``unset NAME``.
+    #: The value that undoes it, when that is not ``unset NAME``.
     fix: str = ""
 
     def undo(self) -> str:
-        return self.fix or f"unset {self.name}"
+        """The command that undoes it (written by envdoctor.remedies): ``fix`` is the value to set instead."""
+        return remedies.env_set(self.name, self.fix) if self.fix else remedies.env_unset(self.name)
 
 
 #: The one list of NCCL switches worth a word. Those marked ``everywhere`` are judged by the
@@ -58,7 +61,7 @@ NCCL_SWITCHES: tuple[NcclSwitch, ...] = (
     NcclSwitch("NCCL_P2P_DISABLE", ("1",), "forces NCCL off peer-to-peer onto slower transports", everywhere=True),
     NcclSwitch("NCCL_IB_DISABLE", ("1",), "forces NCCL off InfiniBand onto slower transports", everywhere=True),
     NcclSwitch("NCCL_DEBUG", ("INFO", "TRACE"), "floods the logs of every rank", everywhere=True,
-               fix="export NCCL_DEBUG=WARN"),
+               fix="WARN"),
     NcclSwitch("NCCL_SHM_DISABLE", ("1",), "disables the shared-memory transport between GPUs of one node"),
     NcclSwitch("NCCL_NET_GDR_LEVEL", ("LOC", "0"), "disables GPUDirect RDMA between NIC and GPU"),
     NcclSwitch("NCCL_NET_GDR_DISABLE", ("1",), "disables GPUDirect RDMA between NIC and GPU"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from . import factkeys
+from .factkeys import RegistryError, validate_fact_keys
 from .model import Facts, Finding
 
 ENTRY_POINT_GROUP = "envdoctor.checks"
@@ -28,23 +28,6 @@ _SYMPTOM_RE = re.compile(r"^[a-z0-9_.]+(?::[a-z0-9_.-]+)+$")
 
 CheckResult = Finding | Iterable[Finding] | None
 CheckFunc = Callable[[Facts], CheckResult]
-
-
-class RegistryError(Exception):
-    """A registration mistake that must not pass silently (duplicate or malformed id, unknown fact key)."""
-
-
-def validate_fact_keys(keys: Iterable[str], what: str, producer: str | None = None) -> None:
-    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.factkeys`
-    (and, with ``producer``, lists that producer: a probe or parser writing a key the registry
-    does not say it writes is a contract nobody else can see)."""
-    keys = tuple(keys)
-    if bad := factkeys.unknown(keys):
-        raise RegistryError(f"{what}: unknown fact key {bad[0]!r}" + (f" (and {len(bad) - 1} more)" if bad[1:] else "")
-                            + ": no probe or parser writes it (the keys are listed in envdoctor/factkeys.py)")
-    if producer and (bad := factkeys.not_produced_by(keys, producer)):
-        raise RegistryError(f"{what}: fact key {bad[0]!r} is not listed as written by {producer} in "
-                            "envdoctor/factkeys.py")
 
 
 @dataclass(frozen=True)

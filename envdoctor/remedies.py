@@ -3,6 +3,9 @@ prints, and the documentation links findings point to.
 
 A check asks for a command here and never formats one itself, so the wheel index, the way the
 user's own interpreter runs pip, and the shape of a driver install are the same in every finding.
+Each command is typed (:class:`PipInstall`, :class:`DriverInstall`, :class:`GpuReset`, …) and
+handed out as a :class:`Line`, the printed string that carries it, so the saved report keeps plain
+strings while ``diagnose.cohere`` reads what a remedy installs from its fields.
 The PyTorch wheel index base comes from the compatibility table (``index.base`` in
 ``data/compat.json``), where its source is recorded.
 """
@@ -12,6 +15,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import compat
 
@@ -45,6 +50,296 @@ DOCKER_SHM_SIZE = "https://docs.docker.com/reference/cli/docker/container/run/#s
 
 
 # ---------------------------------------------------------------------------------------------
+# The typed commands
+#
+# A remedy's command is one of the frozen types below; its line is what the user copies. A check
+# receives a :class:`Line`: a ``str`` (the printed line, so renderers, the saved report's
+# ``remediation.commands`` and every comparison see exactly the text they always did) that also
+# carries the typed command it renders (``line.command``). Reading remedies together
+# (diagnose.cohere) reads those types, never the printed words. A saved report holds plain strings;
+# it is re-judged by the checks, which build typed lines again.
+
+#: What a torch install asks for: (pinned version or None, PyTorch variant or None).
+Target = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command a remedy prints. ``note`` is the comment after it (``   # …``)."""
+
+    note: str = field(default="", kw_only=True)
+
+    def words(self) -> str:  # pragma: no cover - every command type defines it
+        raise NotImplementedError
+
+    def render(self) -> str:
+        words = self.words()
+        return f"{words}   # {self.note}" if self.note else words
+
+    def steps(self) -> tuple[Command, ...]:
+        """The commands it runs (a chain: each of its steps)."""
+        return (self,)
+
+    # A single command installs no torch, uninstalls none and installs no driver unless its type
+    # says so (PipInstall, PipUninstall, DriverInstall override these); a composite one (Chain,
+    # Piped) does what one of its steps does.
+
+    def torch_targets(self) -> tuple[Target, ...]:
+        """The torch builds it installs (a :class:`PipInstall` naming ``torch``)."""
+        return tuple(t for s in self.steps() if s is not self for t in s.torch_targets())
+
+    @property
+    def uninstalls_torch(self) -> bool:
+        return any(s.uninstalls_torch for s in self.steps() if s is not self)
+
+    @property
+    def installs_driver(self) -> bool:
+        return any(s.installs_driver for s in self.steps() if s is not self)
+
+
+class Line(str):
+    """A command line as printed, carrying the typed :class:`Command` it renders."""
+
+    command: Command
+
+    def __new__(cls, command: Command) -> Line:
+        line = super().__new__(cls, command.render())
+        line.command = command
+        return line
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Line, (self.command,)
+
+
+def typed(commands: Iterable[str]) -> tuple[Command, ...]:
+    """The typed commands of printed lines (a plain string, as read from a saved report, has none)."""
+    return tuple(c.command for c in commands if isinstance(c, Line))
+
+
+def _names(packages: str | Iterable[str]) -> tuple[str, ...]:
+    return (packages,) if isinstance(packages, str) else tuple(packages)
+
+
+def _runner(python: str | None) -> str:
+    return f"{python} -m pip" if python else "pip"
+
+
+@dataclass(frozen=True)
+class Pip(Command):
+    """``pip ARGS`` run by the target interpreter (``/opt/venv/bin/python -m pip list``)."""
+
+    python: str | None
+    args: str
+
+    def words(self) -> str:
+        return f"{_runner(self.python)} {self.args}"
+
+
+@dataclass(frozen=True)
+class PipInstall(Command):
+    """``pip install [--force-reinstall] [--no-deps] [-U] PACKAGES [--index-url <PyTorch index>]``:
+    ``python`` is the installer (its interpreter's pip; None: plain ``pip``), ``packages`` the
+    requirements as written (``torch==2.7.1``), ``variant`` the PyTorch index (``cu128``)."""
+
+    python: str | None
+    packages: tuple[str, ...]
+    variant: str | None = None
+    force_reinstall: bool = False
+    no_deps: bool = False
+    upgrade: bool = False
+    quote: bool = False
+
+    def words(self) -> str:
+        names = [shlex.quote(n) for n in self.packages] if self.quote else list(self.packages)
+        flags = [f for f, on in (("--force-reinstall", self.force_reinstall), ("--no-deps", self.no_deps),
+                                 ("-U", self.upgrade)) if on]
+        tail = f" --index-url {index_url(self.variant)}" if self.variant else ""
+        return " ".join([f"{_runner(self.python)} install", *flags, *names]) + tail
+
+    def torch_targets(self) -> tuple[Target, ...]:
+        pin = next((p for p in self.packages if p == "torch" or p.startswith("torch==")), None)
+        if pin is None:
+            return ()
+        return (((pin.split("==", 1)[1] or None) if "==" in pin else None, self.variant or None),)
+
+
+@dataclass(frozen=True)
+class PipUninstall(Command):
+    python: str | None
+    packages: tuple[str, ...]
+
+    def words(self) -> str:
+        return f"{_runner(self.python)} uninstall -y " + " ".join(self.packages)
+
+    @property
+    def uninstalls_torch(self) -> bool:
+        return "torch" in self.packages
+
+
+@dataclass(frozen=True)
+class CondaInstall(Command):
+    """``conda install -c CHANNEL PACKAGE``."""
+
+    channel: str
+    package: str
+
+    def words(self) -> str:
+        return f"conda install -c {self.channel} {self.package}"
+
+
+@dataclass(frozen=True)
+class CondaRemove(Command):
+    """``conda remove PACKAGE`` (from the active environment)."""
+
+    package: str
+
+    def words(self) -> str:
+        return f"conda remove {self.package}"
+
+
+@dataclass(frozen=True)
+class AptInstall(Command):
+    """``sudo apt install [--reinstall] PACKAGE`` (``apt-get install -y`` with ``assume_yes``)."""
+
+    package: str
+    reinstall: bool = False
+    assume_yes: bool = False
+
+    def words(self) -> str:
+        if self.assume_yes:
+            return f"sudo apt-get install -y {self.package}"
+        return f"sudo apt install {'--reinstall ' if self.reinstall else ''}{self.package}"
+
+    @property
+    def installs_driver(self) -> bool:
+        """A driver branch's package (``nvidia-driver-570``) is the driver, however it was asked for."""
+        return self.package.startswith(driver_branch_package(""))
+
+
+@dataclass(frozen=True)
+class DriverInstall(Command):
+    """The NVIDIA driver of a branch from Ubuntu's packages (``nvidia-driver-570``); ``branch=None``
+    with ``windows``: NVIDIA's installer from nvidia.com, then ``nvidia-smi`` to confirm it;
+    ``ubuntu_pick``: Ubuntu's own pick for the GPU (``ubuntu-drivers install``)."""
+
+    branch: str | int | None = None
+    windows: bool = False
+    ubuntu_pick: bool = False
+
+    def words(self) -> str:
+        if self.ubuntu_pick:
+            return "sudo ubuntu-drivers install"
+        if self.windows or self.branch is None:
+            return "nvidia-smi"
+        return AptInstall(driver_branch_package(self.branch)).words()
+
+    @property
+    def installs_driver(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class GpuReset(Command):
+    """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
+
+    target: str | int | None
+
+    def words(self) -> str:
+        return f"sudo nvidia-smi -r -i {self.target}"
+
+
+@dataclass(frozen=True)
+class EnvSet(Command):
+    """``export NAME=VALUE [NAME=VALUE …]`` (POSIX shells)."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+    def words(self) -> str:
+        return "export " + " ".join(f"{k}={v}" for k, v in self.pairs)
+
+
+@dataclass(frozen=True)
+class EnvUnset(Command):
+    name: str
+
+    def words(self) -> str:
+        return f"unset {self.name}"
+
+
+@dataclass(frozen=True)
+class ContainerRun(Command):
+    """``docker run OPTIONS …`` (``…``: the user's own image and command), or with ``image``/``argv``
+    a complete one (``docker run --rm --gpus all ubuntu nvidia-smi``)."""
+
+    options: tuple[str, ...]
+    image: str = ""
+    argv: str = ""
+
+    def words(self) -> str:
+        rest = " ".join(p for p in (self.image, self.argv) if p) or "…"
+        return " ".join([CONTAINER_RUN, *self.options, rest])
+
+
+@dataclass(frozen=True)
+class ShellStep(Command):
+    """A system step with no parameters of its own to read (``sudo reboot``, ``sudo ldconfig``, a
+    ``dmesg`` filter): ``kind`` names it for a reader, ``text`` is the line."""
+
+    kind: str
+    text: str
+
+    def words(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Chain(Command):
+    """Steps run one after another: ``a && b`` (``joiner``: ``" && "``, or ``"; "`` and such)."""
+
+    parts: tuple[Command, ...]
+    joiner: str = " && "
+
+    def words(self) -> str:
+        return self.joiner.join(p.render() for p in self.parts)
+
+    def steps(self) -> tuple[Command, ...]:
+        return tuple(s for p in self.parts for s in p.steps())
+
+
+@dataclass(frozen=True)
+class Piped(Command):
+    """A command whose output goes through a filter: ``pip list | grep -i nccl``."""
+
+    first: Command
+    filter: str
+
+    def words(self) -> str:
+        return f"{self.first.render()} | {self.filter}"
+
+    def steps(self) -> tuple[Command, ...]:
+        return self.first.steps()
+
+
+@dataclass(frozen=True)
+class Commented(Command):
+    """A command shown for elsewhere, commented out (``# on macOS: pip install torch``): it runs nothing
+    here, so it installs nothing here either."""
+
+    prefix: str
+    inner: Command
+
+    def words(self) -> str:
+        return f"# {self.prefix}: {self.inner.render()}"
+
+    def steps(self) -> tuple[Command, ...]:
+        return ()
+
+
+def torch_targets(commands: Iterable[Command]) -> tuple[Target, ...]:
+    return tuple(t for c in commands for t in c.torch_targets())
+
+
+# ---------------------------------------------------------------------------------------------
 # pip
 
 def index_url(variant: str) -> str:
@@ -52,89 +347,106 @@ def index_url(variant: str) -> str:
     return f"{compat.data()['index']['base']}{variant}"
 
 
-def pip(python: str | None, args: str) -> str:
+def pip(python: str | None, args: str, *, then: str = "", note: str = "") -> Line:
     """``args`` run by the target interpreter's pip (``/opt/venv/bin/python -m pip install …``), so it
     installs where torch lives, not into whatever ``pip`` is first on PATH; plain ``pip`` when the
-    interpreter is not known (a pasted report)."""
-    return f"{python} -m pip {args}" if python else f"pip {args}"
+    interpreter is not known (a pasted report). ``then``: a filter its output goes through."""
+    command: Command = Pip(python, args, note="" if then else note)
+    return Line(Piped(command, then, note=note) if then else command)
+
+
+def pip_install_command(python: str | None, packages: str | Sequence[str], *, force: bool = False,
+                        no_deps: bool = False, upgrade: bool = False, variant: str | None = None,
+                        quote: bool = False, note: str = "") -> PipInstall:
+    return PipInstall(python, _names(packages), variant, force, no_deps, upgrade, quote, note=note)
 
 
 def pip_install(python: str | None, packages: str | Sequence[str], *, force: bool = False, no_deps: bool = False,
-                upgrade: bool = False, variant: str | None = None, quote: bool = False) -> str:
+                upgrade: bool = False, variant: str | None = None, quote: bool = False, note: str = "") -> Line:
     """``pip install [--force-reinstall] [--no-deps] [-U] PACKAGES [--index-url <PyTorch index>]``."""
-    names = [packages] if isinstance(packages, str) else list(packages)
-    if quote:
-        names = [shlex.quote(n) for n in names]
-    flags = [f for f, on in (("--force-reinstall", force), ("--no-deps", no_deps), ("-U", upgrade)) if on]
-    tail = f" --index-url {index_url(variant)}" if variant else ""
-    return pip(python, " ".join(["install", *flags, *names]) + tail)
+    return Line(pip_install_command(python, packages, force=force, no_deps=no_deps, upgrade=upgrade,
+                                    variant=variant, quote=quote, note=note))
 
 
-def pip_uninstall(python: str | None, packages: str | Iterable[str]) -> str:
-    names = [packages] if isinstance(packages, str) else list(packages)
-    return pip(python, "uninstall -y " + " ".join(names))
+def pip_uninstall(python: str | None, packages: str | Iterable[str]) -> Line:
+    return Line(PipUninstall(python, _names(packages)))
+
+
+def pip_replace(python: str | None, remove: str | Iterable[str], install: str, *, upgrade: bool = False) -> Line:
+    """``pip uninstall -y OLD && pip install NEW``: one package swapped for another in one line."""
+    return Line(Chain((PipUninstall(python, _names(remove)), PipInstall(python, (install,), upgrade=upgrade))))
+
+
+def torch_install_command(python: str | None, version: str | None, variant: str | None, extras: Sequence[str] = (),
+                          force: bool = True, note: str = "") -> PipInstall:
+    pin = compat.known_patch(version)
+    spec = f"torch=={pin}" if pin else "torch"
+    return PipInstall(python, (spec, *extras), variant, force_reinstall=force, note=note)
 
 
 def torch_install(python: str | None, version: str | None, variant: str | None, extras: Sequence[str] = (),
-                  force: bool = True) -> str:
+                  force: bool = True, note: str = "") -> Line:
     """The exact (re)install of a torch build from a PyTorch variant index, companions alongside
     (unpinned: their own exact torch pin picks the matching release).
 
     Only a release the compatibility table lists is pinned: a version read from a paste (a typo'd
     ``torch 7.0``, a local build) never becomes ``torch==7.0``; the index then picks its newest build."""
-    pin = compat.known_patch(version)
-    spec = f"torch=={pin}" if pin else "torch"
-    return pip_install(python, [spec, *extras], force=force, variant=variant)
+    return Line(torch_install_command(python, version, variant, extras, force, note))
 
 
-_PIP_INSTALL = re.compile(r"(?:^|\s)(?:-m\s+)?pip\s+install\s")
-_INDEX = re.compile(r"--(?:extra-)?index-url\s+(\S+)")
-
-
-def torch_target(command: str) -> tuple[str | None, str | None] | None:
-    """What a command written by :func:`torch_install` installs: (torch version or None, variant or None);
-    None for any other command (a comment line, torchvision alone, an uninstall)."""
-    line = command.split("   #", 1)[0].strip()
-    if line.startswith("#") or not _PIP_INSTALL.search(line):
-        return None
-    pin = next((tok for tok in line.split() if tok == "torch" or tok.startswith("torch==")), None)
-    if pin is None:
-        return None
-    url = _INDEX.search(line)
-    base = compat.data()["index"]["base"]
-    variant = url.group(1)[len(base):].strip("/") or None if url and url.group(1).startswith(base) else None
-    return (pin.split("==", 1)[1] if "==" in pin else None), variant
-
-
-def is_torch_uninstall(command: str) -> bool:
-    line = command.split("   #", 1)[0]
-    return "pip uninstall" in line and "torch" in line.split()
+def elsewhere(prefix: str, command: str) -> Line:
+    """A command for another machine or OS, commented out here (``# on macOS: pip install torch``)."""
+    inner = command.command if isinstance(command, Line) else ShellStep("text", str(command))
+    return Line(Commented(prefix, inner))
 
 
 def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
-    """Whether a remedy installs or upgrades the NVIDIA driver (the commands and links written here)."""
+    """Whether a remedy installs or upgrades the NVIDIA driver: one of its typed commands does, or
+    it links NVIDIA's driver download or installation guide."""
     return any(link in (DRIVER_DOWNLOAD, DRIVER_GUIDE) for link in links) or any(
-        driver_branch_package("") in c or "ubuntu-drivers install" in c or "after installing the driver" in c
-        for c in commands)
+        c.installs_driver for c in typed(commands))
 
 
-def envdoctor_upgrade() -> str:
+def envdoctor_upgrade() -> Line:
     """envdoctor itself, in its own environment (the distribution is ``gpu-envdoctor``)."""
-    return "pip install -U gpu-envdoctor"
+    return Line(PipInstall(None, ("gpu-envdoctor",), upgrade=True))
+
+
+def nvml_bindings_in_envdoctor() -> Line:
+    """nvidia-ml-py (NVML's Python bindings) next to envdoctor, in envdoctor's own environment."""
+    return Line(PipInstall(None, ("nvidia-ml-py",), upgrade=True))
+
+
+def conda_install(channel: str, package: str, note: str = "") -> Line:
+    return Line(CondaInstall(channel, package, note=note))
+
+
+def conda_remove(package: str, note: str = "") -> Line:
+    return Line(CondaRemove(package, note=note))
 
 
 # ---------------------------------------------------------------------------------------------
 # System packages, drivers, GPUs
 
-def apt_install(package: str, *, reinstall: bool = False, note: str = "") -> str:
+def apt_install(package: str, *, reinstall: bool = False, note: str = "") -> Line:
     """``sudo apt install [--reinstall] PACKAGE`` (Ubuntu/Debian, where NVIDIA's driver packages live)."""
-    command = f"sudo apt install {'--reinstall ' if reinstall else ''}{package}"
-    return f"{command}   # {note}" if note else command
+    return Line(AptInstall(package, reinstall, note=note))
 
 
 def driver_branch_package(branch: str | int) -> str:
     """Ubuntu's package for a driver branch: ``nvidia-driver-570``."""
     return f"nvidia-driver-{branch}"
+
+
+def driver_install(branch: str | int, note: str = "") -> Line:
+    """The driver of ``branch`` from Ubuntu's packages: ``sudo apt install nvidia-driver-570``."""
+    return Line(DriverInstall(branch, note=note))
+
+
+def driver_install_windows() -> Line:
+    """On Windows the driver comes from nvidia.com's installer; ``nvidia-smi`` then confirms it."""
+    return Line(DriverInstall(windows=True, note="after installing the driver from nvidia.com: 'CUDA Version' "
+                                                 "must cover torch's CUDA"))
 
 
 def compute_library_package(branch: str) -> str:
@@ -146,31 +458,172 @@ def fabric_manager_package(branch: str) -> str:
     return f"nvidia-fabricmanager-{branch}"
 
 
-def gpu_reset(target: str | int | None, note: str = "") -> str:
+def gpu_reset(target: str | int | None, note: str = "") -> Line:
     """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
-    command = f"sudo nvidia-smi -r -i {target}"
-    return f"{command}   # {note}" if note else command
+    return Line(GpuReset(target, note=note))
 
 
-def gpu_resets(targets: Iterable[str | int | None], note: str = "") -> tuple[str, ...]:
-    return tuple(dict.fromkeys(gpu_reset(t, note) for t in targets))
+def gpu_resets(targets: Iterable[str | int | None], note: str = "") -> tuple[Line, ...]:
+    return tuple({str(c): c for c in (gpu_reset(t, note) for t in targets)}.values())
 
 
-def dkms_rebuild(note: str = "") -> str:
+def dkms_rebuild(note: str = "") -> Line:
     """Rebuild the NVIDIA kernel module for the running kernel (DKMS, Ubuntu/Debian)."""
-    command = f"{apt_install('linux-headers-$(uname -r)')} && sudo dkms autoinstall"
-    return f"{command}   # {note}" if note else command
+    return Line(Chain((AptInstall("linux-headers-$(uname -r)"), ShellStep("dkms", "sudo dkms autoinstall")), note=note))
 
 
-def ubuntu_drivers_install(note: str = "") -> str:
+def ubuntu_drivers_install(note: str = "") -> Line:
     """Ubuntu's own pick of the driver for the installed GPU."""
-    command = "sudo ubuntu-drivers install"
-    return f"{command}   # {note}" if note else command
+    return Line(DriverInstall(ubuntu_pick=True, note=note))
 
 
-def container_toolkit_install() -> str:
+def container_toolkit_install() -> Line:
     """The NVIDIA Container Toolkit on the host (its apt repository is added first, see the install guide)."""
-    return "sudo apt-get install -y nvidia-container-toolkit   # host, after adding NVIDIA's repository"
+    return Line(AptInstall("nvidia-container-toolkit", assume_yes=True, note="host, after adding NVIDIA's repository"))
+
+
+def env_set(name: str, value: str, note: str = "") -> Line:
+    return Line(EnvSet(((name, value),), note=note))
+
+
+def env_unset(name: str, note: str = "") -> Line:
+    return Line(EnvUnset(name, note=note))
+
+
+def container_run(*options: str, image: str = "", argv: str = "", note: str = "") -> Line:
+    return Line(ContainerRun(tuple(options), image, argv, note=note))
+
+
+def container_restart(note: str = "") -> Line:
+    """The user's container restarted (``<container>``: its name or id)."""
+    return step("docker-restart", "docker restart <container>", note)
+
+
+def step(kind: str, text: str, note: str = "") -> Line:
+    """A named system step (see :class:`ShellStep`)."""
+    return Line(ShellStep(kind, text, note=note))
+
+
+def then(*commands: str, note: str = "") -> Line:
+    """Commands run one after another in one line (``a && b``); a plain string is a step of its own
+    (a read-only look such as ``nvidia-smi``)."""
+    return Line(Chain(tuple(_command(c) for c in commands), note=note))
+
+
+def _command(text: str) -> Command:
+    return text.command if isinstance(text, Line) else ShellStep("text", str(text))
+
+
+def reboot(note: str = "") -> Line:
+    return step("reboot", "sudo reboot", note)
+
+
+def kernel_log(grep: str = "", *, flags: str = "-i", times: bool = False, tail: int | None = None,
+               note: str = "") -> Line:
+    """The kernel log, filtered: ``sudo dmesg [-T] [| grep FLAGS PATTERN] [| tail [-N]]`` (``tail=0``:
+    plain ``tail``)."""
+    text = "sudo dmesg" + (" -T" if times else "") + (f" | grep {flags} {shlex.quote(grep)}" if grep else "")
+    if tail is not None:
+        text += " | tail" + (f" -{tail}" if tail else "")
+    return step("kernel-log", text, note)
+
+
+def ldconfig(note: str = "") -> Line:
+    """Rebuild the loader cache (after a library was installed, moved or removed)."""
+    return step("ldconfig", "sudo ldconfig", note)
+
+
+def load_module(module: str, note: str = "") -> Line:
+    return step("modprobe", f"sudo modprobe {module}", note)
+
+
+def uvm_reload() -> Line:
+    """nvidia_uvm unloaded and loaded again (CUDA error 999 after a suspend, a wedged UVM)."""
+    return Line(Chain((ShellStep("modprobe", "sudo modprobe -r nvidia_uvm"), ShellStep("modprobe", "sudo modprobe nvidia_uvm")),
+                      note="or: sudo nvidia-modprobe -u -c 0"))
+
+
+def driver_reload() -> tuple[Line, ...]:
+    """The NVIDIA kernel modules reloaded: a reboot, or by hand on an idle machine."""
+    return (
+        reboot("simplest and always works"),
+        step("comment", "# or, on an idle machine with no display server using the GPU:"),
+        step("module-reload", "sudo systemctl stop nvidia-persistenced nvidia-fabricmanager 2>/dev/null; "
+             "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia_peermem nvidia 2>/dev/null; "
+             "sudo modprobe nvidia && sudo modprobe nvidia_uvm"),
+    )
+
+
+def driver_hold() -> Line:
+    """Debian/Ubuntu: hold the driver packages, so unattended-upgrades does not replace them under a
+    running module."""
+    return step("apt-mark-hold", "sudo apt-mark hold $(dpkg-query -W -f='${binary:Package}\\n' | grep -E "
+                "'^(nvidia|libnvidia|xserver-xorg-video-nvidia)')",
+                "Debian/Ubuntu: stop unattended-upgrades from updating the driver under a running module")
+
+
+def blacklist_nouveau() -> tuple[Line, ...]:
+    """nouveau blacklisted, the initramfs rebuilt without it, and a reboot."""
+    return (step("modprobe-config", "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
+                 "sudo tee /etc/modprobe.d/blacklist-nouveau.conf"),
+            step("initramfs", "sudo update-initramfs -u", "Fedora/RHEL: sudo dracut --force"),
+            reboot())
+
+
+def create_device_nodes(uvm: bool = False) -> Line:
+    """The /dev/nvidia* nodes created by nvidia-modprobe (``uvm``: /dev/nvidia-uvm, loading nvidia_uvm)."""
+    if uvm:
+        return step("nvidia-modprobe", "sudo nvidia-modprobe -u -c 0", "loads nvidia_uvm and creates /dev/nvidia-uvm")
+    return step("nvidia-modprobe", "sudo nvidia-modprobe -c 0",
+                "creates /dev/nvidiactl and /dev/nvidia0 (or: nvidia-smi as root)")
+
+
+def join_video_group(note: str = "") -> Line:
+    return step("usermod", "sudo usermod -aG video $USER", note)
+
+
+def service_enable(service: str, note: str = "") -> Line:
+    """``sudo systemctl enable --now SERVICE``: started now and at every boot."""
+    return step("systemctl", f"sudo systemctl enable --now {service}", note)
+
+
+def container_runtime_configure() -> Line:
+    """The NVIDIA runtime registered with Docker, and Docker restarted to use it."""
+    return Line(Chain((ShellStep("nvidia-ctk", "sudo nvidia-ctk runtime configure --runtime=docker"),
+                       ShellStep("systemctl", "sudo systemctl restart docker"))))
+
+
+def dev_char_symlinks() -> Line:
+    return step("nvidia-ctk", "sudo nvidia-ctk system create-dev-char-symlinks --create-all", "on the host")
+
+
+def selinux_denials() -> Line:
+    return step("ausearch", "sudo ausearch -m avc -ts recent | grep nvidia")
+
+
+def gpu_setting(args: str, note: str = "") -> Line:
+    """An nvidia-smi setting changed as root (``-pm 1``, ``-i 0 -c DEFAULT``, ``mig -i 0 -lgip``)."""
+    return step("nvidia-smi", f"sudo nvidia-smi {args}", note)
+
+
+def pcie_link(bus: str) -> Line:
+    """The PCIe link's capability and current state of one device (as root: lspci hides them otherwise)."""
+    return step("lspci", f"sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'")
+
+
+def memory_test() -> Line:
+    """A host-memory test with memtester (4 GiB, one pass)."""
+    return Line(Chain((AptInstall("memtester"), ShellStep("memtester", "sudo memtester 4G 1"))))
+
+
+def slurm_master_env() -> tuple[Line, ...]:
+    """MASTER_ADDR (the job's first node) and MASTER_PORT, exported in a Slurm batch script before srun."""
+    return (env_set("MASTER_ADDR", '$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'),
+            env_set("MASTER_PORT", "29500"))
+
+
+#: The start of a container command, for prose that names its options (``docker run --cpus/--memory``).
+CONTAINER_RUN = "docker run"
 
 
 def torch_source_build(arch: str, cuda: str | None, release: str | None = None, windows: bool = False) -> tuple[str, ...]:
@@ -178,15 +631,16 @@ def torch_source_build(arch: str, cuda: str | None, release: str | None = None, 
     wheel carries (``arch`` as TORCH_CUDA_ARCH_LIST takes it: ``"3.5"``) with the CUDA ``cuda`` toolkit,
     one that still targets it and that release was built with; in cmd.exe syntax on Windows."""
     branch = f" --branch v{release}" if release else ""
-    clone = f"git clone --recursive{branch} https://github.com/pytorch/pytorch && cd pytorch"
+    clone = step("git-clone", f"git clone --recursive{branch} https://github.com/pytorch/pytorch && cd pytorch")
     if windows:
         home = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{cuda}" if cuda else "<CUDA toolkit folder>"
-        return (clone, f"set TORCH_CUDA_ARCH_LIST={arch}", f"set CUDA_HOME={home}",
-                "pip install -r requirements.txt && python setup.py develop   # in a Visual Studio developer prompt")
+        return (clone, step("env-set-cmd", f"set TORCH_CUDA_ARCH_LIST={arch}"), step("env-set-cmd", f"set CUDA_HOME={home}"),
+                step("build", "pip install -r requirements.txt && python setup.py develop",
+                     "in a Visual Studio developer prompt"))
     return (clone,
-            f"export TORCH_CUDA_ARCH_LIST={arch} CUDA_HOME=/usr/local/cuda" + (f"-{cuda}" if cuda else "")
-            + (f"   # the CUDA {cuda} toolkit" if cuda else "   # a toolkit that targets it"),
-            "pip install -r requirements.txt && python setup.py develop")
+            Line(EnvSet((("TORCH_CUDA_ARCH_LIST", arch), ("CUDA_HOME", "/usr/local/cuda" + (f"-{cuda}" if cuda else ""))),
+                        note=f"the CUDA {cuda} toolkit" if cuda else "a toolkit that targets it")),
+            step("build", "pip install -r requirements.txt && python setup.py develop"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,18 +662,23 @@ def shm_commands(container: str | None) -> tuple[str, ...]:
         return ("# in the pod spec:\nvolumes:\n- name: dshm\n  emptyDir: {medium: Memory, sizeLimit: 16Gi}\n"
                 "# and in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm",)
     if container:
-        return ("docker run --shm-size=16g …", "docker run --ipc=host …")
-    return ("df -h /dev/shm   # how large it is now",
-            "docker run --shm-size=16g …   # in a container (or --ipc=host)",
-            "sudo mount -o remount,size=16G /dev/shm   # on the host")
+        return (container_run("--shm-size=16g"), container_run("--ipc=host"))
+    return (step("shm-size", "df -h /dev/shm", "how large it is now"),
+            container_run("--shm-size=16g", note="in a container (or --ipc=host)"),
+            shm_remount("on the host"))
+
+
+def shm_remount(note: str = "") -> Line:
+    """A larger /dev/shm on the host, until the next boot."""
+    return step("shm-remount", "sudo mount -o remount,size=16G /dev/shm", note)
 
 
 def nccl_socket_ifname(current: str | None) -> tuple[str, ...]:
     """List the interfaces, then point NCCL at one that exists (or stop forcing one that does not)."""
     commands = ["ip -brief address   # the interfaces this machine has, with their addresses"]
     if current:
-        commands.append(f"unset NCCL_SOCKET_IFNAME   # {current!r} matches no interface here; NCCL picks one itself")
-    commands.append("export NCCL_SOCKET_IFNAME=<interface from the list, e.g. eth0 or ens5>")
+        commands.append(env_unset("NCCL_SOCKET_IFNAME", f"{current!r} matches no interface here; NCCL picks one itself"))
+    commands.append(env_set("NCCL_SOCKET_IFNAME", "<interface from the list, e.g. eth0 or ens5>"))
     return tuple(commands)
 
 
@@ -245,30 +704,30 @@ def cuda_toolkit_install(cuda: str | None, windows: bool = False) -> tuple[str, 
             "# then open a new terminal")
     if not cuda:
         return ("python -c \"import torch; print(torch.version.cuda)\"   # the CUDA version the toolkit must match",
-                "conda install -c nvidia/label/cuda-<that version>.0 cuda-toolkit   # or NVIDIA's installer: "
-                + CUDA_ARCHIVE,
-                "export CUDA_HOME=$CONDA_PREFIX   # or /usr/local/cuda-<that version>")
+                conda_install("nvidia/label/cuda-<that version>.0", "cuda-toolkit", "or NVIDIA's installer: "
+                              + CUDA_ARCHIVE),
+                env_set("CUDA_HOME", "$CONDA_PREFIX", "or /usr/local/cuda-<that version>"))
     major = int(cuda.split(".")[0]) if cuda.split(".")[0].isdigit() else 0
     if major >= 11:
-        return (f"conda install -c nvidia/label/cuda-{cuda}.0 cuda-toolkit   # nvcc and headers of CUDA {cuda}",
-                "export CUDA_HOME=$CONDA_PREFIX")
+        return (conda_install(f"nvidia/label/cuda-{cuda}.0", "cuda-toolkit", f"nvcc and headers of CUDA {cuda}"),
+                env_set("CUDA_HOME", "$CONDA_PREFIX"))
     return (f"# install the CUDA {cuda} toolkit from {CUDA_ARCHIVE}",
-            f"export CUDA_HOME=/usr/local/cuda-{cuda}")
+            env_set("CUDA_HOME", f"/usr/local/cuda-{cuda}"))
 
 
 def cudnn_dlls(dll: str, in_torch: bool) -> tuple[str, ...]:
     """The cuDNN DLLs a Windows program could not find: torch's own (reinstall the CUDA wheel) or a
     separate runtime's (cuDNN of the DLL's major version, its bin folder on PATH)."""
     if in_torch:
-        return (pip_install(None, "torch", force=True) + "   # the CUDA wheel ships its cuDNN DLLs in torch\\lib;"
-                " pick the index for your CUDA at " + PYTORCH_GET_STARTED,)
+        return (pip_install(None, "torch", force=True, note="the CUDA wheel ships its cuDNN DLLs in torch\\lib;"
+                            " pick the index for your CUDA at " + PYTORCH_GET_STARTED),)
     major = dll.rsplit("_", 1)[-1].split(".")[0] if "_" in dll else ""
     if major == "8":
-        return ("pip install nvidia-cudnn-cu12==8.9.7.29   # cuDNN 8, whose DLLs are *64_8.dll",
+        return (pip_install(None, "nvidia-cudnn-cu12==8.9.7.29", note="cuDNN 8, whose DLLs are *64_8.dll"),
                 "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%",
                 "# a cuDNN 8 installed from NVIDIA's zip also needs zlibwapi.dll on PATH (its Windows install guide)")
     if major == "9":
-        return ("pip install \"nvidia-cudnn-cu12>=9,<10\"   # cuDNN 9, whose DLLs are *64_9.dll",
+        return (pip_install(None, '"nvidia-cudnn-cu12>=9,<10"', note="cuDNN 9, whose DLLs are *64_9.dll"),
                 "set PATH=%VIRTUAL_ENV%\\Lib\\site-packages\\nvidia\\cudnn\\bin;%PATH%")
     return (f"# install cuDNN from {CUDNN_ARCHIVE} and add its bin folder to PATH",)
 
@@ -282,10 +741,10 @@ def wsl2_convert() -> tuple[str, ...]:
 
 def disable_acs() -> tuple[str, ...]:
     """ACS off on every PCIe bridge that has it (NCCL's troubleshooting guide), until the next boot."""
-    return ("for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
-            "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done",
-            "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt",
-            "export NCCL_P2P_DISABLE=1   # meanwhile: NCCL avoids peer-to-peer (slower, no hang)")
+    return (step("setpci", "for bdf in $(lspci -d '*:*:*' | awk '{print $1}'); do "
+                 "sudo setpci -s $bdf ECAP_ACS+0x6.w >/dev/null 2>&1 && sudo setpci -s $bdf ECAP_ACS+0x6.w=0000; done"),
+            step("comment", "# for good: disable ACS (or VT-d / IOMMU) in the BIOS, or boot the kernel with iommu=pt"),
+            env_set("NCCL_P2P_DISABLE", "1", "meanwhile: NCCL avoids peer-to-peer (slower, no hang)"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,8 +767,8 @@ def bind_local(service: str, port: int | None) -> tuple[str, ...]:
         return (f"tensorboard --logdir <dir> --host 127.0.0.1 --port {p}   # instead of --bind_all or --host 0.0.0.0",
                 tunnel)
     if service == "sshd":
-        return ("echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
-                "sudo kill -HUP $(pgrep -o sshd)   # or drop sshd from the image: docker exec / kubectl exec",)
+        return (step("sshd-config", "echo 'ListenAddress 127.0.0.1' | sudo tee /etc/ssh/sshd_config.d/10-local.conf && "
+                     "sudo kill -HUP $(pgrep -o sshd)", "or drop sshd from the image: docker exec / kubectl exec"),)
     return ()
 
 
@@ -324,7 +783,7 @@ def run_as_user(container: str | None) -> tuple[str, ...]:
     if container == "kubernetes":
         return ("# in the pod spec, for the container:\nsecurityContext:\n  runAsNonRoot: true\n  runAsUser: 1000\n"
                 "  runAsGroup: 1000\n  allowPrivilegeEscalation: false",)
-    return ('docker run --user "$(id -u):$(id -g)" --gpus all …   # or USER 1000 in the Dockerfile',)
+    return (container_run('--user "$(id -u):$(id -g)"', "--gpus all", note="or USER 1000 in the Dockerfile"),)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,25 +802,27 @@ FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-feat
 
 def container_gpus() -> tuple[str, ...]:
     """A container started with the host's GPUs and driver libraries, through the NVIDIA container runtime."""
-    return ("docker run --gpus all …   # or CDI: --device nvidia.com/gpu=all; compose: deploy.resources.devices",
+    return (container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all; compose: deploy.resources.devices"),
             container_toolkit_install())
 
 
 def configure_container_runtime() -> tuple[str, ...]:
     """Register the nvidia runtime with Docker (the Container Toolkit's nvidia-ctk), then restart the daemon."""
-    return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker")
+    return (step("nvidia-ctk", "sudo nvidia-ctk runtime configure --runtime=docker"),
+            step("systemctl", "sudo systemctl restart docker"))
 
 
 def cdi_generate() -> tuple[str, ...]:
     """Write the CDI spec that names the GPUs for Podman / containerd."""
-    return ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list   # nvidia.com/gpu=all, =0, …")
+    return (step("nvidia-ctk", "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"),
+            step("nvidia-ctk", "nvidia-ctk cdi list", "nvidia.com/gpu=all, =0, …"))
 
 
 def wheel_lib_path(python: str | None, wheel_dir: str) -> str:
     """Put an nvidia-* wheel's lib folder on LD_LIBRARY_PATH for a program that is not Python."""
     py = python or "python"
-    return (f'export LD_LIBRARY_PATH="$({py} -c "import nvidia.{wheel_dir} as m; print(m.__path__[0])")/lib'
-            ':$LD_LIBRARY_PATH"')
+    return env_set("LD_LIBRARY_PATH", f'"$({py} -c "import nvidia.{wheel_dir} as m; print(m.__path__[0])")/lib'
+                   ':$LD_LIBRARY_PATH"')
 
 
 def cuda_runtime_for_binary(major: int | None, cuda: str | None = None) -> tuple[str, ...]:
@@ -369,7 +830,7 @@ def cuda_runtime_for_binary(major: int | None, cuda: str | None = None) -> tuple
     when the soname names one, ``9.0``), found by the loader."""
     version = cuda or (f"{major}.x" if major else "<the CUDA version the program was built with>")
     return (f"# install the CUDA {version} toolkit (or its runtime libraries): {CUDA_ARCHIVE}",
-            f"export LD_LIBRARY_PATH=/usr/local/cuda-{cuda or major or '<version>'}/lib64:$LD_LIBRARY_PATH")
+            env_set("LD_LIBRARY_PATH", f"/usr/local/cuda-{cuda or major or '<version>'}/lib64:$LD_LIBRARY_PATH"))
 
 
 def find_library(library: str) -> str:
@@ -379,7 +840,7 @@ def find_library(library: str) -> str:
 
 def system_library(library: str) -> str:
     """The distribution package that ships a system library (Debian/Ubuntu)."""
-    return f"apt-file search {shlex.quote(library)}   # then: sudo apt-get install <that package>"
+    return step("apt-file", f"apt-file search {shlex.quote(library)}", "then: sudo apt-get install <that package>")
 
 
 def extension_rebuild(python: str | None, package: str) -> str:
@@ -394,7 +855,8 @@ def glibcxx_versions(library: str) -> str:
 
 def nccl_debug() -> tuple[str, ...]:
     """Run again with NCCL's own diagnosis on."""
-    return ("export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,SHM   # then run again: NCCL names the failing call",)
+    return (Line(EnvSet((("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET,SHM")),
+                        note="then run again: NCCL names the failing call")),)
 
 
 def message_remedy(name: str | None, python: str | None = None,
@@ -417,13 +879,12 @@ def message_remedy(name: str | None, python: str | None = None,
         "nccl-socket": ("Point NCCL at an interface that reaches the other ranks.", nccl_socket_ifname(None),
                         (NCCL_ENV_DOC,)),
         "nccl-ib": ("Check the InfiniBand/RoCE link, or take IB out to confirm.",
-                    ("ibv_devinfo   # port state ACTIVE, link layer", "export NCCL_IB_DISABLE=1   # to confirm: NCCL "
-                     "then uses sockets"), (NCCL_TROUBLESHOOTING,)),
+                    ("ibv_devinfo   # port state ACTIVE, link layer", env_set("NCCL_IB_DISABLE", "1", "to confirm: NCCL then uses sockets")), (NCCL_TROUBLESHOOTING,)),
         "nccl-p2p": ("Check GPU peer-to-peer access (ACS, IOMMU, a container without --ipc=host), or take P2P out to "
-                     "confirm.", ("nvidia-smi topo -m", "export NCCL_P2P_DISABLE=1   # to confirm"),
+                     "confirm.", ("nvidia-smi topo -m", env_set("NCCL_P2P_DISABLE", "1", "to confirm")),
                      (NCCL_TROUBLESHOOTING,)),
         "nccl-nvls": ("Take NVLink SHARP out to confirm (it needs the fabric manager and NVSwitch).",
-                      ("export NCCL_NVLS_ENABLE=0   # to confirm",), (NCCL_TROUBLESHOOTING, FABRIC_GUIDE)),
+                      (env_set("NCCL_NVLS_ENABLE", "0", "to confirm"),), (NCCL_TROUBLESHOOTING, FABRIC_GUIDE)),
         "container-driver-library": ("The host's driver libraries do not reach the container runtime: install the "
                                      "NVIDIA driver on the host, then the Container Toolkit.",
                                      ("nvidia-smi   # on the host: the driver works there", container_toolkit_install()),
@@ -440,8 +901,8 @@ def message_remedy(name: str | None, python: str | None = None,
                               "kubectl get pods -A -o wide | grep -i nvidia-device-plugin"), (K8S_DEVICE_PLUGIN,)),
         "k8s-device-plugin": ("The device plugin's container cannot load libnvidia-ml: the node's container runtime "
                               "must be nvidia (default runtime or RuntimeClass).",
-                              ("sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default",
-                               "sudo systemctl restart containerd"), (K8S_DEVICE_PLUGIN,)),
+                              (step("nvidia-ctk", "sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default"),
+                               step("systemctl", "sudo systemctl restart containerd")), (K8S_DEVICE_PLUGIN,)),
         "tensorflow-cuda": ("Install TensorFlow with its CUDA libraries (pip), which puts them where TensorFlow "
                             "looks.", (pip(python, "install 'tensorflow[and-cuda]'"),), (TENSORFLOW_PIP,)),
         "framework-cudnn": ("Make the cuDNN the framework loads at least the one it was built with: one cuDNN in "
@@ -461,19 +922,18 @@ def message_remedy(name: str | None, python: str | None = None,
                          (BITSANDBYTES_INSTALL,)),
         "ptxas": ("The ptxas in use predates this GPU: use a Triton/torch release that knows it, or point Triton at "
                   "a newer toolkit's ptxas.", (pip(python, "install -U triton"),
-                                               "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas   # a toolkit "
-                                               "new enough for this GPU"), (CUDA_ARCHIVE,)),
+                                               env_set("TRITON_PTXAS_PATH", "/usr/local/cuda/bin/ptxas", "a toolkit new enough for this GPU")), (CUDA_ARCHIVE,)),
         "cuda-error": ("Find the call that failed: run again with CUDA_LAUNCH_BLOCKING=1 (errors are reported "
                        "asynchronously otherwise), and check the GPU and driver are healthy.",
                        ("CUDA_LAUNCH_BLOCKING=1 <the same command>   # the traceback then points at the failing call",
-                        "nvidia-smi -q -d ECC,PERFORMANCE | head -40", "sudo dmesg -T | grep -iE 'xid|nvrm' | tail"),
+                        "nvidia-smi -q -d ECC,PERFORMANCE | head -40", kernel_log("xid|nvrm", flags="-iE", times=True, tail=0)),
                        (CUDA_RESULT_CODES,)),
         "nvml-error": ("Check the NVIDIA driver with nvidia-smi; an NVML error usually means the driver is not "
                        "loaded, was updated without a reboot, or is not reachable from this container.",
                        ("nvidia-smi", "cat /proc/driver/nvidia/version"), (NVML_RETURN_CODES,)),
         "triton-libcuda": ("Let Triton find the driver's libcuda.so.1: refresh the loader cache, or name its folder.",
-                           ("sudo ldconfig   # then: ldconfig -p | grep libcuda.so.1",
-                            "export TRITON_LIBCUDA_PATH=<the folder holding libcuda.so.1>   # e.g. /usr/lib64-nvidia"),
+                           (ldconfig("then: ldconfig -p | grep libcuda.so.1"),
+                            env_set("TRITON_LIBCUDA_PATH", "<the folder holding libcuda.so.1>", "e.g. /usr/lib64-nvidia")),
                            ()),
         "vllm-dtype": ("Run this GPU with float16: its architecture has no bfloat16.",
                        ("vllm serve <model> --dtype half",), ()),

@@ -148,3 +148,25 @@ def saved_report(tmp_path_factory) -> Path:
     assert out.exists() and not list(out.parent.glob(".*.tmp"))
     out.chmod(0o444)  # read-only: no test may change what the others read
     return out
+
+
+# -- the two tiers (tests/tiers.py) ---------------------------------------------------------------
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests tests/tiers.py lists ``slow`` (before ``-m`` deselects), and refuse a fast tier
+    that lost an area: run on whole files, every one not slow-only keeps a fast test."""
+    from tests.tiers import SLOW_ONLY_FILES, is_slow
+
+    files: dict[str, int] = {}
+    for item in items:
+        file = item.path.name
+        slow = is_slow(file, item.name)
+        if slow:
+            item.add_marker(pytest.mark.slow)
+        files[file] = files.get(file, 0) + (not slow)
+    if "not slow" in (config.option.markexpr or "") and not getattr(config.option, "keyword", ""):
+        lost = sorted(f for f, fast in files.items() if not fast and f not in SLOW_ONLY_FILES)
+        if lost:
+            raise pytest.UsageError(f"the fast tier has no test of {', '.join(lost)}: keep one fast "
+                                    "(tests/tiers.py) or list the file in SLOW_ONLY_FILES")

@@ -226,3 +226,19 @@ def test_the_test_builders_write_the_same_contract():
 
     _assert_in_contract(core_facts(), "tests/builders.py")
     _assert_in_contract(nv_facts(), "tests/fakes/nvidia_facts.py")
+
+
+def test_fact_key_validation_lives_in_factkeys_and_no_producer_imports_the_registry_for_it() -> None:
+    """Probes, parsers and the cluster command validate their keys through envdoctor.factkeys; the
+    check registry raises the same RegistryError, so callers catch one class."""
+    import ast
+    from pathlib import Path
+
+    from envdoctor import factkeys, registry
+
+    assert registry.validate_fact_keys is factkeys.validate_fact_keys
+    assert registry.RegistryError is factkeys.RegistryError
+    root = Path(factkeys.__file__).parent
+    for path in (root / "parsers" / "__init__.py", root / "probes" / "spec.py", root / "cluster.py"):
+        names = {n.module for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) and n.module}
+        assert "registry" not in {m.rsplit(".", 1)[-1] for m in names}, path

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envdoctor import compat
+from envdoctor import compat, remedies
 from envdoctor.diagnose import cohere
 from envdoctor.model import Finding, Remediation, Status
 from envdoctor.parsers import parse_text
@@ -148,17 +148,59 @@ def _finding(id: str, status: Status, *commands: str, alternatives: tuple[Remedi
 
 
 def test_the_most_severe_finding_decides_which_torch_to_install():
-    pip = "pip install --force-reinstall torch=={} --index-url https://download.pytorch.org/whl/{}"
-    arch = _finding("torch-arch-support", Status.FAIL, pip.format("2.7.1", "cu128"))
-    libs = _finding("cudnn-mismatch", Status.WARN, "unset LD_LIBRARY_PATH", pip.format("2.6.0", "cu126"))
+    def pip(version: str, variant: str) -> str:
+        return remedies.torch_install(None, version, variant)
+
+    arch = _finding("torch-arch-support", Status.FAIL, pip("2.7.1", "cu128"))
+    libs = _finding("cudnn-mismatch", Status.WARN, remedies.env_unset("LD_LIBRARY_PATH"), pip("2.6.0", "cu126"))
     driver = _finding("driver-too-old", Status.WARN, alternatives=(
-        Remediation("Install torch 2.6.0+cu118.", (pip.format("2.6.0", "cu118"),)),
-        Remediation("Upgrade the driver.", ("sudo apt install nvidia-driver-580",))))
-    same = _finding("torch-companions", Status.WARN, "pip install torch==2.7.1 torchvision --index-url "
-                    "https://download.pytorch.org/whl/cu128")
+        Remediation("Install torch 2.6.0+cu118.", (pip("2.6.0", "cu118"),)),
+        Remediation("Upgrade the driver.", (remedies.driver_install(580),))))
+    same = _finding("torch-companions", Status.WARN, remedies.torch_install(None, "2.7.1", "cu128", ("torchvision",),
+                                                                          force=False))
     out = {f.id: f for f in cohere([libs, driver, arch, same])}
     assert out["torch-arch-support"] == arch and out["torch-companions"] == same
     assert out["cudnn-mismatch"].remediation.commands == ("unset LD_LIBRARY_PATH",)
     assert "torch-arch-support (fail) rules out" in out["cudnn-mismatch"].remediation.text
     left = out["driver-too-old"].remediation
     assert not left.alternatives and left.commands == ("sudo apt install nvidia-driver-580",)
+
+
+def test_cohere_reads_the_types_not_the_words():
+    """Two installs agree or not by their packages and index, however they are spelled: another
+    interpreter, other flags, a note. A line that only looks like an install (a plain string, as a
+    saved report holds) is not read: cohere runs on what the checks just built, which is typed."""
+    decider = _finding("torch-arch-support", Status.FAIL, remedies.torch_install("/opt/py/bin/python", "2.7.1", "cu128"))
+    agrees = _finding("cuda-libraries", Status.WARN, remedies.pip_install(None, ["torchvision", "torch==2.7.1"],
+                                                                         upgrade=True, variant="cu128", note="same"))
+    other = _finding("cudnn-mismatch", Status.WARN, remedies.pip_install(None, "torch", no_deps=True, variant="cu118"))
+    words = _finding("nccl-version", Status.WARN,
+                     "pip install --force-reinstall torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126")
+    elsewhere = _finding("gpu-eol", Status.WARN,
+                         remedies.elsewhere("on Linux", remedies.torch_install(None, "2.6.0", "cu118")))
+    out = {f.id: f for f in cohere([decider, agrees, other, words, elsewhere])}
+    assert out["cuda-libraries"] == agrees and out["nccl-version"] == words and out["gpu-eol"] == elsewhere
+    assert out["cudnn-mismatch"].remediation.commands == ()
+    assert "torch-arch-support (fail) rules out" in out["cudnn-mismatch"].remediation.text
+
+
+def test_a_cpu_build_decision_leaves_out_typed_driver_installs():
+    cpu = _finding("gpu-eol", Status.FAIL, remedies.torch_install(None, None, "cpu"))
+    ubuntu = _finding("driver-installed", Status.WARN, "lspci -nn | grep -i nvidia", remedies.ubuntu_drivers_install())
+    windows = _finding("driver-too-old", Status.WARN, remedies.driver_install_windows())
+    reset = _finding("gpu-health", Status.WARN, remedies.gpu_reset(0))
+    out = {f.id: f for f in cohere([cpu, ubuntu, windows, reset])}
+    assert out["driver-installed"].remediation.commands == () and out["driver-too-old"].remediation.commands == ()
+    assert out["gpu-health"] == reset
+
+
+def test_rejudging_a_saved_report_coheres_the_same(tmp_path):
+    """A saved report's remedies are strings; re-judging it runs the checks on its facts again, so the
+    remedies cohere from their types exactly as when the report was made."""
+    path = CORPUS / "pytorch-31876-geforce-210.txt"
+    first = rejudge(path)
+    saved = tmp_path / "report.json"
+    saved.write_bytes(run("diagnose", str(path), "--json").stdout)
+    again = rejudge(saved)
+    assert again["findings"] == first["findings"]
+    assert "gpu-eol (fail) rules out" in by_id(again)["driver-too-old"]["remediation"]["text"]

@@ -11,9 +11,9 @@ it cannot read raises :class:`ParseError` with one line a user can act on; nothi
 
 from __future__ import annotations
 
+from ..factkeys import validate_fact_keys
 from ..lazyre import lazy_re
 from ..model import Facts, Reading, Reason, missing, ok
-from ..registry import validate_fact_keys
 from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..factkeys import validate_fact_keys
 from ..host import ChildResult, Host
 from ..model import Reading
-from ..registry import validate_fact_keys
 
 
 @dataclass(frozen=True)
