@@ -26,7 +26,6 @@ from .compare import facts_getter, raw_getter, signature
 from .factkeys import validate_fact_keys
 from .host import ChildResult, Host, LiveChild, start_live_child
 from .launch import is_loopback, launch_problems, read_launch
-from .factkeys import validate_fact_keys
 from .lifecycle import ExitCode
 from .model import Facts, Finding, ProbeRun, Reason, missing, ok
 from .pipeline import collect as _collect

@@ -115,6 +115,7 @@ def test_segfaulting_child_is_reported_as_crashed_with_the_signal() -> None:
 
 def test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding() -> None:
     facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker"))
+    assert facts["micro.dataloader"].ok, (facts["micro.dataloader"], facts.get("micro.run"), facts.get("torch.version"))
     result = facts.value("micro.dataloader")["cpu"]
     assert result["ok"] is False and result["bus_error"] is True
     assert any("Unexpected bus error encountered in worker" in ln for ln in result["worker_stderr"])

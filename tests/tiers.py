@@ -43,8 +43,8 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_one_torch_child.py::test_distributed_keeps_its_rank_childs_torch_facts",
     "test_python_probe.py::test_real_cpu_torch",
     "test_python_probe.py::test_torch_import_that_hangs_is_a_timeout",
-    "test_prestart.py::test_a_plain_check_prestarts_the_torch_child_and_the_probe_adopts_it",
-    "test_prestart.py::test_a_child_that_does_not_match_is_ended_unused",
+    "test_prestart.py::test_a_plain_check_starts_the_torch_child_and_the_probe_adopts_it",
+    "test_prestart.py::test_a_command_for_another_script_leaves_the_early_child_alone",
     # torchrun / srun launches (the module fixture ``faults`` runs four launches for its tests).
     "test_distributed.py::test_two_ranks_healthy_report_and_json",
     "test_distributed.py::test_four_ranks_one_odd_rank_is_named",
