@@ -12,10 +12,10 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.inputs import decode
 from envdoctor.model import Status
 from envdoctor.parsers import ParseError, detect_formats, parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"

@@ -45,7 +45,7 @@ if ! timeout 120 "$PY" -c "import torch; print(torch.__version__, 'cuda', torch.
 fi
 
 say "envdoctor"
-if ! "$PY" -c "import envdoctor.cli" >/dev/null 2>&1; then
+if ! "$PY" -c "import envdoctor.commands.cli" >/dev/null 2>&1; then
     if "$PY" -c "import click, rich, packaging, pynvml, psutil" >/dev/null 2>&1; then
         "$PY" -m pip install -q --no-deps --no-build-isolation -e "$ROOT" 2>&1 | tee -a "$LOG"
     else
@@ -71,7 +71,7 @@ say "microcheck figures"
 "$PY" - "$OUT/report.json" <<'EOF' 2>&1 | tee "$OUT/micro_figures.txt"
 import json, sys
 
-from envdoctor.compat import gpu_peaks
+from envdoctor.knowledge.compat import gpu_peaks
 
 report = json.load(open(sys.argv[1]))
 facts = report.get("facts", {})

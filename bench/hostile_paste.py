@@ -41,7 +41,7 @@ import json, resource, sys, time
 from pathlib import Path
 SIZE = {size}
 CORPUS = str(Path({root!r}) / 'tests' / 'corpus')
-from envdoctor.diagnose import diagnose
+from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.parsers import ParseError, parse_text
 from envdoctor.registry import load_registry
 registry = load_registry(plugins=False)

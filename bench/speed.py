@@ -58,7 +58,7 @@ def interpreter_of(exe: str) -> str:
 
 #: Everything the healthcheck's parent imports and loads (click, the CLI, the probe and check modules,
 #: the renderer), with no probe run and no child started: its floor on this machine.
-HC_IMPORTS = ("import click, envdoctor.cli, envdoctor.render, envdoctor.preflight as p, envdoctor.probes as q\n"
+HC_IMPORTS = ("import click, envdoctor.commands.cli, envdoctor.output.render, envdoctor.commands.execute as p, envdoctor.probes as q\n"
               "q.healthcheck_probes(); p.fast_checks(False)\n")
 
 COMPILE = ("import compileall, os, envdoctor, envdoctor.checks\n"
@@ -147,7 +147,7 @@ DIAG_SNIPPET = r"""
 import os, sys, time
 from envdoctor.inputs import load
 from envdoctor.registry import load_registry
-from envdoctor.diagnose import diagnose, select
+from envdoctor.pipeline.diagnose import diagnose, select
 from envdoctor.report import Report
 warm, folder = sys.argv[1], sys.argv[2]
 files = sorted(os.path.join(folder, f) for f in os.listdir(folder))

@@ -25,8 +25,8 @@ def note(text: str) -> None:
 def main() -> None:
     import atexit
 
-    from envdoctor import host
     from envdoctor.pipeline import startup
+    from envdoctor.process import host
 
     real_begin = startup.begin
 

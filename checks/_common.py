@@ -72,7 +72,7 @@ def mib(n: Any) -> str:
 def library_errors(facts: Facts) -> list[dict[str, Any]]:
     """Dynamic-loader failures torch met ("undefined symbol", "cannot open shared object file", …), as the
     parsers and the python probe wrote them (``torch.loader_failures``, parsed by
-    ``envdoctor.messages.loader_errors``); none when that fact was not read."""
+    ``envdoctor.knowledge.messages.loader_errors``); none when that fact was not read."""
     reading = facts.get("torch.loader_failures")
     if not reading.ok or not isinstance(reading.value, (list, tuple)):
         return []

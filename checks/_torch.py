@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, remedies, versions, views
-from ..compat import CC, ArchList
+from envdoctor import views
+from envdoctor.knowledge import compat, remedies, versions
+from envdoctor.knowledge.compat import CC, ArchList
+
 from ..model import Facts
 from ..views import TorchBuild
 from ._common import torch_variant

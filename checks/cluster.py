@@ -10,7 +10,8 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..compare import MISSING_LABEL, UNSET, Difference, differences, member_ranges, per_rank_pattern
+from envdoctor.knowledge.compare import MISSING_LABEL, UNSET, Difference, differences, member_ranges, per_rank_pattern
+
 from ..kit import Remediation, error, fail, ok, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import CheckSpec, check

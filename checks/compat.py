@@ -1,7 +1,7 @@
 """Compatibility checks: do driver, GPU, torch wheel, its bundled libraries and companions fit together?
 
 Each check judges facts (from a live probe or a parsed paste) against the table in
-``envdoctor/data/compat.json`` through :mod:`envdoctor.compat`. What the installed torch says about
+``envdoctor/data/compat.json`` through :mod:`envdoctor.knowledge.compat`. What the installed torch says about
 itself (``torch.arch_list``) wins over the table. When the table decided, the finding's detail
 carries its ``as_of`` date; a version the table does not know yields a note, never a ``fail``, and a
 table row marked unverified can at most ``warn``.

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .. import compat, recommend, remedies, versions, views
-from ..compat import CC, ArchList
+from envdoctor import views
+from envdoctor.knowledge import compat, recommend, remedies, versions
+from envdoctor.knowledge.compat import CC, ArchList
+
 from ..kit import Remediation, evidence, fail, ok, read_first, skip, warn
 from ..model import Facts, Finding
 from ..registry import check, owner_of

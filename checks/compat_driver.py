@@ -8,7 +8,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from .. import compat, recommend, remedies, versions, views
+from envdoctor import views
+from envdoctor.knowledge import compat, recommend, remedies, versions
+
 from ..kit import Remediation, evidence, fail, ok, read_first, skip, warn
 from ..model import Facts, Finding, Status
 from ..registry import check

@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, messages, remedies, versions, views
+from envdoctor import views
+from envdoctor.knowledge import compat, messages, remedies, versions
+
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check

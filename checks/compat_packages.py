@@ -10,7 +10,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from .. import compat, remedies, versions, views
+from envdoctor import views
+from envdoctor.knowledge import compat, remedies, versions
+
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import remedies, versions
+from envdoctor.knowledge import remedies, versions
+
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check

@@ -6,7 +6,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import errors, remedies, views
+from envdoctor import views
+from envdoctor.knowledge import errors, remedies
+
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason
 from ..registry import CheckResult, check, owner_of
@@ -93,7 +95,8 @@ def version_in_filename(path: str | None) -> str | None:
 
 def _driver_need(facts: Facts) -> str:
     """" torch 2.6.0+cu126 (CUDA 12.6) needs driver ≥ 560.28.03." when torch's CUDA is known."""
-    from .. import compat, views
+    from envdoctor import views
+    from envdoctor.knowledge import compat
 
     cuda = facts.value("torch.cuda_version")
     if not cuda:
@@ -543,7 +546,7 @@ def _init_unfinished(facts: Facts, reading: Reading, ev: Mapping[str, Any], call
 
 
 # What to run for the nvmlInit results a user can act on; the title and explanation of each
-# code come from envdoctor/data/errors.json (envdoctor.errors.nvml).
+# code come from envdoctor/data/errors.json (envdoctor.knowledge.errors.nvml).
 _NVML_INIT_FIX: dict[int, tuple[str, ...]] = {
     4: ("ls -l /dev/nvidia*", remedies.join_video_group("then log in again")),
     9: (remedies.load_module("nvidia"), remedies.kernel_log("nvrm|nvidia", flags="-iE", tail=0)),
@@ -631,7 +634,7 @@ def nvml_init(facts: Facts) -> CheckResult:
 
 # -- cuda-init -----------------------------------------------------------------------------------------------
 # What to run (and read) for the cuInit results seen in practice; what each code means, and the
-# finding's title, come from envdoctor/data/errors.json (envdoctor.errors.cuda_init_text).
+# finding's title, come from envdoctor/data/errors.json (envdoctor.knowledge.errors.cuda_init_text).
 _CUDA_INIT_FIX: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     3: (("nvidia-smi",), ()),
     34: (("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep stubs   # remove these entries",

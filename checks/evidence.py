@@ -10,7 +10,8 @@ failing finding.
 
 from __future__ import annotations
 
-from .. import remedies
+from envdoctor.knowledge import remedies
+
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts, Finding
 from ..registry import check

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import remedies
+from envdoctor.knowledge import remedies
+
 from ..kit import Remediation, evidence, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check

@@ -7,7 +7,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import remedies
+from envdoctor.knowledge import remedies
+
 from ..kit import EVIDENCE_ITEMS, Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import CheckResult, check

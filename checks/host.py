@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import remedies
+from envdoctor.knowledge import remedies
+from envdoctor.knowledge.launch import nccl_switches
+
 from ..kit import Remediation, evidence, ok, skip, warn
-from ..launch import nccl_switches
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
 from ._common import gib, mib

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import remedies
+from envdoctor.knowledge import remedies
+from envdoctor.knowledge.launch import IFNAME_VARS, ifname_matches, launch_problems, nccl_switches, visible_gpus
+
 from ..kit import Remediation, evidence, fail, ok, skip, warn
-from ..launch import IFNAME_VARS, ifname_matches, launch_problems, nccl_switches, visible_gpus
 from ..model import Facts, Finding
 from ..registry import check
 

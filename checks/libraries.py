@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import compat, remedies
+from envdoctor.knowledge import compat, remedies
+
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status
 from ..registry import CheckResult, check, owner_of
@@ -30,7 +31,7 @@ MAPPED_FAMILIES = ("cudart", "cublas", "cublasLt", "cudnn", "nccl", "nvJitLink",
 WHEEL_EVIDENCE = {"cudart": "cudart", "cudnn": "cudnn", "nccl": "nccl", "cublas": "cublas", "cublasLt": "cublas"}
 
 # Which pip wheel ships which CUDA library, its -cuNN naming and its site-packages folder: the
-# cuda_libraries table of compat.json (envdoctor.compat.cuda_library, wheel_name).
+# cuda_libraries table of compat.json (envdoctor.knowledge.compat.cuda_library, wheel_name).
 #: Libraries that come with the NVIDIA driver, never from pip.
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so")
 

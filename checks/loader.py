@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import compat, remedies, views
+from envdoctor import views
+from envdoctor.knowledge import compat, remedies
+
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts
 from ..registry import CheckResult, check, owner_of

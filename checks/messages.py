@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import catalogue, remedies
+from envdoctor.knowledge import catalogue, remedies
+
 from ..kit import Remediation, evidence, fail, skip, warn
 from ..model import Facts
 from ..registry import CheckResult, check

@@ -17,7 +17,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from .. import compat, remedies, views
+from envdoctor import views
+from envdoctor.knowledge import compat, remedies
+
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reason, Status, thaw
 from ..registry import CheckResult, check

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from .. import remedies, views
+from envdoctor import views
+from envdoctor.knowledge import remedies
+from envdoctor.knowledge.messages import NOT_COMPILED
+
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
-from ..messages import NOT_COMPILED
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
 from ._common import cpu_only, gpu_presence, torch_variant
@@ -22,7 +24,9 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     With GPU facts: the nearest release whose wheels carry kernels for every GPU and run on the
     driver (compat.recommend). Without them: a variant the installed release is offered in, else the
     newest release, matched to the driver."""
-    from .. import compat, recommend, versions, views
+    from envdoctor import views
+    from envdoctor.knowledge import compat, recommend, versions
+
     from ._torch import gpus
 
     ccs = [g.cc for g in gpus(facts) if g.cc]
@@ -230,6 +234,6 @@ def torch_cuda_available(facts: Facts) -> CheckResult:
 
 
 def compat_version(text: str) -> bool:
-    from .. import versions
+    from envdoctor.knowledge import versions
 
     return bool(text) and versions.parse(text) is not None

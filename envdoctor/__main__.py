@@ -8,7 +8,7 @@ start-up reads the run's Plan from ``sys.argv`` and starts its early children
 
 from __future__ import annotations
 
-from . import lifecycle
+from envdoctor.process import lifecycle
 
 
 def run() -> None:
@@ -18,7 +18,7 @@ def run() -> None:
     from .pipeline import startup
 
     startup.begin(sys.argv[1:])
-    from .cli import run as cli_run
+    from envdoctor.commands.cli import run as cli_run
 
     cli_run()
 

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from . import remedies
+from envdoctor.knowledge import remedies
+
 from .model import MAX_NESTING, SCHEMA_VERSION, Facts, TooDeep
 from .redact import may_hold_secret
 from .report import Report, ReportError

@@ -101,6 +101,6 @@ def capped(value: Any, depth: int = 0) -> Any:
 def pip_install_torch(version: str | None, variant: str, extra: str = "", python: str | None = None) -> str:
     """The exact reinstall command for a torch build from a PyTorch variant index, run through the
     user's own interpreter (``python -m pip``) when it is known, so it lands in the right env."""
-    from .remedies import torch_install
+    from envdoctor.knowledge.remedies import torch_install
 
     return torch_install(python, version, variant, tuple(extra.split()))

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .factkeys import RegistryError, validate_fact_keys
+from envdoctor.knowledge.factkeys import RegistryError, validate_fact_keys
+
 from .model import Facts, Finding
 
 ENTRY_POINT_GROUP = "envdoctor.checks"

@@ -16,12 +16,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from envdoctor.knowledge.schema import SCHEMA_ID
+from envdoctor.process.lifecycle import ExitCode
+
 from . import __version__
 from .kit import EVIDENCE_ITEMS, capped
-from .lifecycle import ExitCode
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
 from .redact import UnchangedMemo, json_blob, may_hold_secret, redact_text, redact_tree
-from .schema import SCHEMA_ID
 
 
 class ReportError(Exception):
@@ -53,7 +54,7 @@ class Report:
 
     @property
     def summary(self) -> dict[str, Any]:
-        from .examined import Examined
+        from envdoctor.output.examined import Examined
 
         counts = summarize(self.findings)
         # "worst" is "skip", not "ok", when nothing passed and nothing is wrong: nothing was judged.

@@ -3,7 +3,7 @@ CUDA_VISIBLE_DEVICES selects. Each has a ``from_facts`` (or a function over Fact
 raises: a missing fact or an odd value (a hand-edited report, an old producer) gives an empty
 view or ``None`` fields, so a check asks one typed place instead of ``.get()`` chains.
 
-The keys read here are the registry's (:mod:`envdoctor.factkeys`); the views add no knowledge
+The keys read here are the registry's (:mod:`envdoctor.knowledge.factkeys`); the views add no knowledge
 of their own beyond the shape of those values.
 """
 
@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import compat, versions
-from .compat import Platform
+from envdoctor.knowledge import compat, versions
+from envdoctor.knowledge.compat import Platform
+
 from .model import Facts, Reason
 
 

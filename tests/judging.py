@@ -1,6 +1,6 @@
 """The one way tests run a check against facts: through the product's runner.
 
-Every check goes through :func:`envdoctor.diagnose.run_check`, exactly as ``envdoctor check`` and
+Every check goes through :func:`envdoctor.pipeline.diagnose.run_check`, exactly as ``envdoctor check`` and
 ``diagnose`` run it, so the runner's part is exercised too: findings get the check's id, a
 ``needs=`` fact that timed out or crashed makes the check ``error`` ("could not judge") unless it
 ``judges_failures``, and a check that returns something other than findings is caught.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from envdoctor.diagnose import run_check
 from envdoctor.model import SEVERITY, Facts, Finding, Reading
+from envdoctor.pipeline.diagnose import run_check
 from envdoctor.registry import CheckResult, CheckSpec
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from envdoctor.checks import cluster as cc
 
-from envdoctor.cluster import ClusterOptions, build_report, cluster_readings
-from envdoctor.compare import member_ranges, signature
-from envdoctor.diagnose import diagnose
+from envdoctor.knowledge.compare import member_ranges, signature
 from envdoctor.model import Facts, Status
+from envdoctor.pipeline.cluster import ClusterOptions, build_report, cluster_readings
+from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.report import Report
 from tests.builders import facts as node_facts
 
@@ -153,7 +153,7 @@ def test_build_report_table_marks_odd_cells() -> None:
 
 
 def test_signature_survives_hostile_values() -> None:
-    from envdoctor.compare import raw_getter
+    from envdoctor.knowledge.compare import raw_getter
 
     sig = signature(raw_getter({"nvml.gpus": {"value": [1, "x", {"name": ["no"], "memory_total": "big"}]},
                                 "env.vars": {"value": "not a dict"}, "torch.version": {"value": {"a": 1}},

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from packaging.version import Version
 
-from envdoctor import compat, versions
+from envdoctor.knowledge import compat, versions
 
 DATA = compat.data()
 TABLES = [k for k, v in DATA.items() if isinstance(v, dict) and "rows" in v]

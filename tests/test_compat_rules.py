@@ -8,7 +8,8 @@ import pytest
 from envdoctor.checks import compat as rules
 from envdoctor.checks.torch_build import suggested_variant
 
-from envdoctor import compat, recommend, views
+from envdoctor import views
+from envdoctor.knowledge import compat, recommend
 from envdoctor.model import Facts, Reason, Status, missing
 from envdoctor.registry import CheckSpec
 

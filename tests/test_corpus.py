@@ -89,8 +89,8 @@ def test_the_top_finding_names_the_threads_remedy() -> None:
 
 def test_every_fail_on_the_corpus_says_what_to_run() -> None:
     """'Say exactly what to do': each failing finding on a real paste carries a command to run."""
-    from envdoctor.diagnose import diagnose
     from envdoctor.model import Status
+    from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.registry import load_registry
 
     registry = load_registry(plugins=False)
@@ -107,9 +107,9 @@ def test_mangled_pastes_never_crash_a_check() -> None:
     digits and dots): parsing either refuses it clearly or every check judges it without crashing."""
     import random
 
-    from envdoctor.diagnose import diagnose
     from envdoctor.model import Status
     from envdoctor.parsers import ParseError
+    from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.registry import load_registry
 
     registry = load_registry(plugins=False)

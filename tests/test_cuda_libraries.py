@@ -11,7 +11,7 @@ import sys
 import pytest
 from envdoctor.checks import libraries as lib_checks
 
-from envdoctor import compat, messages
+from envdoctor.knowledge import compat, messages
 from envdoctor.probes import libraries as lib_probe
 
 from .builders import facts
@@ -133,7 +133,7 @@ def test_libraries_that_ship_in_a_wheel_under_another_name_find_it() -> None:
 
 def test_importing_the_checks_and_probes_does_not_load_the_table() -> None:
     code = ("from envdoctor.registry import load_registry; from envdoctor.probes import builtin_probes; "
-            "load_registry(plugins=False); builtin_probes(); from envdoctor import compat; "
+            "load_registry(plugins=False); builtin_probes(); from envdoctor.knowledge import compat; "
             "print(compat.data.cache_info().currsize)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "0"

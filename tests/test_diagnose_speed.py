@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import datafiles
 from envdoctor.kit import fail
+from envdoctor.knowledge import datafiles
 from envdoctor.model import Facts, Reason
 from envdoctor.report import Report, to_json
 
@@ -36,10 +36,10 @@ def test_diagnose_file_json_imports_no_renderer_writer_or_resource_machinery(tmp
     report = tmp_path / "r.json"
     report.write_text(to_json(Report(facts=builders.facts(), findings=())))
     code = ("import sys\n"
-            "from envdoctor import lifecycle\n"
+            "from envdoctor.process import lifecycle\n"
             "def finish(code):\n"
             "    sys.stdout.flush()\n"
-            "    sys.__stderr__.write(repr(sorted(m for m in sys.modules if m in ('rich', 'tempfile', 'envdoctor.render',"
+            "    sys.__stderr__.write(repr(sorted(m for m in sys.modules if m in ('rich', 'tempfile', 'envdoctor.output.render',"
             " 'importlib.resources', 'envdoctor.parsers', 'pynvml', 'psutil'))))\n"
             "    sys.__stderr__.flush()\n"
             "    lifecycle.os._exit(code)\n"
@@ -91,11 +91,11 @@ def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
 
 def test_importing_the_parsers_and_messages_compiles_none_of_their_patterns_and_loads_no_probe() -> None:
     code = ("import gc\n"
-            "import envdoctor.parsers, envdoctor.messages, envdoctor.redact\n"
+            "import envdoctor.parsers, envdoctor.knowledge.messages, envdoctor.redact\n"
             "from envdoctor.lazyre import LazyPattern\n"
             "every = [o for o in gc.get_objects() if type(o) is LazyPattern]\n"
             "import sys\n"
-            "probes = any(m.startswith(('envdoctor.probes', 'envdoctor.host')) for m in sys.modules)\n"
+            "probes = any(m.startswith(('envdoctor.probes', 'envdoctor.process.host')) for m in sys.modules)\n"
             "print(len(every), sum(o.is_compiled for o in every), int(probes))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     total, compiled, probes = map(int, out.split())
@@ -107,7 +107,7 @@ def test_every_lazy_pattern_of_the_tables_compiles() -> None:
     import gc
     import re
 
-    import envdoctor.messages
+    import envdoctor.knowledge.messages
     import envdoctor.parsers
     import envdoctor.redact  # noqa: F401
     from envdoctor.lazyre import LazyPattern

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from envdoctor import errors
+from envdoctor.knowledge import errors
 from envdoctor.probes import nvidia
 
-DATA = Path(errors.__file__).resolve().parent / "data" / "errors.json"
+DATA = Path(errors.__file__).resolve().parent.parent / "data" / "errors.json"
 
 #: The tables as they stood before errors.json (messages.CUDA_RUNTIME_ERRORS, _RUNTIME_NAMES,
 #: _ERROR_STRINGS, child/nvml_probe.CODES, parsers/nvidia_smi._NVML_WORDS): the data must hold each.
@@ -98,7 +98,7 @@ def test_the_nvml_child_gets_the_table_in_its_arguments(monkeypatch) -> None:  #
 
         def run_child(self, script, args=None, **kw):  # type: ignore[no-untyped-def]
             seen.update(script=script, args=args)
-            from envdoctor.host import ChildResult
+            from envdoctor.process.host import ChildResult
             return ChildResult("absent", detail="not run")
 
     nvidia.probe_nvml(Recording(), nvidia.Options())  # type: ignore[arg-type]

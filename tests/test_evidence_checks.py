@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Status
 from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 

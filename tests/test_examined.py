@@ -8,9 +8,9 @@ import json
 
 from envdoctor.checks.driver import cuda_visible_devices
 
-from envdoctor.examined import Examined, unjudged_because
 from envdoctor.kit import evidence, ok, skip, warn
 from envdoctor.model import Reason, Status, missing
+from envdoctor.output.examined import Examined, unjudged_because
 
 from .builders import facts
 from .fakes.nvidia_facts import nv_facts

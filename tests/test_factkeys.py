@@ -1,4 +1,4 @@
-"""The fact-key registry (envdoctor/factkeys.py) is the contract: probes, parsers and checks are
+"""The fact-key registry (envdoctor/knowledge/factkeys.py) is the contract: probes, parsers and checks are
 validated against it when defined, a real run and every corpus paste write only keys it lists with
 values of the types it names, and docs/FACTS.md's tables are generated from it."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import factkeys
+from envdoctor.knowledge import factkeys
 from envdoctor.model import Facts, Reading, ok
 from envdoctor.parsers import PARSERS, ParseError, parse_text
 from envdoctor.probes import Options, ProbeSpec, builtin_probes, run_probes
@@ -76,8 +76,7 @@ def _producers() -> dict[str, set[str]]:
 
 
 def test_every_registry_key_has_a_producer_that_declares_it():
-    from envdoctor import cluster
-    from envdoctor.pipeline import collect
+    from envdoctor.pipeline import cluster, collect
 
     probes = _producers()
     commands = {"distributed": set(cluster.KEYS), **{c: set(collect.PLAN_KEYS) for c in collect.PLAN_COMMANDS}}
@@ -96,8 +95,7 @@ def test_the_probes_and_parsers_declare_nothing_the_registry_does_not_attribute_
     claimed = {(p, e.key) for e in factkeys.FACT_KEYS.values() for p in e.producers}
     declared = {(f"probe:{name}", k) for name, keys in _producers().items() for k in keys}
     declared |= {(f"parser:{name}", k) for name, keys in PARSERS.items() for k in keys}
-    from envdoctor import cluster
-    from envdoctor.pipeline import collect
+    from envdoctor.pipeline import cluster, collect
 
     declared |= {("command:distributed", k) for k in cluster.KEYS}
     declared |= {(f"command:{c}", k) for c in collect.PLAN_COMMANDS for k in collect.PLAN_KEYS}
@@ -187,7 +185,7 @@ def test_every_literal_key_a_check_reads_is_in_the_registry():
 # -- docs/FACTS.md --------------------------------------------------------------------------------------------
 def test_facts_md_tables_are_the_generated_ones():
     text = (ROOT / "docs" / "FACTS.md").read_text(encoding="utf-8")
-    assert factkeys.render_doc(text) == text, "run: python -m envdoctor.factkeys docs/FACTS.md"
+    assert factkeys.render_doc(text) == text, "run: python -m envdoctor.knowledge.factkeys docs/FACTS.md"
     namespaces = {k.split(".", 1)[0] for k in factkeys.FACT_KEYS}
     assert factkeys.documented_namespaces(text) == namespaces
 
@@ -229,16 +227,17 @@ def test_the_test_builders_write_the_same_contract():
 
 
 def test_fact_key_validation_lives_in_factkeys_and_no_producer_imports_the_registry_for_it() -> None:
-    """Probes, parsers and the cluster command validate their keys through envdoctor.factkeys; the
+    """Probes, parsers and the cluster command validate their keys through envdoctor.knowledge.factkeys; the
     check registry raises the same RegistryError, so callers catch one class."""
     import ast
     from pathlib import Path
 
-    from envdoctor import factkeys, registry
+    from envdoctor import registry
+    from envdoctor.knowledge import factkeys
 
     assert registry.validate_fact_keys is factkeys.validate_fact_keys
     assert registry.RegistryError is factkeys.RegistryError
-    root = Path(factkeys.__file__).parent
-    for path in (root / "parsers" / "__init__.py", root / "probes" / "spec.py", root / "cluster.py"):
+    root = Path(factkeys.__file__).parent.parent
+    for path in (root / "parsers" / "__init__.py", root / "probes" / "spec.py", root / "pipeline" / "cluster.py"):
         names = {n.module for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) and n.module}
         assert "registry" not in {m.rsplit(".", 1)[-1] for m in names}, path

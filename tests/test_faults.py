@@ -159,7 +159,7 @@ def _terminal(report: Report, verbose: bool) -> str:
 
     from rich.console import Console
 
-    from envdoctor.render import render_terminal
+    from envdoctor.output.render import render_terminal
 
     buf = io.StringIO()
     render_terminal(report, Console(file=buf, width=60, color_system=None), verbose=verbose)
@@ -168,7 +168,7 @@ def _terminal(report: Report, verbose: bool) -> str:
 
 @pytest.mark.parametrize("fmt", ["terminal", "terminal-v", "markdown", "json", "healthcheck"])
 def test_secrets_in_paths_and_error_texts_are_redacted_in_every_format(fmt):
-    from envdoctor.render import healthcheck_line, render_markdown
+    from envdoctor.output.render import healthcheck_line, render_markdown
 
     rep = _leaky_report()
     text = {"terminal": lambda: _terminal(rep, False), "terminal-v": lambda: _terminal(rep, True),
@@ -249,7 +249,7 @@ def test_the_nvml_child_emits_each_gpu_once(tmp_path):
     import subprocess
     import sys
 
-    from envdoctor.host import CHILD_DIR
+    from envdoctor.process.host import CHILD_DIR
 
     env = fake_nvml(tmp_path, {"count": 64})
     full = {**os.environ, "FAKE_NVML_CONFIG": env["FAKE_NVML_CONFIG"], "LD_LIBRARY_PATH": env["_LIB_DIRS"]}
@@ -312,7 +312,7 @@ def test_utf16_binary_is_still_refused(tmp_path):
 
 # -- 11. C1 controls -----------------------------------------------------------------------------
 def test_c1_controls_are_escaped_in_markdown_and_json():
-    from envdoctor.render import render_markdown
+    from envdoctor.output.render import render_markdown
 
     name = "NVIDIA \x9b31mH100\x1b[0m \u202eevil"
     facts = Facts({"nvml.gpus": ok([{"index": 0, "name": name}]), "torch.version": ok("2.6.0\x9b2J")})

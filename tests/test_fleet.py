@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor.fleet import diff_reports, fleet, fleet_exit, summarize_file
+from envdoctor.commands.saved import diff_reports, fleet, fleet_exit, summarize_file
 from envdoctor.report import Report, to_json
 from tests.builders import facts
 
@@ -149,7 +149,7 @@ def test_fleet_rejudge_uses_todays_checks(tmp_path: Path) -> None:
 
 
 def _cluster_file(path: Path) -> Path:
-    from envdoctor.cluster import ClusterOptions, build_report, cluster_json
+    from envdoctor.pipeline.cluster import ClusterOptions, build_report, cluster_json
     from tests.test_cluster_checks import _report, gathered
 
     g = gathered(world=3, per_node=3)
@@ -205,7 +205,7 @@ def test_diff_and_fleet_on_a_terminal_are_tables(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from envdoctor.fleet_render import render_diff, render_fleet
+    from envdoctor.output.fleet import render_diff, render_fleet
 
     a = write_report(tmp_path / "a.json")
     b = write_report(tmp_path / "b.json", torch__version="2.5.1+cu124")

@@ -43,8 +43,8 @@ reports = st.fixed_dictionaries({"schema_version": st.one_of(st.just(1), json_va
 def _judge_and_render(loaded: Report | Facts) -> None:
     from rich.console import Console
 
+    from envdoctor.output.render import healthcheck_line, render_markdown, render_terminal
     from envdoctor.pipeline.judge import judge
-    from envdoctor.render import healthcheck_line, render_markdown, render_terminal
 
     facts = loaded if isinstance(loaded, Facts) else loaded.facts
     rep = judge(facts, () if isinstance(loaded, Facts) else loaded.probes, "fuzz")

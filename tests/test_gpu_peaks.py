@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor import compat
-from envdoctor.compat import Peaks, gpu_peaks
+from envdoctor.knowledge import compat
+from envdoctor.knowledge.compat import Peaks, gpu_peaks
 
 ROWS = [row for row in compat.data()["gpus"]["rows"] if row.get("peaks")]
 

@@ -76,10 +76,10 @@ def test_the_healthcheck_subsets_name_every_healthcheck_probe_and_check() -> Non
 
 
 def test_healthcheck_imports_no_probe_or_check_module_it_does_not_run() -> None:
-    code = ("import sys\nfrom envdoctor import cli\n"
+    code = ("import sys\nfrom envdoctor.commands import cli\n"
             "sys.argv = ['envdoctor', 'healthcheck']\n"
             "import atexit, os\n"
-            "from envdoctor import lifecycle\n"
+            "from envdoctor.process import lifecycle\n"
             "def answer(line, code):\n"
             "    print(sorted(m for m in sys.modules if m.startswith(('envdoctor.probes.', 'envdoctor.checks.', 'rich', 'torch'))))\n"
             "    sys.stdout.flush(); os._exit(code)\n"
@@ -97,7 +97,7 @@ def test_healthcheck_imports_no_probe_or_check_module_it_does_not_run() -> None:
 
 
 _SPAWNS = ("import os, subprocess, sys\n"
-           "from envdoctor import lifecycle\n"
+           "from envdoctor.process import lifecycle\n"
            "spawned, took = [], []\n"
            "real = subprocess.Popen.__init__\n"
            "def init(self, args, *a, **k):\n"
@@ -152,7 +152,7 @@ def test_with_python_the_healthcheck_starts_no_driver_child_early(tmp_path):
 
 
 def test_without_pynvml_on_the_path_the_driver_child_runs_with_site(monkeypatch):
-    from envdoctor import driverstart
+    from envdoctor.process import driverstart
 
     monkeypatch.setattr(driverstart, "_folder", [None])
     command = driverstart.command_for(sys.executable, nvml=True)

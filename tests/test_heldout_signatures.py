@@ -3,9 +3,9 @@ pipeline (parse_text, then every built-in check), on invented texts of the same 
 
 from __future__ import annotations
 
-from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Status
 from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 
@@ -62,7 +62,7 @@ def test_docker_daemon_without_a_gpu_driver_is_the_missing_container_toolkit() -
 
 
 def test_glibc_not_defined_in_file_wording_is_an_undefined_symbol() -> None:
-    from envdoctor import messages
+    from envdoctor.knowledge import messages
     found = messages.loader_errors("OSError: /x/site-packages/nvidia/cublas/lib/libcublas.so.11: symbol "
                                    "cublasLtHSHMatmulAlgoInit version libcublasLt.so.11 not defined in file "
                                    "libcublasLt.so.11 with link time reference")
@@ -78,7 +78,7 @@ def test_a_copy_in_the_environments_own_lib_folder_names_conda_cudatoolkit() -> 
 
 
 def test_cuda_before_10_1_numbered_unknown_error_30() -> None:
-    from envdoctor import messages
+    from envdoctor.knowledge import messages
     assert messages.cuda_error("RuntimeError: cuda runtime error (30) : unknown error at x.cpp:50")["code"] == 999
     assert messages.cuda_error("cuda runtime error (30): unknown error")["code"] == 999
     assert messages.cuda_error("cuda runtime error (30) : something else") is None

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from envdoctor.host import Host
 from envdoctor.model import Reason
+from envdoctor.process.host import Host
 
 from .conftest import make_exe, test_env
 
@@ -15,7 +15,7 @@ from .conftest import make_exe, test_env
 @pytest.fixture
 def child_script(tmp_path, monkeypatch):
     """Write a real child script (next to a copy of _edchild.py) that Host.run_child will run."""
-    from envdoctor import host as host_mod
+    from envdoctor.process import host as host_mod
 
     child_dir = tmp_path / "child"
     child_dir.mkdir()
@@ -126,7 +126,7 @@ def test_a_device_node_is_refused_not_read():
 def test_a_read_stuck_in_the_kernel_is_abandoned_at_its_deadline():
     import os
 
-    from envdoctor.host import call_with_deadline
+    from envdoctor.process.host import call_with_deadline
 
     r, w = os.pipe()  # nothing is ever written: os.read blocks in the kernel, as on a wedged driver
     try:

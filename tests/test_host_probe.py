@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from envdoctor.host import Host
 from envdoctor.probes import Options
 from envdoctor.probes.host_probe import KEYS, probe_host
+from envdoctor.process.host import Host
 from envdoctor.redact import REDACTED
 
 

@@ -108,7 +108,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_modules() -> None:
     graph = import_graph()
-    assert "envdoctor.cli" in graph and "envdoctor.checks.driver" in graph and "envdoctor.host" in graph
+    assert "envdoctor.commands.cli" in graph and "envdoctor.checks.driver" in graph and "envdoctor.process.host" in graph
     assert "envdoctor.model" in graph["envdoctor.report"]
     assert "envdoctor.checks._common" in graph["envdoctor.checks.driver"]
 

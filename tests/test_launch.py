@@ -10,9 +10,8 @@ from typing import Any, ClassVar
 import pytest
 from envdoctor.checks import launch as launch_checks
 
-from envdoctor import launch
-from envdoctor.host import Host
-from envdoctor.launch import (
+from envdoctor.knowledge import launch
+from envdoctor.knowledge.launch import (
     ifname_matches,
     launch_problems,
     nccl_switches,
@@ -24,6 +23,7 @@ from envdoctor.launch import (
 from envdoctor.model import Status
 from envdoctor.probes import Options
 from envdoctor.probes.launch_probe import probe_launch
+from envdoctor.process.host import Host
 from tests.builders import facts
 
 TORCHRUN = {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0",
@@ -137,7 +137,7 @@ def _probe(tmp_path: Path, env: dict[str, str], distributed: bool = False) -> An
 
 
 def _judge(f: Any, spec: Any) -> Any:
-    from envdoctor.diagnose import run_check
+    from envdoctor.pipeline.diagnose import run_check
 
     (finding,) = run_check(spec, f)
     return finding
@@ -251,7 +251,7 @@ def _distributed() -> Any:
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "bad..host", "MASTER_PORT": "1"}, "valid host name"),
 ])
 def test_cluster_run_alone_on_bad_launch(env: dict[str, str], words: str) -> None:
-    from envdoctor.cluster import ClusterOptions, run
+    from envdoctor.pipeline.cluster import ClusterOptions, run
 
     host = Host(environ={"PATH": "/usr/bin:/bin", **env})
     collect, judge = _launch_only(host)
@@ -265,7 +265,7 @@ def test_cluster_run_alone_on_bad_launch(env: dict[str, str], words: str) -> Non
 
 
 def test_cluster_run_without_launcher_is_a_usage_error() -> None:
-    from envdoctor.cluster import ClusterOptions, NotLaunched, run
+    from envdoctor.pipeline.cluster import ClusterOptions, NotLaunched, run
 
     host = Host(environ={"PATH": "/usr/bin:/bin"})
     collect, judge = _launch_only(host)
@@ -277,7 +277,7 @@ def _live(code: str) -> Any:
     import subprocess
     import sys
 
-    from envdoctor.host import LiveChild
+    from envdoctor.process.host import LiveChild
 
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -285,7 +285,7 @@ def _live(code: str) -> Any:
 
 
 def test_shared_torch_probe_timeout_and_early_exit() -> None:
-    from envdoctor.cluster import _shared_torch_probe
+    from envdoctor.pipeline.cluster import _shared_torch_probe
 
     mark = '"@@envdoctor@@ "'
     hung = _live(f"import sys, time; print({mark} + '{{\"probe_stage\": \"import torch\"}}', flush=True); "
@@ -306,7 +306,7 @@ def test_shared_torch_probe_timeout_and_early_exit() -> None:
 
 
 def test_output_patterns_like_srun() -> None:
-    from envdoctor.launch import expand_output
+    from envdoctor.knowledge.launch import expand_output
 
     env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_NODEID": "1", "SLURM_JOB_ID": "77"}
     assert expand_output("reports/%N-%j-%t-%n.json", env, "gpu-node7.cluster") == "reports/gpu-node7-77-3-1.json"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.host import Host
 from envdoctor.model import Reason, thaw
 from envdoctor.probes import Options
 from envdoctor.probes.libraries import (
@@ -26,6 +25,7 @@ from envdoctor.probes.libraries import (
     soname_guess,
     torch_pins,
 )
+from envdoctor.process.host import Host
 
 from .conftest import BUILD_ROOT, FAKES, compile_shared, make_exe, test_env
 from .judging import judge_one

@@ -18,11 +18,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from envdoctor import catalogue, compat, datafiles, remedies
-from envdoctor.diagnose import diagnose, sort_findings
-from envdoctor.factkeys import lookup
+from envdoctor.knowledge import catalogue, compat, datafiles, remedies
+from envdoctor.knowledge.factkeys import lookup
 from envdoctor.model import Status
 from envdoctor.parsers import ParseError, parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def test_the_catalogue_matches_its_schema_and_every_reference_resolves() -> None
 
 
 def test_every_code_string_of_errors_json_is_a_generated_row() -> None:
-    from envdoctor import errors
+    from envdoctor.knowledge import errors
 
     ids = {row.id for row in ROWS}
     assert {f"cuda-runtime-name-{c}" for c in errors.cuda_runtime()} <= ids

@@ -1,14 +1,14 @@
-"""torch's own error sentences become facts (envdoctor.messages), in live readings and in pastes,
+"""torch's own error sentences become facts (envdoctor.knowledge.messages), in live readings and in pastes,
 and the checks that own each cause judge them."""
 
 from __future__ import annotations
 
 import pytest
 
-from envdoctor import errors, messages, versions
-from envdoctor.diagnose import diagnose, sort_findings
+from envdoctor.knowledge import errors, messages, versions
 from envdoctor.model import Reason, Status
 from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 from .builders import facts, missing

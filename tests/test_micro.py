@@ -12,11 +12,11 @@ from pathlib import Path
 
 from envdoctor.checks import micro as micro_checks
 
-from envdoctor.diagnose import diagnose
-from envdoctor.host import Host
 from envdoctor.model import Facts, Finding, Reason, Status
+from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.probes import Options
 from envdoctor.probes.micro import PROBE, probe_micro
+from envdoctor.process.host import Host
 
 from .conftest import make_exe, test_env
 

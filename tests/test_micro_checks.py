@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from envdoctor.checks import micro as checks
 
-from envdoctor import compat
-from envdoctor.host import ChildResult
+from envdoctor.knowledge import compat
 from envdoctor.model import Facts, Reading, Reason, Status, missing, ok
 from envdoctor.probes.micro import KEYS, readings_from_child
+from envdoctor.process.host import ChildResult
 
 from .judging import judge_one
 

@@ -11,9 +11,9 @@ import pytest
 from envdoctor.checks import driver as driver_checks
 from envdoctor.checks import gpu_health
 
-from envdoctor.host import Host
 from envdoctor.model import Reason, Status, thaw
 from envdoctor.probes import Options, nvidia, run_probes
+from envdoctor.process.host import Host
 
 from .conftest import make_exe, test_env
 from .fakes.nvidia_fakes import fake_cuda, fake_nvml, host_with
@@ -465,7 +465,7 @@ def test_a_hang_in_nvml_shutdown_in_the_driver_child_is_reported_with_everything
 def test_without_site_the_driver_child_still_finds_pynvml(tmp_path):
     import sys
 
-    from envdoctor.host import CHILD_DIR
+    from envdoctor.process.host import CHILD_DIR
 
     # -S and no folder passed (or a wrong one): the child sets site up itself and imports pynvml.
     host = host_with(fake_nvml(tmp_path, {"count": 1}))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envdoctor.diagnose import diagnose
 from envdoctor.model import Status
 from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.registry import load_registry
 
 A100 = (Path(__file__).parent / "fixtures" / "nvidia_smi_q_a100_synthetic.txt").read_text()

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from envdoctor.checks import micro as micro_checks
 
-from envdoctor import childargs
-from envdoctor.diagnose import diagnose
-from envdoctor.host import Host
 from envdoctor.model import Facts, Finding, ProbeRun, Reason, Status
+from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.probes import Options, python_probe, run_probes
 from envdoctor.probes import micro as micro_probe
 from envdoctor.probes.torch_child import Shared, child_args
+from envdoctor.process import childargs
+from envdoctor.process.host import Host
 
 from .conftest import test_env
 
@@ -149,7 +149,7 @@ def test_without_planned_microchecks_the_torch_child_is_the_plain_one(started: l
 
 
 def test_distributed_keeps_its_rank_childs_torch_facts(started: list[str]) -> None:
-    from envdoctor.host import ChildResult
+    from envdoctor.process.host import ChildResult
 
     def rank_child(timeout: float) -> ChildResult:
         return ChildResult("ok", {"python": {"version": "3.11.0"}, "torch": {"installed": True, "version": "2.13.0"}})

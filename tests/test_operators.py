@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.lifecycle import ExitCode
+from envdoctor.process.lifecycle import ExitCode
 from tests.faults import cli_env
 from tests.test_healthcheck import _both, healthcheck
 
@@ -136,9 +136,9 @@ def test_healthcheck_expect_gpus_is_unhealthy_below_the_count(tmp_path):
 
 
 def test_expect_gpus_counts_what_cuda_would_see():
-    from envdoctor.diagnose import run_check
     from envdoctor.model import Facts, Reason, Status, missing, ok
     from envdoctor.pipeline.collect import plan_facts
+    from envdoctor.pipeline.diagnose import run_check
     from envdoctor.pipeline.plan import Plan
 
     def expect_gpus(facts, expected):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from envdoctor.inputs import decode
+from envdoctor.knowledge.versions import cuda_to_int as cuda_api_int
+from envdoctor.knowledge.versions import cudnn_to_int as cudnn_int
 from envdoctor.model import Facts, Reason
 from envdoctor.parsers import MAX_CHARS, ParseError, detect_formats, parse_text
-from envdoctor.versions import cuda_to_int as cuda_api_int
-from envdoctor.versions import cudnn_to_int as cudnn_int
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
@@ -334,7 +334,7 @@ def test_typographic_quotes_and_a_docker_prompt_are_understood():
 def test_a_pasted_nvml_failure_has_the_reason_of_the_error_table() -> None:
     """What nvidia-smi prints for an NVML failure gets the reason errors.json gives its code, the same
     one a live probe would report (the parser keeps no map of its own)."""
-    from envdoctor import errors
+    from envdoctor.knowledge import errors
     from envdoctor.parsers import nvidia_smi
 
     for words, code, name in errors.nvml_printed():

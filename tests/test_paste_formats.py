@@ -4,9 +4,9 @@ and judged by the same checks as a live probe."""
 
 from __future__ import annotations
 
-from envdoctor.diagnose import diagnose, sort_findings
 from envdoctor.model import Status
 from envdoctor.parsers import detect_formats, parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
 from envdoctor.registry import load_registry
 
 
@@ -32,7 +32,7 @@ def test_ultralytics_banner_with_a_cuda_device() -> None:
 
 
 def test_ultralytics_banner_tags_decode_through_the_variant_codec() -> None:
-    # The +cuNNN tag means what a wheel variant means (envdoctor.versions.variant_cuda), old tags too.
+    # The +cuNNN tag means what a wheel variant means (envdoctor.knowledge.versions.variant_cuda), old tags too.
     for tag, cuda in (("cu92", "9.2"), ("cu102", "10.2"), ("cu128", "12.8"), ("cu130", "13.0")):
         f = parse_text(f"YOLOv5 🚀 v7.0 Python-3.8.10 torch-1.7.1+{tag} CUDA:0 (Tesla T4, 15110MiB)")
         assert f.value("torch.cuda_version") == cuda, tag

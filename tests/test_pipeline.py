@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.lifecycle import ExitCode
 from envdoctor.model import Facts, ok
 from envdoctor.pipeline import judge as pipeline
 from envdoctor.pipeline.plan import Plan
+from envdoctor.process.lifecycle import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "envdoctor"
 
 
 def _sources() -> list[Path]:
@@ -108,7 +109,7 @@ def test_the_registry_is_loaded_once_per_process(monkeypatch: pytest.MonkeyPatch
 
 
 def test_judge_names_the_compatibility_table_unless_the_fast_path_judged() -> None:
-    from envdoctor import compat
+    from envdoctor.knowledge import compat
 
     facts = Facts({})
     assert pipeline.judge(facts, (), "live", Plan()).compat_as_of == compat.as_of()
@@ -128,3 +129,12 @@ def test_the_plan_reaches_the_probes_and_the_expect_gpus_fact() -> None:
     full = options_for(Plan(micro_checks=("device",), micro_inject="hang", distributed=True))
     assert full.micro_checks == ("device",) and full.micro_inject == "hang" and full.distributed
     assert full.torch_child is not None  # one torch child for the torch facts and the microchecks
+
+
+def test_the_layout_shows_the_pipeline() -> None:
+    # At most 15 modules directly in envdoctor/: the rest live in the package of their stage.
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= 15, flat
+    for stage in ("commands", "pipeline", "knowledge", "process", "output", "probes", "parsers", "child"):
+        assert (PACKAGE / stage / "__init__.py").is_file(), stage
+        assert ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text())), f"{stage} says what it holds"

@@ -10,10 +10,10 @@ import sys
 import click
 import pytest
 
-from envdoctor import prestart, target
-from envdoctor.host import Host
 from envdoctor.pipeline import startup
 from envdoctor.pipeline.plan import Plan
+from envdoctor.process import prestart, target
+from envdoctor.process.host import Host
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def _nothing_left() -> object:
 
 def _click_plan(argv: list[str]) -> Plan:
     """The Plan click builds for ``argv`` (the command's own function, its pipeline stubbed out)."""
-    from envdoctor import cli
+    from envdoctor.commands import cli
 
     seen: list[Plan] = []
 
@@ -111,7 +111,7 @@ def test_no_early_start_for_help_distributed_another_command_or_a_missing_interp
 
 def test_the_interpreter_is_the_one_the_cli_discovers(tmp_path, monkeypatch) -> None:
     # Started for another interpreter than the CLI then examines, the child would be a wasted
-    # torch import on a busy machine: both ask envdoctor.target, in its one order.
+    # torch import on a busy machine: both ask envdoctor.process.target, in its one order.
     venv = tmp_path / "proj" / ".venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").symlink_to(sys.executable)
@@ -130,7 +130,7 @@ def test_the_interpreter_is_the_one_the_cli_discovers(tmp_path, monkeypatch) -> 
 
 def test_click_is_not_imported_by_startup() -> None:
     code = ("import sys\nfrom envdoctor.pipeline import startup\nstartup.plan_from_argv(['check'])\n"
-            "print('click' in sys.modules, 'envdoctor.host' in sys.modules)")
+            "print('click' in sys.modules, 'envdoctor.process.host' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["False", "False"], out
     assert click  # the tests import it, start-up does not

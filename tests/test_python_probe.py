@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from envdoctor.host import Host
 from envdoctor.model import Reason
 from envdoctor.probes import Options
 from envdoctor.probes.python_probe import PROBE, probe_python
+from envdoctor.process.host import Host
 
 from .conftest import test_env
 

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from envdoctor.diagnose import diagnose, run_check, select
 from envdoctor.model import Facts, Status, ok
+from envdoctor.pipeline.diagnose import diagnose, run_check, select
 from envdoctor.registry import AUTOLOAD_ENV, CheckSpec, Registry, RegistryError, check, load_registry
 
 

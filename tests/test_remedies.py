@@ -3,8 +3,9 @@ target interpreter, flags come in one order."""
 
 from __future__ import annotations
 
-from envdoctor import compat, kit, remedies
-from envdoctor.recommend import Recommendation
+from envdoctor import kit
+from envdoctor.knowledge import compat, remedies
+from envdoctor.knowledge.recommend import Recommendation
 
 
 def test_index_url_is_the_tables_base() -> None:
@@ -176,7 +177,7 @@ def test_the_detector_sees_commands_and_not_prose() -> None:
 
 def test_no_check_writes_a_command_itself() -> None:
     """Every pip, apt, sudo, modprobe, export, conda and docker command a check prints comes from
-    envdoctor.remedies (typed, rendered once), so diagnose.cohere can read what it does."""
+    envdoctor.knowledge.remedies (typed, rendered once), so diagnose.cohere can read what it does."""
     found = {f"{p.name}:{line}": text[:100] for p in sorted(CHECKS.glob("*.py"))
              for line, text in command_literals(p.read_text(encoding="utf-8"))}
     assert not found, found
@@ -185,8 +186,8 @@ def test_no_check_writes_a_command_itself() -> None:
 def test_every_command_the_corpus_prints_that_installs_or_runs_as_root_is_typed() -> None:
     """On every corpus case each printed command that installs, runs as root or sets the environment is
     a remedies.Line (so cohere reads its type), and its words are what its type renders."""
-    from envdoctor.diagnose import diagnose
     from envdoctor.parsers import ParseError, parse_text
+    from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.registry import load_registry
 
     registry = load_registry(plugins=False)

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envdoctor import compat, remedies
-from envdoctor.diagnose import cohere
+from envdoctor.knowledge import compat, remedies
 from envdoctor.model import Finding, Remediation, Status
 from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import cohere
 from tests.test_cpu_only import by_id, cpu_box, diagnose
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_a_typod_torch_version_never_becomes_a_pin(tmp_path):
 
 
 def test_every_pinned_torch_on_the_corpus_is_a_release_of_the_table():
-    from envdoctor.diagnose import diagnose as judge
+    from envdoctor.pipeline.diagnose import diagnose as judge
     from envdoctor.registry import load_registry
 
     registry = load_registry(plugins=False)

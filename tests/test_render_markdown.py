@@ -12,7 +12,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from envdoctor.model import Facts, Finding, Reading, Remediation, Status
-from envdoctor.render import MARKDOWN_LIMIT, render_markdown
+from envdoctor.output.render import MARKDOWN_LIMIT, render_markdown
 from envdoctor.report import Report
 from tests.faults import run_cli
 

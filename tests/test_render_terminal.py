@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-from envdoctor.render import remedy_lines
+from envdoctor.output.render import remedy_lines
 from tests.faults import run_cli
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -88,10 +88,10 @@ def test_alternatives_print_as_either_or_each_command_whole():
 def test_on_a_terminal_problems_are_panels_and_commands_stay_outside_them(mixed):
     from rich.console import Console
 
-    from envdoctor.diagnose import diagnose
     from envdoctor.inputs import load
+    from envdoctor.output.render import render_terminal
+    from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.registry import load_registry
-    from envdoctor.render import render_terminal
     from envdoctor.report import Report
 
     facts = load(str(mixed)).facts

@@ -17,7 +17,7 @@ import jsonschema  # the [test] extra: never skipped
 import pytest
 from referencing import Registry, Resource
 
-from envdoctor import schema as report_schema
+from envdoctor.knowledge import schema as report_schema
 from envdoctor.model import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,13 +61,13 @@ def test_the_schema_is_shipped_in_the_package_and_names_itself():
 
 
 def test_python_m_envdoctor_schema_prints_the_shipped_file_and_its_path():
-    proc = run("envdoctor.schema")
+    proc = run("envdoctor.knowledge.schema")
     assert proc.returncode == 0 and json.loads(proc.stdout)["$id"] == report_schema.SCHEMA_ID
-    where = run("envdoctor.schema", "--path")
+    where = run("envdoctor.knowledge.schema", "--path")
     path = Path(where.stdout.decode().strip())
     assert path.is_file() and path.read_bytes() == proc.stdout
-    assert run("envdoctor.schema", "--id").stdout.decode().strip() == report_schema.SCHEMA_ID
-    assert run("envdoctor.schema", "--nonsense").returncode == 2
+    assert run("envdoctor.knowledge.schema", "--id").stdout.decode().strip() == report_schema.SCHEMA_ID
+    assert run("envdoctor.knowledge.schema", "--nonsense").returncode == 2
 
 
 def test_a_live_report_names_its_schema_and_validates(live):

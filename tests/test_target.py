@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.host import Host
-from envdoctor.target import OWN_FALLBACK, OWN_WITH_TORCH, TargetError, discover, explicit
+from envdoctor.process.host import Host
+from envdoctor.process.target import OWN_FALLBACK, OWN_WITH_TORCH, TargetError, discover, explicit
 from tests.conftest import make_exe, test_env
 from tests.faults import run_cli
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import factkeys
 from envdoctor.inputs import decode
+from envdoctor.knowledge import factkeys
 from envdoctor.model import Finding, Reading, Status, ok, thaw
 from envdoctor.parsers import ParseError, parse_text
 from envdoctor.registry import CheckSpec, load_registry

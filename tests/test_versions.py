@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor import versions as v
+from envdoctor.knowledge import versions as v
 
 
 @pytest.mark.parametrize(("code", "text"), [(12080, "12.8"), (11040, "11.4"), (13000, "13.0"), (10010, "10.1")])

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from envdoctor import factkeys
-from envdoctor.diagnose import run_check
+from envdoctor.knowledge import factkeys
 from envdoctor.model import Facts, Finding, Reading, Reason, Status, missing, ok, thaw
+from envdoctor.pipeline.diagnose import run_check
 from envdoctor.registry import CheckSpec
 
 

@@ -10,7 +10,7 @@ clock); a probe that announced its cleanup call (``nvmlShutdown``) gets at most
 which ran out (``nvml._timeout``: the seconds it had) and leaves, abandoning the hung thread; the
 parent's own deadline, a little later, is the backstop for a child that cannot even do that.
 
-Command line: ``python -S driver_probe.py - [FOLDER]`` (``envdoctor/driverstart.py``): no site,
+Command line: ``python -S driver_probe.py - [FOLDER]`` (``envdoctor/process/driverstart.py``): no site,
 since a probe needs only the standard library and pynvml, imported from FOLDER (the parent's
 sys.path entry for it) while the child waits for its arguments, one JSON line on stdin (see
 ``nvml_probe.import_bindings``): ``{"nvml": {"codes": …}, "cuda": {}, "deadlines": {"nvml": s,

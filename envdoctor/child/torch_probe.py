@@ -143,7 +143,7 @@ def main():
         info["cudnn_build_error"] = error_text(exc)
     try:
         # As torch returns it: (2, 21, 5), (2, 21, 5, "suffix"), or an int (2708) from older torch.
-        # The parent decodes it (envdoctor.versions.nccl_text); this script stays stdlib-only.
+        # The parent decodes it (envdoctor.knowledge.versions.nccl_text); this script stays stdlib-only.
         nccl = torch.cuda.nccl.version() if info["cuda_version"] else None
         info["nccl_version"] = list(nccl) if isinstance(nccl, tuple) else nccl
     except Exception as exc:

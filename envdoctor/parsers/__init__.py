@@ -11,7 +11,8 @@ it cannot read raises :class:`ParseError` with one line a user can act on; nothi
 
 from __future__ import annotations
 
-from ..factkeys import validate_fact_keys
+from envdoctor.knowledge.factkeys import validate_fact_keys
+
 from ..lazyre import lazy_re
 from ..model import Facts, Reading, Reason, missing, ok
 from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
@@ -20,7 +21,7 @@ __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats",
 
 #: Keys :func:`parse_text` writes itself, whatever the format (Python's banner, container evidence).
 PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evidence", "container.gpus_requested")
-#: Each parser's producer name in envdoctor/factkeys.py -> the keys it declares.
+#: Each parser's producer name in envdoctor/knowledge/factkeys.py -> the keys it declares.
 PARSERS: dict[str, tuple[str, ...]] = {
     "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
     "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envdoctor.knowledge.messages import package_of_path
+
 from ..lazyre import lazy_re
-from ..messages import package_of_path
 
 __all__ = ["ErrorLine", "MAX_LINES", "error_lines"]
 

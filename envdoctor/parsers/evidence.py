@@ -23,9 +23,9 @@ The sentences and where they come from (their fixed words are matched, never one
   (or ``--nproc-per-node``), an optional ``CUDA_VISIBLE_DEVICES=…`` prefix; CUDA's "invalid device ordinal".
 * torch.utils.cpp_extension: "CUDA_HOME environment variable is not set"; the shell's "nvcc: not found"; a
   build script's "nvcc was not found"; cpp_extension's "The detected CUDA version (X) mismatches the version
-  that was used to compile PyTorch (Y)" (its wording in :mod:`envdoctor.messages`).
+  that was used to compile PyTorch (Y)" (its wording in :mod:`envdoctor.knowledge.messages`).
 * The Docker daemon: 'could not select device driver "" with capabilities: [[gpu]]' (its wording in
-  :mod:`envdoctor.messages`).
+  :mod:`envdoctor.knowledge.messages`).
 * Windows loaders: "Could not locate cudnn_ops_infer64_8.dll", "Could not load library X.dll",
   torch's "Error loading \"…\\X.dll\" or one of its dependencies".
 """
@@ -36,8 +36,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from envdoctor.knowledge.messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
+
 from ..lazyre import lazy_re
-from ..messages import NOT_COMPILED, docker_no_gpu_driver, toolkit_mismatch
 from ..model import Reading, ok
 from . import listings
 

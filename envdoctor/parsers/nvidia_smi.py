@@ -7,10 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .. import errors
+from envdoctor.knowledge import errors
+from envdoctor.knowledge.versions import cuda_to_int
+
 from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
-from ..versions import cuda_to_int
 
 SOURCE = "nvidia-smi"
 

@@ -11,7 +11,7 @@ means beyond its own fact: ``message`` (the line is one of torch's CUDA messages
 (the line is nothing else).
 
 The wording of each sentence and its source is documented where it is matched: here for torch's
-initialisation warnings, :mod:`envdoctor.messages` for CUDA error codes, cuDNN, loader errors,
+initialisation warnings, :mod:`envdoctor.knowledge.messages` for CUDA error codes, cuDNN, loader errors,
 torchvision/torchaudio and the container runtime.
 """
 
@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import catalogue, messages
+from envdoctor.knowledge import catalogue, messages
+from envdoctor.knowledge.versions import cc_text, cuda_to_int, cudnn_to_int, dotted
+
 from ..lazyre import lazy_re
 from ..model import Reading, Reason, missing, ok
 from ..redact import redact_text
-from ..versions import cc_text, cuda_to_int, cudnn_to_int, dotted
 from . import errorlines
 from . import evidence as _evidence
 
@@ -240,7 +241,7 @@ LINE_SIGNATURES: tuple[LineSignature, ...] = (
     # System tools, launchers, NCCL, DataLoader workers, cpp_extension and Windows loaders.
     *(LineSignature(name, find, write, evidence=True) for name, find, write in _evidence.SIGNATURES),
     # The message catalogue: every row of envdoctor/data/messages.json and every code string of errors.json, each
-    # a pattern built from its emitter's format string (envdoctor/catalogue.py); alone, a row makes the paste a report.
+    # a pattern built from its emitter's format string (envdoctor/knowledge/catalogue.py); alone, a row makes the paste a report.
     LineSignature("catalogue", catalogue.match_line, _catalogued, evidence=True),
 )
 
@@ -342,7 +343,7 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
 
 # -- the facts ------------------------------------------------------------------------------------------------
 def loader_failures(texts: Sequence[str], frames: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The loader failures of ``texts`` (:func:`envdoctor.messages.loader_errors`), one per failing object,
+    """The loader failures of ``texts`` (:func:`envdoctor.knowledge.messages.loader_errors`), one per failing object,
     symbol and kind. ``frames`` (line -> package of the traceback frame above it) says what needed an object
     the line itself does not name: ``from torch._C import *`` in torch/__init__.py -> ``torch``."""
     seen: set[tuple[Any, ...]] = set()

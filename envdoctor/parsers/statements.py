@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .. import versions
+from envdoctor.knowledge import versions
+from envdoctor.knowledge.versions import cudnn_to_int
+
 from ..lazyre import lazy_re
 from ..model import Reading, ok
-from ..versions import cudnn_to_int
 
 SOURCE = "version statement"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.version", "torch.cudnn_version",

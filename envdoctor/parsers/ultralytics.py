@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import versions
+from envdoctor.knowledge import versions
+
 from ..lazyre import lazy_re
 from ..model import Reading, ok
 

@@ -11,14 +11,15 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import lifecycle
-from ..host import ChildResult, Host
+from envdoctor.process import lifecycle
+from envdoctor.process.host import ChildResult, Host
+
 from ..model import Facts, ProbeRun, ok
 from ..probes import Options, ProbeSpec, healthcheck_probes, iter_builtin_probes, run_probes
 from ..registry import validate_fact_keys
 from .plan import Plan
 
-#: The facts a Plan itself gives (envdoctor/factkeys.py: written for the commands that take them).
+#: The facts a Plan itself gives (envdoctor/knowledge/factkeys.py: written for the commands that take them).
 PLAN_SOURCE = "plan"
 PLAN_KEYS = ("plan.expect_gpus",)
 PLAN_COMMANDS = ("healthcheck", "exec")
@@ -94,7 +95,7 @@ class Probing:
 
     def wait(self, progress: bool = False) -> tuple[Facts, list[ProbeRun]]:
         if progress and sys.stderr.isatty():
-            from ..render import make_console
+            from envdoctor.output.render import make_console
 
             console = make_console(stderr=True)
             with console.status("probing…", spinner="dots") as status:
@@ -131,4 +132,4 @@ def overlap(plan: Plan) -> None:
         judge.checks_for(plan)
     except RegistryError:
         pass
-    from .. import render  # noqa: F401
+    from envdoctor.output import render  # noqa: F401

@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..host import Host
+from envdoctor.process.host import Host
+
 from ..model import ProbeStatus
 from ..report import Report
 from .collect import Probing
@@ -35,7 +36,7 @@ def run_fast(plan: Plan, host: Host, deadline: float, overrun: Callable[[], obje
     decided = watchdog(deadline, overrun)
     probing = Probing(plan, host)
     checks, _ = judge.checks_for(plan)  # loaded while the children run
-    from .. import render  # noqa: F401 - imported during the overlap, used by the answer
+    from envdoctor.output import render  # noqa: F401 - imported during the overlap, used by the answer
 
     facts, runs = probing.wait()
     report = judge.judge(facts, runs, "live", plan, checks=checks)

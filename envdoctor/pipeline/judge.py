@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 
-from ..diagnose import diagnose, select
+from envdoctor.pipeline.diagnose import diagnose, select
+
 from ..model import Facts, ProbeRun
 from ..registry import CheckSpec, Registry, load_registry
 from ..report import Report
@@ -64,7 +65,7 @@ def judge(facts: Facts, runs: Iterable[ProbeRun] = (), origin: str = "live", pla
     selected, warnings = checks_for(plan)
     as_of: str | None = None
     if not plan.fast:
-        from .. import compat
+        from envdoctor.knowledge import compat
 
         as_of = compat.as_of()
     return Report(facts=facts, findings=tuple(diagnose(facts, selected if checks is None else checks)),

@@ -14,7 +14,7 @@ class Plan:
     """What a run collects and judges, and how it answers."""
 
     command: str = "check"  # check, report, healthcheck, exec, diagnose, distributed
-    #: The target interpreter (envdoctor.target) and why it was chosen; None: envdoctor's own.
+    #: The target interpreter (envdoctor.process.target) and why it was chosen; None: envdoctor's own.
     python: str | None = None
     python_chosen_by: str = ""
     timeout: float = 5.0  # seconds per probe (each probe scales it)

@@ -10,7 +10,7 @@ same options, adopts them when the two Plans are equal (:func:`adopt`): then the
 (``Host(early=…)``). When they differ (an option start-up does not read, a usage error), the
 children are ended unused: the guess can cost a wasted start, never a wrong fact.
 
-Only the standard library is imported here (and :mod:`envdoctor.target`, which needs no more).
+Only the standard library is imported here (and :mod:`envdoctor.process.target`, which needs no more).
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .. import childargs, driverstart, lifecycle, prestart
+from envdoctor.process import childargs, driverstart, lifecycle, prestart
+
 from .plan import Plan
 
 _pending: list[lifecycle.Early] = []
 
 
 class _Local:
-    """What :mod:`envdoctor.target` asks of a Host, from ``os`` alone (Host imports too much)."""
+    """What :mod:`envdoctor.process.target` asks of a Host, from ``os`` alone (Host imports too much)."""
 
     class _Path:
         def __init__(self, path: str) -> None:
@@ -60,8 +61,8 @@ class _Local:
 
 def interpreter(given: str | None) -> tuple[str, str] | None:
     """(the target interpreter, why) the CLI will examine: ``--python``'s, else the one discovered,
-    in :mod:`envdoctor.target`'s one order. None when it would be a usage error."""
-    from .. import target
+    in :mod:`envdoctor.process.target`'s one order. None when it would be a usage error."""
+    from envdoctor.process import target
 
     local: Any = _Local()
     try:
@@ -84,7 +85,7 @@ def exec_deadline(max_seconds: float) -> float:
 # -- reading argv ------------------------------------------------------------------------------
 _FLAG, _VALUE, _MANY = "flag", "value", "many"
 #: option -> (Plan field, kind, value or converter); exactly the options click declares for the
-#: command (envdoctor/cli.py). An option not listed here means no Plan (and no early start).
+#: command (envdoctor/commands/cli.py). An option not listed here means no Plan (and no early start).
 _COLLECT: dict[str, tuple[str, str, Any]] = {
     "--python": ("python", _VALUE, str), "--timeout": ("timeout", _VALUE, float),
     "--no-micro": ("micro", _FLAG, False), "--micro-only": ("micro_only", _FLAG, True),
@@ -164,7 +165,7 @@ def plan_from_argv(argv: list[str]) -> Plan | None:
 # -- the early children ------------------------------------------------------------------------
 def _torch_child(plan: Plan, exists: Callable[[str], bool]) -> tuple[str, ...] | None:
     """The torch child's command line for ``plan``: the probes' own (probes/torch_child.py asks
-    :mod:`envdoctor.childargs` the same questions from the same Plan)."""
+    :mod:`envdoctor.process.childargs` the same questions from the same Plan)."""
     if plan.command not in ("check", "report") or plan.micro_only or plan.distributed or plan.python is None:
         return None
     devices, _ = childargs.micro_devices(plan.micro, plan.device, exists)

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..host import Host
+from envdoctor.process.host import Host
+
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 

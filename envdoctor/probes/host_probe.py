@@ -7,7 +7,8 @@ import os
 import platform
 import re
 
-from ..host import Host
+from envdoctor.process.host import Host
+
 from ..model import Reading, Reason, missing, ok
 from ..redact import select_env
 from .spec import Options, ProbeSpec

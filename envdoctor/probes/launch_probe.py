@@ -8,8 +8,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from ..host import Host
-from ..launch import IFNAME_VARS, is_ip, is_loopback, launch_problems, read_launch, valid_host
+from envdoctor.knowledge.launch import IFNAME_VARS, is_ip, is_loopback, launch_problems, read_launch, valid_host
+from envdoctor.process.host import Host
+
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 

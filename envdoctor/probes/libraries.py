@@ -19,8 +19,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import compat, versions
-from ..host import ChildResult, CommandResult, Host
+from envdoctor.knowledge import compat, versions
+from envdoctor.process.host import ChildResult, CommandResult, Host
+
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 

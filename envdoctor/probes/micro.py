@@ -16,8 +16,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .. import childargs
-from ..host import ChildResult, Host, PhasedChild
+from envdoctor.process import childargs
+from envdoctor.process.host import ChildResult, Host, PhasedChild
+
 from ..model import Reading, Reason, missing, ok
 from . import torch_child
 from .spec import Options, ProbeSpec

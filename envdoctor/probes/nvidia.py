@@ -17,8 +17,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import driverstart, errors
-from ..host import CLEANUP_GRACE, ChildResult, Host
+from envdoctor.knowledge import errors
+from envdoctor.process import driverstart
+from envdoctor.process.host import CLEANUP_GRACE, ChildResult, Host
+
 from ..model import Reading, Reason, missing, ok
 from .spec import Options, ProbeSpec
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import childargs, versions
-from ..host import ChildResult, Host
+from envdoctor.knowledge import versions
+from envdoctor.process import childargs
+from envdoctor.process.host import ChildResult, Host
+
 from ..model import Reading, Reason, missing, ok
 from . import torch_child
 from .spec import Options, ProbeSpec
@@ -49,7 +51,9 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
 
 def _loader_failures(out: Mapping[str, Reading]) -> Reading:
     """The loader failures in torch's import error, its CUDA initialisation error and its CUDA messages."""
-    from ..messages import loader_errors  # the loader grammar; the torch child cannot import envdoctor
+    from envdoctor.knowledge.messages import (
+        loader_errors,  # the loader grammar; the torch child cannot import envdoctor
+    )
 
     texts: list[str] = []
     read = out.get("torch.import_error")
@@ -132,7 +136,7 @@ TARGET_KEY = "python.target"
 
 
 def _target(host: Host, options: Options) -> Reading:
-    """Which interpreter was examined and why (chosen by :mod:`envdoctor.target` before probing)."""
+    """Which interpreter was examined and why (chosen by :mod:`envdoctor.process.target` before probing)."""
     return ok({"path": options.python or host.python,
                "chosen_by": options.python_chosen_by or "envdoctor's own interpreter"}, "options")
 

@@ -8,8 +8,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from .. import lifecycle
-from ..host import Host
+from envdoctor.process import lifecycle
+from envdoctor.process.host import Host
+
 from ..model import Facts, ProbeRun, ProbeStatus, Reading, Reason, missing
 from .spec import Options, ProbeSpec
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..factkeys import validate_fact_keys
-from ..host import ChildResult, Host
+from envdoctor.knowledge.factkeys import validate_fact_keys
+from envdoctor.process.host import ChildResult, Host
+
 from ..model import Reading
 
 
@@ -16,7 +17,7 @@ class Options:
 
     timeout: float = 5.0  # seconds per probe (scaled per probe by ProbeSpec.scale)
     python: str | None = None  # target interpreter; None = the one running envdoctor
-    python_chosen_by: str = ""  # why that interpreter (envdoctor.target); "" = envdoctor's own
+    python_chosen_by: str = ""  # why that interpreter (envdoctor.process.target); "" = envdoctor's own
     micro: bool = True  # run microchecks when a GPU is usable
     micro_only: bool = False
     device: str | None = None  # "cpu", "cuda", "cuda:N"

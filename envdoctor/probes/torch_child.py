@@ -6,7 +6,7 @@ torch facts' child and the microchecks' child) made ``check --device cpu`` more 
 (``child/torch_probe.py`` with ``{"micro": ...}``) imports torch once, reports the torch facts —
 the python probe's readings are complete at that record — and then runs the microchecks in the
 same process under their own deadline, the micro probe reading the rest of its records
-(:class:`envdoctor.host.PhasedChild`).
+(:class:`envdoctor.process.host.PhasedChild`).
 
 The pipeline hands a :class:`Shared` to the probes in ``Options.torch_child``; whichever probe
 asks first starts the child, and both get the same one (or both None: then each runs as before).
@@ -20,8 +20,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .. import childargs
-from ..host import Host, PhasedChild
+from envdoctor.process import childargs
+from envdoctor.process.host import Host, PhasedChild
+
 from .spec import Options
 
 #: Self-test hooks the microchecks child honours (see envdoctor/child/micro.py); tests pass one

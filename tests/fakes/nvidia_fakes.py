@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from envdoctor.host import Host
+from envdoctor.process.host import Host
 
 FAKES = Path(__file__).resolve().parent
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import versions
-from .launch import PER_RANK_VARS
+from envdoctor.knowledge import versions
+from envdoctor.knowledge.launch import PER_RANK_VARS
 
 Getter = Callable[[str], Any]
 
@@ -49,7 +49,7 @@ def raw_getter(facts: Any) -> Getter:
 
 def facts_getter(facts: Any) -> Getter:
     """A getter over :class:`~envdoctor.model.Facts` (values thawed to plain JSON)."""
-    from .model import thaw
+    from envdoctor.model import thaw
 
     return lambda key: thaw(facts.value(key))
 

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from . import lifecycle
-from .model import Reason
+from envdoctor.model import Reason
+from envdoctor.process import lifecycle
 
 #: Marks a JSON record a child script printed on stdout; anything else on stdout is noise
 #: (libraries print banners and warnings there).
 CHILD_MARK = "@@envdoctor@@ "
-CHILD_DIR = Path(__file__).resolve().parent / "child"
+CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
 MAX_OUTPUT = 8 * 1024 * 1024
 #: One child record (a JSON line) larger than this is dropped and counted, never kept: no probe
 #: prints anything near it (a GPU's record is a few KB), so it can only be a flood.
@@ -379,7 +379,7 @@ class Host:
         The script is stdlib-only (the target may lack envdoctor and everything else), gets
         ``args`` as JSON in argv[1], and prints records ``CHILD_MARK + json`` on stdout.
         ``command`` replaces that command line (``python -S script - …``, see
-        :mod:`envdoctor.driverstart`); ``args`` then go to the child's stdin, one JSON line.
+        :mod:`envdoctor.process.driverstart`); ``args`` then go to the child's stdin, one JSON line.
         ``records`` is for :class:`PhasedChild`, which reads them while the child runs.
         """
         path = CHILD_DIR / f"{script}.py"

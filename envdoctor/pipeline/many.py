@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .lifecycle import ExitCode
-from .pipeline.plan import Plan
+from envdoctor.pipeline.plan import Plan
+from envdoctor.process.lifecycle import ExitCode
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Judged:
 
 
 def origin_of(path: str, loaded: Any) -> str:
-    from .model import Facts
+    from envdoctor.model import Facts
 
     kind = "paste" if isinstance(loaded, Facts) else "report"
     return f"{kind}:{'stdin' if path == '-' else os.path.basename(path)}"
@@ -40,10 +40,10 @@ def origin_of(path: str, loaded: Any) -> str:
 def judge_path(path: str, plan: Plan | None = None) -> Judged:
     """One file through the one loader and today's checks (``plan``: ``--only``/``--skip``); never
     raises on bad input (a registry that cannot load raises RegistryError)."""
-    from .inputs import load
-    from .model import Facts
-    from .pipeline.judge import judge
-    from .report import ReportError
+    from envdoctor.inputs import load
+    from envdoctor.model import Facts
+    from envdoctor.pipeline.judge import judge
+    from envdoctor.report import ReportError
 
     try:
         loaded = load(path, findings=False)
@@ -76,7 +76,7 @@ def worst_exit(codes: Iterable[int]) -> int:
 
 def summary_record(judged: Judged, fail_on: str = "fail") -> dict[str, Any]:
     """One file's result as JSON: its exit code, counts and the findings that are not ok."""
-    from .redact import redact_text
+    from envdoctor.redact import redact_text
 
     out: dict[str, Any] = {"file": redact_text(judged.path), "exit_code": judged.exit_code(fail_on)}
     if judged.report is None:
@@ -90,7 +90,7 @@ def summary_record(judged: Judged, fail_on: str = "fail") -> dict[str, Any]:
 
 
 def summary_line(judged: Judged, fail_on: str = "fail") -> str:
-    from .redact import redact_text
+    from envdoctor.redact import redact_text
 
     name = redact_text(judged.path)
     if judged.report is None:

@@ -4,14 +4,14 @@ type and a one-line doc. The one home of the Facts contract.
 Probes (``ProbeSpec.keys``), parsers (their ``KEYS``) and checks (``@check(needs=...)``) are
 validated against :data:`FACT_KEYS` when they are defined, so a typo is an error naming the key,
 not a fact that silently reads as ``not_collected``. ``docs/FACTS.md``'s tables are generated
-from it (``python -m envdoctor.factkeys docs/FACTS.md``; ``--check`` only compares).
+from it (``python -m envdoctor.knowledge.factkeys docs/FACTS.md``; ``--check`` only compares).
 
 Every key is literal: the families that look dynamic (``libs.<family>_copies``,
 ``micro.<check>``) are closed sets, listed one by one.
 
 A producer is ``probe:<ProbeSpec.name>``, ``parser:<module>`` (``parser:parse_text`` is
 ``envdoctor/parsers/__init__.py`` itself: the container evidence and Python's banner), or
-``command:distributed`` (rank 0 of ``check --distributed``, ``envdoctor/cluster.py`` ``KEYS``), or
+``command:distributed`` (rank 0 of ``check --distributed``, ``envdoctor/pipeline/cluster.py`` ``KEYS``), or
 ``command:healthcheck``/``command:exec`` (``plan.*``: what the user asked the checks to hold the machine
 to, written from the Plan by ``envdoctor/pipeline/collect.py``).
 """
@@ -187,7 +187,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`checks/_common.library_errors`'),
     _k('torch.loader_failures', 'list', ('probe:python', 'parser:collect_env'),
        'every dynamic-loader failure torch or a program met, parsed by the loader grammar '
-       '(`envdoctor.messages.loader_errors`): `[{"kind": "missing-library"|"undefined-symbol"|"version-not-found"|'
+       '(`envdoctor.knowledge.messages.loader_errors`): `[{"kind": "missing-library"|"undefined-symbol"|"version-not-found"|'
        '"wrong-elf-class"|"wrong-architecture", "path", "library", "family" (cuda_libraries: `cudart`, `cuda` = '
        'the driver\'s libcuda, `nvml`, `cudnn`, …), "role" (`driver`|`toolkit`|`torch`), "symbol", "version_node", '
        '"provider", "requester" (glibc\'s "<program>: error while loading shared libraries"), "needed_by" '
@@ -272,7 +272,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`cuGetErrorName`/`cuGetErrorString`; reason `absent` when `libcuda.so.1` cannot be loaded (detail = '
        "the dlerror), `timeout`/`crashed` when cuInit hung/died. From a paste: the code of torch's "
        '"Unexpected error from cudaGetDeviceCount() … Error 802: …" / "cuda runtime error (999)" message, '
-       'for the runtime codes that equal a cuInit result (`envdoctor/messages.py`)'),
+       'for the runtime codes that equal a cuInit result (`envdoctor/knowledge/messages.py`)'),
     _k('cuda.driver_version', 'int', ('probe:cuda-driver', 'parser:collect_env'),
        'int from `cuDriverGetVersion` (answers even when cuInit fails)'),
     _k('cuda.device_count', 'int', ('probe:cuda-driver',),
@@ -391,7 +391,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'null when no launcher variable is set (detail says so); else `{"launcher": "torchrun"\\|"slurm"\\|"env"\\|'
        '"torchrun+slurm", "rank", "world_size", "local_rank", "local_world_size", "node_rank", "master_addr", '
        '"master_port", "agent_store": bool, "run_id", "vars": {the raw variables}, "unparsable": [...]}` '
-       "(`envdoctor/launch.py`: torchrun's RANK/WORLD_SIZE/LOCAL_* win over srun's SLURM_PROCID/SLURM_NTASKS/"
+       "(`envdoctor/knowledge/launch.py`: torchrun's RANK/WORLD_SIZE/LOCAL_* win over srun's SLURM_PROCID/SLURM_NTASKS/"
        'SLURM_LOCALID/SLURM_TASKS_PER_NODE)'),
     _k('launch.master', 'object', ('probe:launch',),
        '`{"addr", "addresses": [...], "error": null\\|str, "local": bool, "loopback": bool}`: MASTER_ADDR looked up '
@@ -428,7 +428,7 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('cluster.stopped', 'str|null', ('command:distributed',),
        'null, or why the job was stopped early (SIGTERM from the launcher)'),
     _k('cluster.signatures', 'object', ('command:distributed',),
-       "rank → `envdoctor.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
+       "rank → `envdoctor.knowledge.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
     _k('cluster.rank_findings', 'object', ('command:distributed',),
        'rank → `[{"id", "status", "title"}]` of that rank\'s own report'),
     _k('plan.expect_gpus', 'int', ('command:healthcheck', 'command:exec'),
@@ -437,7 +437,7 @@ _ENTRIES: tuple[FactKey, ...] = (
 
 FACT_KEYS: Mapping[str, FactKey] = {entry.key: entry for entry in _ENTRIES}
 if len(FACT_KEYS) != len(_ENTRIES):  # pragma: no cover - caught by the tests at once
-    raise ValueError("a fact key is listed twice in envdoctor/factkeys.py")
+    raise ValueError("a fact key is listed twice in envdoctor/knowledge/factkeys.py")
 
 
 def lookup(key: str) -> FactKey | None:
@@ -462,16 +462,16 @@ class RegistryError(Exception):
 
 
 def validate_fact_keys(keys: Iterable[str], what: str, producer: str | None = None) -> None:
-    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.factkeys`
+    """Raise RegistryError naming ``what`` unless every key is in :mod:`envdoctor.knowledge.factkeys`
     (and, with ``producer``, lists that producer: a probe or parser writing a key the registry
     does not say it writes is a contract nobody else can see)."""
     keys = tuple(keys)
     if bad := unknown(keys):
         raise RegistryError(f"{what}: unknown fact key {bad[0]!r}" + (f" (and {len(bad) - 1} more)" if bad[1:] else "")
-                            + ": no probe or parser writes it (the keys are listed in envdoctor/factkeys.py)")
+                            + ": no probe or parser writes it (the keys are listed in envdoctor/knowledge/factkeys.py)")
     if producer and (bad := not_produced_by(keys, producer)):
         raise RegistryError(f"{what}: fact key {bad[0]!r} is not listed as written by {producer} in "
-                            "envdoctor/factkeys.py")
+                            "envdoctor/knowledge/factkeys.py")
 
 
 def conforms(value: Any, type_: str) -> bool:
@@ -546,19 +546,19 @@ def documented_namespaces(text: str) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m envdoctor.factkeys docs/FACTS.md [--check]``: regenerate the tables in place."""
+    """``python -m envdoctor.knowledge.factkeys docs/FACTS.md [--check]``: regenerate the tables in place."""
     args = list(argv)
     check_only = "--check" in args
     paths = [a for a in args if not a.startswith("--")]
     if len(paths) != 1:
-        print("usage: python -m envdoctor.factkeys docs/FACTS.md [--check]", file=sys.stderr)
+        print("usage: python -m envdoctor.knowledge.factkeys docs/FACTS.md [--check]", file=sys.stderr)
         return 2
     with open(paths[0], encoding="utf-8") as fh:
         old = fh.read()
     new = render_doc(old)
     if check_only:
         if new != old:
-            print(f"{paths[0]} is out of date: run python -m envdoctor.factkeys {paths[0]}", file=sys.stderr)
+            print(f"{paths[0]} is out of date: run python -m envdoctor.knowledge.factkeys {paths[0]}", file=sys.stderr)
             return 1
         return 0
     if new != old:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only its methods are used: envdoctor.pipeline.startup passes a lighter stand-in
-    from .host import Host
+    from envdoctor.process.host import Host
 
 #: Where a venv (``python -m venv``, virtualenv, uv) or a conda environment keeps its interpreter.
 _IN_FOLDER = ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe")

@@ -3,7 +3,7 @@
 Every report carries ``"$schema": SCHEMA_ID``. The id is a URN, not a web address: the document it names
 is the file ``envdoctor/data/report.schema.json`` inside the installed package, so it resolves offline
 and always to the schema of the envdoctor that wrote the report. :func:`retrieve` is that resolution
-(usable as a ``referencing`` retrieve callback); ``python -m envdoctor.schema`` prints the schema
+(usable as a ``referencing`` retrieve callback); ``python -m envdoctor.knowledge.schema`` prints the schema
 (``--path``: where the file is).
 """
 
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .model import SCHEMA_VERSION
+from envdoctor.model import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -35,7 +35,7 @@ def path() -> Traversable:
 
 @functools.cache
 def text() -> str:
-    from . import datafiles
+    from envdoctor.knowledge import datafiles
 
     return datafiles.read_text(RESOURCE.removeprefix("data/"))
 
@@ -63,7 +63,7 @@ def main(argv: Sequence[str]) -> int:
     if args == ["--id"]:
         print(SCHEMA_ID)
         return 0
-    print("usage: python -m envdoctor.schema [--path | --id]", file=sys.stderr)
+    print("usage: python -m envdoctor.knowledge.schema [--path | --id]", file=sys.stderr)
     return 2
 
 

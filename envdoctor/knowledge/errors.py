@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import datafiles
+from envdoctor.knowledge import datafiles
 
 __all__ = ["CodeInfo", "cuda_driver", "cuda_init_codes", "cuda_init_text", "cuda_runtime", "nvml", "nvml_child_table",
            "nvml_printed", "runtime_messages", "runtime_names", "sources"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import remedies
+from envdoctor.knowledge import remedies
 
 #: Variables torchrun (torch.distributed.elastic) sets for every worker.
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
@@ -51,7 +51,7 @@ class NcclSwitch:
     fix: str = ""
 
     def undo(self) -> str:
-        """The command that undoes it (written by envdoctor.remedies): ``fix`` is the value to set instead."""
+        """The command that undoes it (written by envdoctor.knowledge.remedies): ``fix`` is the value to set instead."""
         return remedies.env_set(self.name, self.fix) if self.fix else remedies.env_unset(self.name)
 
 

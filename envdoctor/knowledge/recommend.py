@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from . import remedies
-from .compat import (
+from envdoctor.knowledge import remedies
+from envdoctor.knowledge.compat import (
     ArchList,
     Platform,
     arch_list,
@@ -32,9 +32,9 @@ from .compat import (
     said,
     source,
 )
-from .model import Source
-from .versions import CC, cuda_from_int, cuda_major, cuda_to_int, minor_of, variant_cuda
-from .versions import parse as version
+from envdoctor.knowledge.versions import CC, cuda_from_int, cuda_major, cuda_to_int, minor_of, variant_cuda
+from envdoctor.knowledge.versions import parse as version
+from envdoctor.model import Source
 
 
 @dataclass(frozen=True)

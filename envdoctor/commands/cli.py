@@ -21,10 +21,11 @@ from typing import Any, NoReturn
 
 import click
 
-from . import __version__, lifecycle
-from .lifecycle import ExitCode
-from .pipeline.plan import Plan
-from .redact import redact_text, redact_tree
+from envdoctor import __version__
+from envdoctor.pipeline.plan import Plan
+from envdoctor.process import lifecycle
+from envdoctor.process.lifecycle import ExitCode
+from envdoctor.redact import redact_text, redact_tree
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -63,14 +64,14 @@ class Seconds(click.FloatRange):
 
 class Interpreter(click.ParamType):
     """``--python``: an interpreter (a path or a name on PATH) or a venv/conda folder, resolved and
-    verified to be a Python here (:mod:`envdoctor.target`), so a typo or ``/bin/true`` is a usage
+    verified to be a Python here (:mod:`envdoctor.process.target`), so a typo or ``/bin/true`` is a usage
     error (exit 2, one line) before anything is probed."""
 
     name = "path"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from .host import Host
-        from .target import TargetError, explicit, verify
+        from envdoctor.process.host import Host
+        from envdoctor.process.target import TargetError, explicit, verify
 
         host = Host()
         try:
@@ -86,8 +87,8 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
     discovery order; an unusable discovered one is exit 2 before any probing."""
     if python:
         return python, chosen_by or "--python"
-    from .host import Host
-    from .target import TargetError, choose
+    from envdoctor.process.host import Host
+    from envdoctor.process.target import TargetError, choose
 
     try:
         target = choose(Host(), None, os.getcwd())
@@ -98,7 +99,7 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
 
 def run() -> None:
     """The console entry point: the click group under the one signal path and output layer
-    (see :mod:`envdoctor.lifecycle`); every way out ends the child groups and exits at once."""
+    (see :mod:`envdoctor.process.lifecycle`); every way out ends the child groups and exits at once."""
     lifecycle.guard_streams()
     lifecycle.install_signal_handlers()
     code: int = ExitCode.OK
@@ -182,8 +183,8 @@ def _known_ids(only: Iterable[str], skip: Iterable[str]) -> None:
         return
     import difflib
 
-    from .pipeline import judge
-    from .registry import RegistryError
+    from envdoctor.pipeline import judge
+    from envdoctor.registry import RegistryError
 
     try:
         known = judge.known_ids()
@@ -203,7 +204,7 @@ def _writable_output(output: str | None) -> None:
     if "%" in output:
         import socket
 
-        from .launch import expand_output
+        from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
     folder = os.path.dirname(os.path.abspath(output))
@@ -230,17 +231,17 @@ def _live_plan(command: str, *, python: str | None, timeout: float, no_micro: bo
 
 def _host(plan: Plan) -> Any:
     """The Host for ``plan``, with the children start-up began for this very Plan."""
-    from .host import Host
-    from .pipeline import startup
+    from envdoctor.pipeline import startup
+    from envdoctor.process.host import Host
 
     return Host(python=plan.python, early=startup.adopt(plan))
 
 
 def _run(plan: Plan, progress: bool) -> Any:
     """collect -> judge: the Report of a live run."""
-    from .pipeline.collect import collect
-    from .pipeline.judge import judge
-    from .registry import RegistryError
+    from envdoctor.pipeline.collect import collect
+    from envdoctor.pipeline.judge import judge
+    from envdoctor.registry import RegistryError
 
     facts, runs = collect(plan, _host(plan), progress)
     try:
@@ -290,8 +291,8 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     prints one cluster report and every rank exits with the same code.
     """
     if distributed:
-        from .cluster import NotLaunched
-        from .cluster_cli import Publish, run_distributed
+        from envdoctor.commands.distributed import Publish, run_distributed
+        from envdoctor.pipeline.cluster import NotLaunched
 
         # Every rank examines the interpreter the launcher started (its rank child imports torch
         # there), unless --python says otherwise: discovery would name another one. The cluster
@@ -313,7 +314,7 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     plan = _live_plan("check", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only, device=device,
                       compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose)
     rep = _run(plan, progress=True)
-    from .render import make_console, render_terminal
+    from envdoctor.output.render import make_console, render_terminal
 
     render_terminal(rep, make_console(), verbose=verbose)
     sys.exit(rep.exit_code(fail_on))
@@ -340,18 +341,18 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
 
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
-    from .report import OutputTargetError, to_json_chunks, write_atomic
+    from envdoctor.report import OutputTargetError, to_json_chunks, write_atomic
 
     if fmt == "json":
         text: Iterable[str] = to_json_chunks(rep)
     else:
-        from .render import render_markdown
+        from envdoctor.output.render import render_markdown
 
         text = (render_markdown(rep),)
     if output and "%" in output:
         import socket
 
-        from .launch import expand_output
+        from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
     if output:
@@ -391,8 +392,8 @@ def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], ski
 
 
 def _diagnose_one(file: str, plan: Plan) -> NoReturn:
-    from .batch import judge_path
-    from .registry import RegistryError
+    from envdoctor.pipeline.many import judge_path
+    from envdoctor.registry import RegistryError
 
     try:
         judged = judge_path(file, plan)
@@ -405,7 +406,7 @@ def _diagnose_one(file: str, plan: Plan) -> NoReturn:
         _emit_warnings(rep.warnings)
         _write(rep, plan.output, None)
     else:
-        from .render import make_console, render_terminal
+        from envdoctor.output.render import make_console, render_terminal
 
         render_terminal(rep, make_console(), verbose=plan.verbose)
     sys.exit(rep.exit_code(plan.fail_on))
@@ -422,9 +423,9 @@ def _diagnose_input(file: str | None) -> str:
 
 
 def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
-    from .batch import expand, judge_path, summary_line, summary_record, worst_exit
-    from .pipeline.judge import checks_for
-    from .registry import RegistryError
+    from envdoctor.pipeline.judge import checks_for
+    from envdoctor.pipeline.many import expand, judge_path, summary_line, summary_record, worst_exit
+    from envdoctor.registry import RegistryError
 
     if plan.output == "markdown":
         raise click.UsageError("--markdown takes one file; for many use --json or the one-line results")
@@ -462,9 +463,9 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
-    from .pipeline.fast import run_fast
-    from .pipeline.startup import healthcheck_budget
-    from .registry import RegistryError
+    from envdoctor.pipeline.fast import run_fast
+    from envdoctor.pipeline.startup import healthcheck_budget
+    from envdoctor.registry import RegistryError
 
     began = time.monotonic()
     plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(max_seconds),
@@ -480,7 +481,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
         rep, hung = run_fast(plan, _host(plan), max_seconds, overrun)
     except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
         lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", ExitCode.FAIL)
-    from .render import healthcheck_line
+    from envdoctor.output.render import healthcheck_line
 
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
     # Leave at once: an abandoned child or probe thread must not delay the answer.
@@ -499,18 +500,18 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     """Container ENTRYPOINT preflight: run the fast checks (the healthcheck's), print the findings
     to stderr, then become CMD (exec: same PID, signals and exit code are CMD's). When the
     environment fails, CMD is not started and the exit code is 78."""
-    from .pipeline.startup import exec_deadline
-    from .preflight import preflight
+    from envdoctor.commands.execute import preflight
+    from envdoctor.pipeline.startup import exec_deadline
 
     python = None
     if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
-        from .host import Host
-        from .target import TargetError, choose
+        from envdoctor.process.host import Host
+        from envdoctor.process.target import TargetError, choose
 
         try:
             found = choose(Host(), None, os.getcwd())
         except TargetError as exc:
-            from .preflight import leave
+            from envdoctor.commands.execute import leave
 
             leave(f"envdoctor exec: {exc}", ExitCode.USAGE)
         python = found.path
@@ -526,8 +527,8 @@ def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:
 
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    from . import fleet_render
-    from .render import make_console
+    from envdoctor.output import fleet as fleet_render
+    from envdoctor.output.render import make_console
 
     getattr(fleet_render, renderer)(result, make_console())
 
@@ -540,9 +541,9 @@ def diff(a: str, b: str, as_json: bool) -> None:
     """What differs between two saved reports (or pastes), most likely to matter first: driver,
     CUDA, torch build, cuDNN, NCCL, GPUs, then Python, packages and environment; each with the
     checks that judge it. Exit 0 no difference, 1 differences, 2 unusable input."""
-    from .fleet import diff_reports
-    from .registry import RegistryError
-    from .report import ReportError
+    from envdoctor.commands.saved import diff_reports
+    from envdoctor.registry import RegistryError
+    from envdoctor.report import ReportError
 
     try:
         result = redact_tree(diff_reports(a, b))
@@ -565,9 +566,9 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
     configurations grouped, outliers named, failures counted by check and by node. Unreadable
     files are listed and skipped. Exit 0 all alike and passing, 1 outliers/failures/unreadable
     files, 2 nothing readable."""
-    from .fleet import fleet as run_fleet
-    from .fleet import fleet_exit
-    from .registry import RegistryError
+    from envdoctor.commands.saved import fleet as run_fleet
+    from envdoctor.commands.saved import fleet_exit
+    from envdoctor.registry import RegistryError
 
     try:
         # Not built through a Report: redacted here, for every format (file names and facts may hold secrets).
@@ -582,8 +583,8 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 def list_checks(as_json: bool) -> None:
     """The registered checks: id, title, what they verify, and who provides them."""
-    from .pipeline.judge import registry as checks
-    from .registry import RegistryError
+    from envdoctor.pipeline.judge import registry as checks
+    from envdoctor.registry import RegistryError
 
     try:
         registry = checks()
@@ -602,7 +603,7 @@ def list_checks(as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .render import make_console, safe
+    from envdoctor.output.render import make_console, safe
 
     console = make_console()
     if not console.is_terminal:  # on a pipe: one line per check, tab-separated, never wrapped

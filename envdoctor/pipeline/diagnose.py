@@ -6,10 +6,10 @@ import dataclasses
 import traceback
 from collections.abc import Iterable
 
-from . import remedies
-from .kit import error
-from .model import SEVERITY, Facts, Finding, Reason, Remediation, Status
-from .registry import CheckSpec, Registry
+from envdoctor.kit import error
+from envdoctor.knowledge import remedies
+from envdoctor.model import SEVERITY, Facts, Finding, Reason, Remediation, Status
+from envdoctor.registry import CheckSpec, Registry
 
 _UNJUDGEABLE = (Reason.TIMEOUT, Reason.CRASHED)
 

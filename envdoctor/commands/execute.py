@@ -19,10 +19,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import lifecycle
-from .lifecycle import ExitCode
-from .model import Finding, Status
-from .pipeline.plan import Plan
+from envdoctor.model import Finding, Status
+from envdoctor.pipeline.plan import Plan
+from envdoctor.process import lifecycle
+from envdoctor.process.lifecycle import ExitCode
 
 
 def failing(findings: Sequence[Finding], fail_on: str) -> list[Finding]:
@@ -74,9 +74,9 @@ def become(command: Sequence[str]) -> NoReturn:
 def preflight(command: Sequence[str], plan: Plan, host: Any) -> NoReturn:
     """``envdoctor exec``: judge (``plan``: the fast path), print the findings to stderr, then become
     ``command`` or exit :attr:`ExitCode.PREFLIGHT`."""
-    from .pipeline.fast import run_fast
-    from .redact import redact_text
-    from .registry import RegistryError
+    from envdoctor.pipeline.fast import run_fast
+    from envdoctor.redact import redact_text
+    from envdoctor.registry import RegistryError
 
     began = time.monotonic()
     code = int(ExitCode.PREFLIGHT)
@@ -91,7 +91,7 @@ def preflight(command: Sequence[str], plan: Plan, host: Any) -> NoReturn:
     except RegistryError as exc:
         leave(redact_text(f"envdoctor exec: {exc}; not starting {command[0]} (exit {int(ExitCode.INCOMPLETE)})"),
               ExitCode.INCOMPLETE)
-    from .render import make_console, render_terminal
+    from envdoctor.output.render import make_console, render_terminal
 
     bad = failing(report.findings, plan.fail_on)
     render_terminal(report, make_console(stderr=True))

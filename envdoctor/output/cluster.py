@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Status
-from .render import STYLES, _finding_body, findings_table, safe
+from envdoctor.model import Status
+from envdoctor.output.render import STYLES, _finding_body, findings_table, safe
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .report import Report
+    from envdoctor.report import Report
 
 #: Above this many ranks the table shows the odd and unfinished ones and the first few.
 ROW_LIMIT = 64
@@ -43,7 +43,7 @@ def _render_allreduce(report: Report, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .checks.cluster import allreduce_table
+    from envdoctor.checks.cluster import allreduce_table
 
     rows = allreduce_table(report.facts)
     if rows:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+_HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
 def read_text(name: str) -> str:

@@ -12,14 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .model import Finding, Reason, Status, thaw
+from envdoctor.model import Finding, Reason, Status, thaw
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from .examined import Examined
-    from .report import Report
+    from envdoctor.output.examined import Examined
+    from envdoctor.report import Report
 
 # C0 and C1 controls (U+009B alone is a CSI on many terminals), line/paragraph separators and
 # bidi overrides (they reorder what is shown around them).
@@ -136,7 +136,7 @@ def _plain_rows(findings: list[Finding], console: Console) -> None:
 
 def what_was_examined(report: Report) -> Examined:
     """What the report's findings say was passed, not judged (and why) and not applicable."""
-    from .examined import Examined
+    from envdoctor.output.examined import Examined
 
     return Examined.of(report.findings, report.facts, report.origin)
 
@@ -398,7 +398,7 @@ def _md_block(f: Finding) -> list[str]:
 def _md_facts(report: Report, budget: int) -> list[str] | None:
     """The facts, folded, as JSON; None when they do not fit in ``budget`` characters (written in
     pieces and given up as soon as they pass it: a 50 MB report is never rendered whole)."""
-    from .report import json_chunks
+    from envdoctor.report import json_chunks
 
     pieces: list[str] = []
     size = 0

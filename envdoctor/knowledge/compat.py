@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from . import datafiles
-from .model import Source
-from .versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
-from .versions import parse as version
+from envdoctor.knowledge import datafiles
+from envdoctor.knowledge.versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
+from envdoctor.knowledge.versions import parse as version
+from envdoctor.model import Source
 
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import datafiles, errors
+from envdoctor.knowledge import datafiles, errors
 
 __all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render"]
 

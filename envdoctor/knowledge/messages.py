@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import compat, errors, versions
-from .lazyre import lazy_re
-from .versions import cudnn_tuple
+from envdoctor.knowledge import compat, errors, versions
+from envdoctor.knowledge.versions import cudnn_tuple
+from envdoctor.lazyre import lazy_re
 
 __all__ = ["NOT_COMPILED", "cuda_error", "cudnn_incompatibility"]
 
@@ -44,7 +44,7 @@ _CUDNN_TUPLE_RE = lazy_re(r"cuDNN version incompatibility: PyTorch was compiled\
 _CUDNN_INT_RE = lazy_re(r"cuDNN version mismatch: PyTorch was compiled against (\d{4,6}) but linked against (\d{4,6})")
 
 # Which codes stand for cuInit's result, their names and the runtime's own words for them:
-# envdoctor/data/errors.json (envdoctor.errors).
+# envdoctor/data/errors.json (envdoctor.knowledge.errors).
 #: cudaError_t names as CUDA samples print them: "code=35(cudaErrorInsufficientDriver)".
 _RUNTIME_NAME_RE = lazy_re(r"\b(cudaError[A-Za-z]+)\b")
 #: "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error" (XLA/JAX, TensorFlow and others).

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import compat
+from envdoctor.knowledge import compat
 
 # ---------------------------------------------------------------------------------------------
 # Links

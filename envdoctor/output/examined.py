@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import factkeys
-from .model import Facts, Finding, Reason, Status
+from envdoctor.knowledge import factkeys
+from envdoctor.model import Facts, Finding, Reason, Status
 
 _NOT_SHOWN = (Reason.NOT_IN_REPORT, Reason.NOT_COLLECTED)
 

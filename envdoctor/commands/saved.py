@@ -1,6 +1,6 @@
 """`envdoctor diff A B` and `envdoctor fleet FILES|DIR`: saved reports compared, never the host.
 
-Both compare through :mod:`envdoctor.compare` (the same aspects the cluster check uses). `fleet`
+Both compare through :mod:`envdoctor.knowledge.compare` (the same aspects the cluster check uses). `fleet`
 streams: each file is read, judged and reduced to a small summary (its configuration's key, its
 failing checks) in worker processes, and only those summaries are kept, so memory grows with the
 number of distinct configurations, not with the reports' size.
@@ -15,10 +15,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import inputs
-from .compare import AREA_ORDER, BY_NAME, Difference, differences, facts_getter, raw_getter, signature, signature_key
-from .inputs import MAX_INPUT_BYTES
-from .report import ReportError
+from envdoctor import inputs
+from envdoctor.inputs import MAX_INPUT_BYTES
+from envdoctor.knowledge.compare import (
+    AREA_ORDER,
+    BY_NAME,
+    Difference,
+    differences,
+    facts_getter,
+    raw_getter,
+    signature,
+    signature_key,
+)
+from envdoctor.report import ReportError
 
 _STATUSES = frozenset({"ok", "warn", "fail", "skip", "error"})
 #: Below this many files the reports are read in this process (a pool costs more than it saves).
@@ -30,9 +39,9 @@ def load_any(path: str) -> tuple[Any, str]:
     """A saved report or a paste -> (Facts, origin). ``CLUSTER.json#R`` (or a cluster report alone,
     meaning rank 0) picks one rank's report out of a `check --distributed` report. Raises
     ReportError with one line."""
-    from .inputs import parse_report, report_from_json
-    from .model import Facts
-    from .report import Report
+    from envdoctor.inputs import parse_report, report_from_json
+    from envdoctor.model import Facts
+    from envdoctor.report import Report
 
     rank = None
     if "#" in path and not os.path.exists(path):
@@ -61,8 +70,8 @@ def load_any(path: str) -> tuple[Any, str]:
 def diff_reports(path_a: str, path_b: str) -> dict[str, Any]:
     """What differs between two reports, most important first, each with the checks that judge it
     and how those checks judge each side today."""
-    from .diagnose import diagnose
-    from .pipeline.judge import registry
+    from envdoctor.pipeline.diagnose import diagnose
+    from envdoctor.pipeline.judge import registry
 
     facts_a, kind_a = load_any(path_a)
     facts_b, kind_b = load_any(path_b)
@@ -179,7 +188,7 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
     if not isinstance(data.get("findings", []), list):
         raise ReportError(f"{path} is not a well-formed envdoctor report ('findings' is not a list)")
     if rejudge:
-        from .inputs import report_from_json
+        from envdoctor.inputs import report_from_json
 
         s = _from_facts(path, report_from_json(data, path, findings=False).facts)
     else:
@@ -209,9 +218,9 @@ def _loads_text(path: str, text: str) -> Any:
 
 
 def _from_facts(path: str, facts: Any) -> Summary:
-    from .diagnose import diagnose
-    from .pipeline.judge import checks_for
-    from .pipeline.plan import Plan
+    from envdoctor.pipeline.diagnose import diagnose
+    from envdoctor.pipeline.judge import checks_for
+    from envdoctor.pipeline.plan import Plan
 
     get = facts_getter(facts)
     sig = signature(get)
@@ -341,7 +350,7 @@ def _vs(d: Difference) -> dict[str, Any]:
 
 def fleet_exit(result: Mapping[str, Any]) -> int:
     """0 all reports readable, one configuration, no failure; 1 otherwise; 2 nothing readable."""
-    from .lifecycle import ExitCode
+    from envdoctor.process.lifecycle import ExitCode
 
     if not result["reports"]:
         return ExitCode.USAGE

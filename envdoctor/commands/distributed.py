@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .pipeline.plan import Plan
+from envdoctor.pipeline.plan import Plan
 
 #: SELF-TEST hook (never set in production): passed to every rank's child, see child/dist.py.
 INJECT_ENV = "ENVDOCTOR_DIST_INJECT"
@@ -30,8 +30,8 @@ class Publish:
 def run_distributed(plan: Plan, *, init_timeout: float, collective_timeout: float, min_busbw: float | None,
                     publish: Publish) -> None:
     """Raises cluster.NotLaunched (a usage error) when no launcher started this process."""
-    from .cluster import ClusterOptions, run
-    from .host import Host
+    from envdoctor.pipeline.cluster import ClusterOptions, run
+    from envdoctor.process.host import Host
 
     options = ClusterOptions(init_timeout=init_timeout, collective_timeout=collective_timeout, min_busbw=min_busbw,
                              probe_deadline=plan.timeout * 6 + 1.5, device=plan.device,
@@ -45,16 +45,16 @@ def run_distributed(plan: Plan, *, init_timeout: float, collective_timeout: floa
 
 
 def _publish(outcome: Any, how: Publish) -> None:
-    from .cluster import cluster_json
-    from .render import make_console, render_terminal
+    from envdoctor.output.render import make_console, render_terminal
+    from envdoctor.pipeline.cluster import cluster_json
 
     if outcome.cluster is not None and outcome.report is not None:
         text = cluster_json(outcome.report, outcome.cluster, how.fail_on)
         if how.output:
             import socket
 
-            from .launch import expand_output
-            from .report import write_atomic
+            from envdoctor.knowledge.launch import expand_output
+            from envdoctor.report import write_atomic
 
             output = expand_output(how.output, os.environ, socket.gethostname())
             try:
@@ -65,7 +65,7 @@ def _publish(outcome: Any, how: Publish) -> None:
         if how.as_json:
             click.echo(text, nl=False)
         else:
-            from .cluster_render import render_cluster
+            from envdoctor.output.cluster import render_cluster
 
             render_cluster(outcome.report, outcome.cluster, make_console(), verbose=how.verbose)
     elif outcome.report is not None:

@@ -43,7 +43,7 @@ def command_for(python: str, nvml: bool) -> tuple[str, ...]:
     and pynvml only), arguments on stdin (``-``), and, with NVML, the folder pynvml is imported
     from (the child imports it from there while it waits, and sets site up should that fail).
     Without that folder it runs with site, as any script."""
-    script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "child", f"{SCRIPT}.py")
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "child", f"{SCRIPT}.py")
     if not nvml:
         return (python, "-S", script, "-")
     folder = bindings_folder()

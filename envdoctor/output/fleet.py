@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .render import safe
+from envdoctor.output.render import safe
 
 if TYPE_CHECKING:
     from rich.console import Console

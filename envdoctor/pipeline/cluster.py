@@ -22,22 +22,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .compare import facts_getter, raw_getter, signature
-from .factkeys import validate_fact_keys
-from .host import ChildResult, Host, LiveChild, start_live_child
-from .launch import is_loopback, launch_problems, read_launch
-from .lifecycle import ExitCode
-from .model import Facts, Finding, ProbeRun, Reason, missing, ok
-from .pipeline import collect as _collect
-from .pipeline import judge as _judge
-from .pipeline.plan import Plan
-from .report import Report, exit_code
+from envdoctor.knowledge.compare import facts_getter, raw_getter, signature
+from envdoctor.knowledge.factkeys import validate_fact_keys
+from envdoctor.knowledge.launch import is_loopback, launch_problems, read_launch
+from envdoctor.model import Facts, Finding, ProbeRun, Reason, missing, ok
+from envdoctor.pipeline import collect as _collect
+from envdoctor.pipeline import judge as _judge
+from envdoctor.pipeline.plan import Plan
+from envdoctor.process.host import ChildResult, Host, LiveChild, start_live_child
+from envdoctor.process.lifecycle import ExitCode
+from envdoctor.report import Report, exit_code
 
 #: Extra seconds the envdoctor process waits for its child beyond the child's own deadlines.
-#: The facts rank 0 writes from what every rank posted (envdoctor/factkeys.py: ``command:distributed``).
+#: The facts rank 0 writes from what every rank posted (envdoctor/knowledge/factkeys.py: ``command:distributed``).
 KEYS = ("cluster.world_size", "cluster.launch", "cluster.options", "cluster.fatal", "cluster.arrived",
         "cluster.decision", "cluster.collective", "cluster.stopped", "cluster.signatures", "cluster.rank_findings")
-validate_fact_keys(KEYS, "envdoctor.cluster KEYS", producer="command:distributed")
+validate_fact_keys(KEYS, "envdoctor.pipeline.cluster KEYS", producer="command:distributed")
 
 _MARGIN = 10.0
 #: Seconds a stopped rank (SIGTERM from the launcher) still waits for rank 0's verdict.
@@ -143,7 +143,7 @@ def _shared_torch_probe(child: LiveChild) -> Callable[[float], ChildResult]:
 
 
 def _is_ip(addr: str) -> bool:
-    from .launch import is_ip
+    from envdoctor.knowledge.launch import is_ip
 
     return is_ip(addr)
 
@@ -270,7 +270,7 @@ def build_report(gathered: Mapping[str, Any], local: Report, info: Mapping[str, 
                  stopped: str | None = None, plan: Plan | None = None) -> tuple[Report, dict[str, Any]]:
     """Rank 0: the cluster facts from what the child gathered, judged by the cluster checks (with
     the warnings of ``plan``'s selection, as rank 0's own report)."""
-    from .checks.cluster import CHECKS
+    from envdoctor.checks.cluster import CHECKS
 
     reports: dict[str, Any] = {k: v for k, v in (gathered.get("rank_reports") or {}).items() if isinstance(v, Mapping)}
     reports["0"] = local.to_dict()
@@ -318,8 +318,8 @@ TABLE_ASPECTS = ("driver", "cuda_driver", "torch", "torch_build", "cudnn", "nccl
 
 def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]) -> dict[str, Any]:
     """Ranks (grouped by node) x facts; ``odd`` lists the columns where a rank is not the majority."""
-    from .checks.cluster import allreduce_table
-    from .compare import BY_NAME
+    from envdoctor.checks.cluster import allreduce_table
+    from envdoctor.knowledge.compare import BY_NAME
 
     columns = [(name, BY_NAME[name].label) for name in TABLE_ASPECTS]
     odd: dict[str, set[str]] = {}
@@ -365,7 +365,7 @@ def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]
 
 
 def facts_getter_evidence(f: Finding) -> dict[str, Any]:
-    from .model import thaw
+    from envdoctor.model import thaw
 
     return thaw(f.evidence) if f.id == "cluster-consistency" else {}
 
@@ -380,12 +380,12 @@ def _rank_status(report: Any) -> str:
 def cluster_json(report: Report, cluster: Mapping[str, Any], fail_on: str = "fail") -> str:
     import json
 
-    from .redact import redact_value
+    from envdoctor.redact import redact_value
 
     data = report.to_dict()
     data["kind"] = "envdoctor-cluster"
     data["exit_code"] = exit_code(report.findings, fail_on)
-    from .checks.cluster import allreduce_table
+    from envdoctor.checks.cluster import allreduce_table
 
     data["cluster"] = redact_value({"allreduce": allreduce_table(report.facts), "table": cluster.get("table"),
                                     "ranks": cluster.get("ranks")})

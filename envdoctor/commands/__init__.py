@@ -1,0 +1,1 @@
+"""The command line: each command is options -> Plan -> pipeline -> renderer -> exit code."""
