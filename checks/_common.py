@@ -76,7 +76,22 @@ def library_errors(facts: Facts) -> list[dict[str, Any]]:
     reading = facts.get("torch.loader_failures")
     if not reading.ok or not isinstance(reading.value, (list, tuple)):
         return []
-    return [dict(e) for e in reading.value if isinstance(e, Mapping)]
+    return [_loader_record(e) for e in reading.value if isinstance(e, Mapping)]
+
+
+#: The fields the checks read from a loader record; a hand-edited report or an older producer may lack any.
+_LOADER_FIELDS = ("path", "kind", "symbol", "library", "provider", "family", "version_node")
+#: What a record says when the message named no symbol (Windows' WinError 127: "The specified procedure
+#: could not be found" names none).
+UNNAMED_SYMBOL = "a symbol the message does not name"
+
+
+def _loader_record(entry: Mapping[str, Any]) -> dict[str, Any]:
+    record = {key: None for key in _LOADER_FIELDS}
+    record.update(entry)
+    if record["kind"] == "undefined-symbol" and not record["symbol"]:
+        record["symbol"] = UNNAMED_SYMBOL
+    return record
 
 
 def outside_wheel(path: str | None) -> bool:

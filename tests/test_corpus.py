@@ -128,3 +128,48 @@ def test_mangled_pastes_never_crash_a_check() -> None:
         crashed += [f"{case['file']}: {f.id}: {f.detail[:120]}" for f in diagnose(facts, registry)
                     if f.status is Status.ERROR]
     assert not crashed, "\n".join(crashed)
+
+
+def test_no_check_crashes_on_any_real_paste() -> None:
+    """Each real paste as it was pasted: no check raises (an ``error`` finding names a bug in a check)."""
+    from envdoctor.model import Status
+    from envdoctor.parsers import ParseError
+    from envdoctor.pipeline.diagnose import diagnose
+    from envdoctor.registry import load_registry
+
+    registry = load_registry(plugins=False)
+    crashed = []
+    for case in CASES:
+        try:
+            facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
+        except ParseError:
+            continue
+        crashed += [f"{case['file']}: {f.id}: {f.detail[:160]}" for f in diagnose(facts, registry)
+                    if f.status is Status.ERROR and "bug in the check" in f.detail]
+    assert not crashed, "\n".join(crashed)
+
+
+@pytest.mark.parametrize("drop", ["path", "kind", "symbol", "library", "provider", "family", "version_node"])
+def test_a_loader_record_missing_a_field_crashes_no_check(drop: str) -> None:
+    """A saved report's loader records may come from an older producer or a hand edit: a record without
+    one of its fields (or an undefined symbol the message did not name, as WinError 127's) is judged."""
+    from envdoctor.knowledge.messages import loader_errors
+    from envdoctor.model import Facts, Status, ok
+    from envdoctor.pipeline.diagnose import diagnose
+    from envdoctor.registry import load_registry
+
+    lines = ["OSError: [WinError 127] The specified procedure could not be found. Error loading "
+             '"C:\\venv\\Lib\\site-packages\\torch\\lib\\cudnn_adv_infer64_8.dll" or one of its dependencies.',
+             "ImportError: /opt/venv/lib/python3.11/site-packages/torchvision/_C.so: undefined symbol: "
+             "_ZN3c1017RegisterOperatorsD1Ev",
+             "OSError: /usr/local/cuda/lib64/libcudnn_cnn_train.so.8: undefined symbol: "
+             "_ZN5cudnn3cnn5infer22queryClusterPropertiesERPhS3_, version libcudnn_cnn_infer.so.8",
+             "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"]
+    records = [dict(r) for r in loader_errors("\n".join(lines))]
+    assert records
+    for r in records:
+        r.pop(drop, None)
+    facts = Facts({"torch.loader_failures": ok(records, "test")})
+    crashed = [f"{f.id}: {f.detail[:160]}" for f in diagnose(facts, load_registry(plugins=False))
+               if f.status is Status.ERROR and "bug in the check" in f.detail]
+    assert not crashed, "\n".join(crashed)
