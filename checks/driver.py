@@ -129,7 +129,8 @@ _HOLD = remedies.driver_hold()
 
 # -- driver-installed -------------------------------------------------------------------------------
 @check("driver-installed", "An NVIDIA driver is installed and loaded", healthcheck=True, judges_failures=True,
-       needs=("driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "nvml.init"))
+       needs=("driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "nvml.init",
+              "nvml.smi_not_found"))
 def driver_installed(facts: Facts) -> CheckResult:
     ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "driver.pci_gpus", "driver.pci_scanned",
                   "nvml.init", "cuda.library_path", "host.container")
@@ -141,6 +142,18 @@ def driver_installed(facts: Facts) -> CheckResult:
                    "nvml.driver_version" if facts.value("nvml.driver_version") else "cuda.init")
         return ok(f"NVIDIA driver {version} is loaded" if version else "An NVIDIA driver is loaded",
                   detail=why + ".", evidence={decided: ev.get(decided, facts.value(decided)), **ev})
+    smi = facts.get("nvml.smi_not_found")
+    if smi.ok and not in_container(facts):
+        # nvidia-smi ships with the driver; in a container, container-gpu judges it (the runtime injects it).
+        return fail("nvidia-smi is not found: no NVIDIA driver is installed where it was run",
+                    detail=f"{str(smi.value)!r}: nvidia-smi ships with the NVIDIA driver, so its utilities are not "
+                    f"installed (or not on PATH) in that shell; {why}. In a container, nvidia-smi comes in only when "
+                    "the container is started with its GPUs.", evidence={"nvml.smi_not_found": smi.value, **ev},
+                    remedy=Remediation("On the machine: install the NVIDIA driver for its GPU (it brings nvidia-smi). "
+                                       "In a container: start it with its GPUs.",
+                                       (remedies.ubuntu_drivers_install("Ubuntu: the recommended driver for this GPU"),
+                                        remedies.container_run("--gpus all", note="in a container")),
+                                       (DRIVER_DOWNLOAD, TOOLKIT_INSTALL)))
     pci_reading = facts.get("driver.pci_gpus")
     pci = list(facts.value("driver.pci_gpus") or [])
     if pci:
@@ -387,11 +400,39 @@ def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
 
 
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
-       needs=("driver.device_nodes", "nvml.init", "nvml.gpus", "torch.devices"), owns=("cuda.init:35:no-gpus-requested",))
+       needs=("driver.device_nodes", "nvml.init", "nvml.gpus", "torch.devices", "nvml.smi_not_found"),
+       owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts) -> CheckResult:
     if facts.get("container.no_gpu_driver").ok:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
+    if smi := _smi_missing_in_container(facts):
+        return smi
     return _container_gpu(facts)
+
+
+def _smi_missing_in_container(facts: Facts) -> Finding | None:
+    """A shell that cannot find nvidia-smi in a container, or while another part of the same text shows a
+    working driver (the two came from different places: the host and a container). The NVIDIA container
+    runtime injects nvidia-smi, libnvidia-ml and libcuda only into a container that asks for GPUs."""
+    reading = facts.get("nvml.smi_not_found")
+    driver = facts.value("nvml.driver_version") if facts.get("nvml.driver_version").ok else None
+    container = in_container(facts)
+    if not reading.ok or not (driver or container):
+        return None
+    where = (f"this {container} container" if container else "the shell that printed it, while the driver "
+             f"{driver} works where the other nvidia-smi output came from (usually the host, and this a container)")
+    return fail("nvidia-smi is not found " + (f"in this {container} container" if container else
+                                              "where it was run, though a driver works elsewhere in this text"),
+                detail=f"{str(reading.value)!r}: in {where}. The NVIDIA container runtime puts nvidia-smi, "
+                "libnvidia-ml and libcuda into a container only when the container asks for GPUs; without them no "
+                "CUDA program there sees a GPU.",
+                evidence=evidence(facts, "nvml.smi_not_found", "nvml.driver_version", "host.container"),
+                remedy=Remediation("Start the container with its GPUs, through the NVIDIA container toolkit.",
+                                   (remedies.container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all"),
+                                    "# docker compose: deploy: {resources: {reservations: {devices: "
+                                    "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                                    remedies.container_runtime_configure()),
+                                   (TOOLKIT_INSTALL,)))
 
 
 def _container_gpu(facts: Facts) -> CheckResult:

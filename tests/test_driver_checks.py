@@ -3,6 +3,7 @@ NVIDIA facts, change one thing, judge."""
 
 from __future__ import annotations
 
+import pytest
 from envdoctor.checks import driver as d
 
 from envdoctor.model import Reason, Status, missing
@@ -297,3 +298,38 @@ def test_malformed_cuda_visible_devices_suggests_the_value_it_meant():
     assert any(c.startswith("export CUDA_VISIBLE_DEVICES=0,1 ") for c in finding.remediation.commands)
     finding = judge_one(d.cuda_visible_devices, _cvd("1, x,0"))
     assert any(c.startswith("export CUDA_VISIBLE_DEVICES=1,0 ") for c in finding.remediation.commands)
+
+
+def _judge_paste(text: str) -> dict:
+    from envdoctor.model import Status
+    from envdoctor.parsers import parse_text
+    from envdoctor.pipeline.diagnose import diagnose
+    from envdoctor.registry import load_registry
+
+    findings = {f.id: f for f in diagnose(parse_text(text), load_registry(plugins=False))}
+    return {"fails": [i for i, f in findings.items() if f.status is Status.FAIL], "by_id": findings}
+
+
+@pytest.mark.parametrize("line", ["bash: nvidia-smi: command not found", "/bin/sh: 1: nvidia-smi: not found",
+                                  "'nvidia-smi' is not recognized as an internal or external command,"])
+def test_a_shell_that_cannot_find_nvidia_smi_is_no_driver_there(line: str) -> None:
+    judged = _judge_paste(f"$ nvidia-smi\n{line}\n")
+    assert judged["fails"] == ["driver-installed"], judged["fails"]
+    finding = judged["by_id"]["driver-installed"]
+    assert "nvidia-smi is not found" in finding.title and line.strip(",") in finding.detail
+    assert any("ubuntu-drivers" in c for c in finding.remediation.commands)
+
+
+def test_nvidia_smi_missing_beside_a_working_driver_is_a_container_without_its_gpus() -> None:
+    text = ("> NVIDIA-SMI 450.51.05    Driver Version: 450.51.05    CUDA Version: 11.0\n"
+            '"/bin/bash: nvidia-smi: command not found"\n')
+    judged = _judge_paste(text)
+    assert judged["fails"] == ["container-gpu"], judged["fails"]
+    assert any("--gpus all" in c for c in judged["by_id"]["container-gpu"].remediation.commands)
+
+
+def test_an_nvidia_smi_that_ran_writes_no_not_found_fact() -> None:
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text("| NVIDIA-SMI 570.86.10              Driver Version: 570.86.10      CUDA Version: 12.8     |\n")
+    assert "nvml.smi_not_found" not in facts or not facts["nvml.smi_not_found"].ok

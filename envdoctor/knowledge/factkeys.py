@@ -245,6 +245,10 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('nvml.driver_version', 'str', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements'),
        '`"570.124.06"`; when nvmlInit failed: the init error\'s reason, detail `nvmlInit failed: NAME '
        '(message)`'),
+    _k('nvml.smi_not_found', 'str', ('parser:nvidia_smi',),
+       'the line a shell printed when it could not find nvidia-smi (bash\'s "nvidia-smi: command not found", '
+       'dash\'s "nvidia-smi: not found", cmd.exe\'s "\'nvidia-smi\' is not recognized …"); written only when the '
+       'text shows one'),
     _k('nvml.cuda_driver_version', 'int|null', ('probe:nvml', 'parser:nvidia_smi'),
        'int, e.g. `12080` (`nvmlSystemGetCudaDriverVersion_v2`, falling back to the unversioned call)'),
     _k('nvml.device_count', 'int', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi'),

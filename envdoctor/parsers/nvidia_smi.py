@@ -18,7 +18,7 @@ SOURCE = "nvidia-smi"
 KEYS = ("nvml.driver_version", "nvml.cuda_driver_version", "nvml.device_count", "nvml.gpus")
 #: Written only when the text shows it (NVML's init result); a paste without it leaves it unset,
 #: not ``not_in_report`` like KEYS.
-WRITES_WHEN_SHOWN = ("nvml.init",)
+WRITES_WHEN_SHOWN = ("nvml.init", "nvml.smi_not_found")
 
 _HEADER_RE = lazy_re(r"NVIDIA-SMI\s+\d+(?:\.\d+)+")
 _DRIVER_RE = lazy_re(r"Driver Version\s*:\s*(\d+(?:\.\d+)+)")
@@ -76,6 +76,8 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     gpus = _table_gpus(lines) or _list_gpus(lines) or _query_gpus(lines)
     no_devices = any(ln.strip() == "No devices were found" for ln in lines)
 
+    if not_found:
+        out["nvml.smi_not_found"] = ok(not_found, SOURCE)
     if driver:
         out["nvml.driver_version"] = ok(driver, SOURCE)
     elif failure or not_found:
