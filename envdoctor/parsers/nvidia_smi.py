@@ -87,14 +87,8 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
         out["nvml.driver_version"] = missing(Reason.FAILED, SOURCE, f"{detail} {lib}" if lib else detail)
     if driver:
         out["nvml.init"] = ok({"code": 0, "name": "NVML_SUCCESS", "reason": None, "message": "Success"}, SOURCE)
-    elif failure:
-        for words, code, name in errors.nvml_printed():
-            if words.lower() in failure.lower():
-                info = errors.nvml().get(code)
-                reason = (info.reason if info else None) or "failed"
-                out["nvml.init"] = ok({"code": code, "name": name, "reason": reason, "message": words}, SOURCE,
-                                      failure)
-                break
+    elif failure and (init := _init_failure(failure)):
+        out["nvml.init"] = init
     if cuda:
         out["nvml.cuda_driver_version"] = ok(cuda_to_int(cuda), SOURCE, f"CUDA Version: {cuda}")
     elif "nvml.driver_version" in out and not out["nvml.driver_version"].ok:
@@ -109,6 +103,16 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
         out["nvml.gpus"] = out["nvml.driver_version"]
         out["nvml.device_count"] = out["nvml.driver_version"]
     return out
+
+
+def _init_failure(failure: str) -> Reading | None:
+    """NVML's init result behind the words nvidia-smi printed (errors.json's table), or None."""
+    for words, code, name in errors.nvml_printed():
+        if words.lower() in failure.lower():
+            info = errors.nvml().get(code)
+            reason = (info.reason if info else None) or "failed"
+            return ok({"code": code, "name": name, "reason": reason, "message": words}, SOURCE, failure)
+    return None
 
 
 def _cells(line: str) -> list[str]:
