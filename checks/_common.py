@@ -87,7 +87,7 @@ UNNAMED_SYMBOL = "a symbol the message does not name"
 
 
 def _loader_record(entry: Mapping[str, Any]) -> dict[str, Any]:
-    record = {key: None for key in _LOADER_FIELDS}
+    record: dict[str, Any] = dict.fromkeys(_LOADER_FIELDS)
     record.update(entry)
     if record["kind"] == "undefined-symbol" and not record["symbol"]:
         record["symbol"] = UNNAMED_SYMBOL
