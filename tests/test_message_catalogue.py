@@ -284,3 +284,24 @@ def test_cli_an_application_binary_missing_its_cuda_runtime_gets_the_toolkit_not
     assert "CUDA 9.0 toolkit" in done.stdout
     remedy = done.stdout.split("What to do:", 1)[1].split("Summary:", 1)[0]
     assert "pip install" not in remedy and "torch" not in remedy
+
+
+@pytest.mark.parametrize("line", ["cat: /proc/driver/nvidia/version: No such file or directory",
+                                  "open /dev/nvidiactl: permission denied",
+                                  "zsh: command not found: nvcc",
+                                  "/bin/sh: 1: ninja: not found",
+                                  "'nvcc' is not recognized as an internal or external command,",
+                                  "OSError: [Errno 28] No space left on device"])
+def test_a_system_call_failure_or_a_missing_command_is_an_error_line(line: str) -> None:
+    # The C library's errno words and the shells' "not found" report a failure without saying "error".
+    from envdoctor.parsers.errorlines import error_lines
+
+    assert [e.line for e in error_lines([line])] == [line.strip()]
+
+
+@pytest.mark.parametrize("line", ["Checking for nvcc: found /usr/local/cuda/bin/nvcc",
+                                  "Permissions: rw-r--r--", "0 files not found in the cache, all good? yes"])
+def test_ordinary_lines_are_no_error_lines(line: str) -> None:
+    from envdoctor.parsers.errorlines import error_lines
+
+    assert error_lines([line]) == []

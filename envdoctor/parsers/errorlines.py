@@ -1,7 +1,9 @@
 """Every line that reports an error, whether or not any signature knows it.
 
 A line reports an error when it is a traceback's exception line (``RuntimeError: …``, ``torch.OutOfMemoryError``),
-says ``error:`` / ``Error`` / ``ERROR``, ``failed``, ``cannot`` / ``can't``, is an ``NCCL WARN`` line, or names
+says ``error:`` / ``Error`` / ``ERROR``, ``failed``, ``cannot`` / ``can't``, a system call's failure in the C
+library's words (``No such file or directory``, ``Permission denied``, …) or a shell's ``command not found``, is an
+``NCCL WARN`` line, or names
 a fatal signal or exit (``Segmentation fault``, ``Bus error``, ``Killed``, ``core dumped``, a non-zero exit status).
 :func:`error_lines` finds them, each with the package of the traceback's last frame above it (``File
 "…/site-packages/xformers/ops/fmha/__init__.py"`` -> ``xformers``), ranked worst first. Which of them a
@@ -31,6 +33,15 @@ _FATAL_RE = lazy_re(r"Segmentation fault|Bus error|\bKilled\b|core dumped|\bSIG(
 _EXCEPTION_RE = lazy_re(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|$)")
 _ERROR_WORD_RE = lazy_re(r"\berror\b\s*[:!]|\bError\b|\bERROR\b|\bNCCL WARN\b|\bFATAL\b|\bfatal error\b")
 _FAILED_RE = lazy_re(r"\bfailed\b|\bcannot\b|\bcan't\b|\bcould not\b|\bunable to\b", re.IGNORECASE)
+#: The C library's own words for the failures a system call reports (glibc's errno strings, stdio-common/errlist.c
+#: / sysdeps/gnu/errlist.h, as strerror and perror print them), and the shells' "no such command": bash's
+#: "%s: command not found" (execute_cmd.c), dash's "%s: not found", cmd.exe's "… is not recognized as an internal
+#: or external command". A line that says one reports a failure, whatever else it says.
+_SYSTEM_FAILURES = ("no such file or directory", "permission denied", "operation not permitted",
+                    "no space left on device", "device or resource busy", "no such device", "connection refused",
+                    "connection timed out", "address already in use", "too many open files", "read-only file system",
+                    "broken pipe", "command not found", "is not recognized as an internal or external command")
+_SHELL_NOT_FOUND_RE = lazy_re(r"^(?:/bin/)?(?:ba|da|z|k)?sh: (?:\d+: )?[\w./-]+: not found$")
 # Words that say an error did not happen ("0 errors", "error_count: 0", "Errors: None", "no error"), read on the
 # lower-cased line; collect_env's placeholder and build flags are no errors either.
 _BENIGN_RE = lazy_re(r"(?:\b0 |\bno )errors?\b|errors?\s*[:=]\s*(?:0|none|n/a)\b|error_?count\s*[:=]\s*0\b|"
@@ -85,7 +96,9 @@ def _content(line: str) -> str:
 
 #: Lower-case words one of which every error line holds: a line without any is not looked at again.
 _TRIGGERS = ("error", "exception", "fail", "cannot", "can't", "could not", "unable to", "warn", "fatal",
-             "segmentation", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt", "exit")
+             "segmentation", "killed", "core dumped", "sigsegv", "sigbus", "sigkill", "sigabrt", "exit",
+             "not found", "denied", "not permitted", "no space", "busy", "no such", "refused", "timed out",
+             "in use", "too many", "read-only", "broken pipe", "not recognized")
 
 
 def _rank(line: str) -> int | None:
@@ -100,7 +113,8 @@ def _rank(line: str) -> int | None:
         rank = 1
     elif _ERROR_WORD_RE.search(line):
         rank = 2
-    elif _FAILED_RE.search(line):
+    elif (_FAILED_RE.search(line) or any(w in lowered for w in _SYSTEM_FAILURES)
+          or _SHELL_NOT_FOUND_RE.match(line.strip())):
         rank = 3
     else:
         return None
