@@ -77,3 +77,25 @@ def test_a_paste_that_passes_says_what_it_showed() -> None:
     assert head.startswith("No problems found in what this text shows (") and "not in the text" in head
     report = json.loads(run("diagnose", str(case), "--json").stdout)
     assert report["summary"]["worst"] == "ok" and report["summary"]["unjudged"] > 0
+
+
+def test_a_text_that_does_not_show_torch_the_driver_or_the_gpus_is_not_an_all_clear() -> None:
+    # A driver line alone passes a check or two, but says nothing of torch's build or the GPUs: what decides most
+    # problems. Such a text is told what it lacks and what to paste, never "No problems found".
+    from envdoctor.output.examined import FULL_TEXT
+
+    text = b"NVIDIA-SMI 475.14       Driver Version: 475.14       CUDA Version: 11.4\nPython 3.10.11\n"
+    out = run("diagnose", "-", stdin=text).stdout.decode()
+    assert "No problems found" not in out, out
+    head = out.splitlines()[1]
+    assert head.startswith("Nothing wrong in what this text shows (") and "torch's build or the GPUs" in head, head
+    assert f"`{FULL_TEXT}`" in head
+    markdown = run("diagnose", "-", "--markdown", stdin=text).stdout.decode()
+    assert "No problems found" not in markdown and "does not show torch's build" in markdown
+
+
+def test_a_saved_live_report_and_a_live_run_keep_their_all_clear() -> None:
+    # The rule is about what a text shows: a live run probed everything it could, whatever it found.
+    f = facts(host__shm_size=missing(Reason.DENIED, "host", "permission denied"))
+    seen = Examined.of([ok("torch imports", evidence=evidence(f, "torch.version"))], f, "live")
+    assert seen.not_shown == () and seen.headline() == "No problems found in what was examined (1 check passed)."

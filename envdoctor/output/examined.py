@@ -18,6 +18,15 @@ from envdoctor.knowledge import factkeys
 from envdoctor.model import Facts, Finding, Reason, Status
 
 _NOT_SHOWN = (Reason.NOT_IN_REPORT, Reason.NOT_COLLECTED)
+#: What decides most problems, with the facts any one of which shows it. A text that shows none of a group's
+#: facts cannot rule those problems out, so "No problems found" is not said about it, however many checks passed.
+CORE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("torch's build", ("torch.version",)),
+    ("the driver", ("nvml.driver_version", "driver.kernel_module_version")),
+    ("the GPUs", ("nvml.gpus", "torch.devices")),
+)
+#: What to paste for a full judgement (torch's own environment report).
+FULL_TEXT = "python -m torch.utils.collect_env"
 
 
 def _kind(origin: str) -> str:
@@ -59,6 +68,7 @@ class Examined:
     unjudged: Counter[str]  # skips for want of a fact, by why it is missing
     not_applicable: int  # every other skip
     kind: str  # "paste", "report", "live"
+    not_shown: tuple[str, ...] = ()  # the CORE groups a paste or a saved report does not show
 
     @classmethod
     def of(cls, findings: Iterable[Finding], facts: Facts, origin: str = "live") -> Examined:
@@ -73,7 +83,12 @@ class Examined:
                 unjudged[why] += 1
             else:
                 not_applicable += 1
-        return cls(problems, passed, unjudged, not_applicable, _kind(origin))
+        kind = _kind(origin)
+        not_shown = () if kind == "live" else tuple(
+            name for name, keys in CORE
+            if all(facts.get(k).reason in _NOT_SHOWN or why_unread(facts, k, origin) == "not in the text"
+                   for k in keys))
+        return cls(problems, passed, unjudged, not_applicable, kind, not_shown)
 
     @property
     def unjudged_count(self) -> int:
@@ -97,6 +112,12 @@ class Examined:
         unjudged = self.unjudged_words()
         if self.passed:
             checks = f"{self.passed} check{'s' if self.passed != 1 else ''} passed"
+            if self.not_shown:
+                missing = ", ".join(self.not_shown[:-1]) + (" or " if len(self.not_shown) > 1 else "") + \
+                    self.not_shown[-1]
+                return (f"Nothing wrong in what {where} ({checks}), but it does not show {missing}, which decide "
+                        f"most problems" + (f"; {unjudged}" if unjudged else "") +
+                        f". For a full judgement paste the output of `{FULL_TEXT}`.")
             return f"No problems found in what {where} ({checks})" + (f"; {unjudged}." if unjudged else ".")
         subject = {"paste": " in this text", "report": " in this report"}.get(self.kind, "")
         n = self.unjudged_count
