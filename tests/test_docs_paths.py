@@ -3,9 +3,11 @@ or renamed without its docs fails here, not in a reader's shell. Fast (no subpro
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,35 @@ def test_the_recipe_samples_are_named_and_not_left_in_the_tree() -> None:
     assert all(sample in text for sample in RECIPE_SAMPLES), sorted(s for s in RECIPE_SAMPLES if s not in text)
     left = sorted(s for s in RECIPE_SAMPLES if "/" in s and (ROOT / s).exists())
     assert not left, f"a recipe's sample was left in the tree: {left}"
+
+
+#: Where a sample's ``from .x import …`` can sit: a check, a probe, a parser, a test.
+_SIBLING_PACKAGES = ("envdoctor.checks", "envdoctor.probes", "envdoctor.parsers", "tests")
+
+
+def _imports(doc: str) -> list[tuple[int, str, list[str]]]:
+    """(level, module, names) of every ``from … import …`` in the doc's Python samples."""
+    out = []
+    for block in re.findall(r"```python\n(.*?)```", _text(doc), re.S):
+        for node in ast.walk(ast.parse(textwrap.dedent(block))):
+            if isinstance(node, ast.ImportFrom):
+                out.append((node.level, node.module or "", [a.name for a in node.names]))
+            elif isinstance(node, ast.Import):
+                out += [(0, a.name, []) for a in node.names]
+    return out
+
+
+@pytest.mark.parametrize("doc", DOCS[:2])
+def test_every_import_in_the_docs_samples_resolves(doc: str) -> None:
+    bad = []
+    for level, module, names in _imports(doc):
+        if level == 0 and not module.startswith("envdoctor"):
+            continue  # the child's _edchild, jsonschema, …: not ours to resolve
+        bases = ("envdoctor",) if level == 2 else _SIBLING_PACKAGES if level == 1 else ("",)
+        wanted = [".".join(p for p in (base, module) if p) for base in bases]
+        if any(w in RECIPE_SAMPLES for w in wanted):
+            continue
+        if not any(_resolves(w) and all(_resolves(f"{w}.{n}") or f"{w}.{n}" in RECIPE_SAMPLES for n in names)
+                   for w in wanted):
+            bad.append(f"from {'.' * level}{module} import {', '.join(names)}")
+    assert not bad, f"{doc}: imports in its samples that do not resolve: {bad}"
