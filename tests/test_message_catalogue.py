@@ -305,3 +305,13 @@ def test_ordinary_lines_are_no_error_lines(line: str) -> None:
     from envdoctor.parsers.errorlines import error_lines
 
     assert error_lines([line]) == []
+
+
+@pytest.mark.parametrize("line", ["bash: nvidia-smi: command not found",
+                                  "nvidia-container-cli: initialization error: nvml error: driver not loaded",
+                                  "Failed to initialize NVML: Driver/library version mismatch"])
+def test_a_line_a_format_parser_judges_is_not_also_unexplained(line: str) -> None:
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text(line + "\n")
+    assert not facts.get("text.error_lines").ok or all(e["line"] != line for e in facts.value("text.error_lines"))

@@ -216,7 +216,7 @@ def _parse(text: str) -> Facts:
     if not is_collect_env:
         # Evidence wherever it appears: every line is offered to the signature table (torch's,
         # CUDA's, NCCL's, the loader's and the system tools' own lines); collect_env reads them itself.
-        signatures.scan_messages(lines, readings)
+        signatures.scan_messages(lines, readings, nvidia_smi.explained_lines(lines))
     # Version statements in any list form; a report's own reading wins over a statement.
     statements.parse(lines, readings, statements.COLLECT_ENV_OWN if is_collect_env else frozenset())
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:

@@ -61,6 +61,12 @@ def looks_like(lines: Sequence[str]) -> bool:
     return False
 
 
+def explained_lines(lines: Sequence[str]) -> set[str]:
+    """The failure lines :func:`parse` reads into facts (NVML's init failure, a shell that cannot find
+    nvidia-smi), stripped: the checks judge them, so they are no unexplained errors."""
+    return {ln.strip() for ln in lines if any(f in ln for f in _FAILURES) or any(n in ln for n in _NOT_FOUND)}
+
+
 def parse(lines: Sequence[str]) -> dict[str, Reading]:
     """nvml.* readings from the nvidia-smi parts of ``lines``; keys it cannot see are left out."""
     out: dict[str, Reading] = {}

@@ -18,7 +18,7 @@ torchvision/torchaudio and the container runtime.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,11 +315,13 @@ def _scan_line(text: str, scan: Scan) -> None:
         scan.messages.append(text)
 
 
-def scan_messages(lines: Sequence[str], out: dict[str, Reading]) -> None:
+def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iterable[str] = ()) -> None:
     """Facts from the sentences anywhere in the paste (torch's arch list and capabilities, the
     driver's CUDA version from 'driver too old', CUDA error codes, cuDNN versions, loader errors,
-    container-runtime requirements), written into ``out``."""
+    container-runtime requirements), written into ``out``. ``explained``: lines a format's parser already
+    read into facts (nvidia-smi's failure lines), which are no unexplained errors."""
     scan = Scan()
+    scan.explained.update(explained)
     # A line repeated (every rank printing the same warning, a log looping) says nothing new.
     for line in dict.fromkeys(line.strip() for line in lines):
         _scan_line(line, scan)
