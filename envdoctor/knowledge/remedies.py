@@ -803,6 +803,7 @@ CUDA_HOST_COMPILERS = ("https://docs.nvidia.com/cuda/cuda-installation-guide-lin
 DEEPSPEED_INSTALL = "https://www.deepspeed.ai/tutorials/advanced-install/"
 NVCC_GPU_ARCH = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list"
 PYTORCH_DATALOADER = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
+ONNXRUNTIME_CUDA = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
 
 
 def container_gpus() -> tuple[str, ...]:
@@ -987,6 +988,16 @@ def message_remedy(name: str | None, python: str | None = None,
                       "power, PCIe), check the GPU is seen on the bus, then reset it or reboot.",
                       (kernel_log("nvrm|xid", flags="-iE", times=True, tail=40), "lspci -nn | grep -i nvidia",
                        reboot()), (DRIVER_DOWNLOAD,)),
+        "onnxruntime-gpu": ("Install onnxruntime-gpu in place of onnxruntime (one of the two, never both), for torch's "
+                            "CUDA major; if it is installed, its CUDA libraries could not be loaded.",
+                            (pip_replace(python, "onnxruntime", "onnxruntime-gpu"),
+                             "python -c \"import onnxruntime as o; print(o.get_available_providers())\""),
+                            (ONNXRUNTIME_CUDA,)),
+        "tensorflow-gpu-arch": ("This GPU is below the compute capability this TensorFlow build supports: use a GPU "
+                                "it supports, or run TensorFlow on the CPU here.",
+                                ("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                                 env_set("CUDA_VISIBLE_DEVICES", "", "meanwhile: TensorFlow runs on the CPU")),
+                                (TENSORFLOW_PIP,)),
         "nvcc-arch": ("This nvcc predates the requested architecture: build with a CUDA toolkit that knows it, or "
                       "ask for architectures this toolkit has.",
                       ("nvcc --list-gpu-arch   # the architectures this nvcc knows",
