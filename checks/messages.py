@@ -36,7 +36,13 @@ def known_message(facts: Facts) -> CheckResult:
         return skip("The text holds no catalogued message", detail=reading.describe(), evidence=ev)
     causes = catalogue.causes()
     by_cause: dict[str, list[dict[str, Any]]] = {}
+    # A line that a judged row of the same emitter also reads ("… killed by signal: Bus error. It is possible that
+    # dataloader's workers are out of shared memory") is that row's check's to judge: the wider row says no more.
+    judged = {(str(row.get("line")), row.get("emitter")) for row in reading.value or ()
+              if row.get("judged_by") is not None}
     for row in reading.value or ():
+        if (str(row.get("line")), row.get("emitter")) in judged:
+            continue
         if row.get("judged_by") is None and row.get("severity") in ("fail", "warn"):
             by_cause.setdefault(str(row["cause"]), []).append(dict(row))
     if not by_cause:

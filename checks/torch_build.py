@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from envdoctor import views
 from envdoctor.knowledge import remedies
-from envdoctor.knowledge.messages import NOT_COMPILED
+from envdoctor.knowledge.messages import NOT_COMPILED, loader_errors
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
-from ._common import cpu_only, gpu_presence, torch_variant
+from ._common import cpu_only, gpu_presence, library_errors, torch_variant
 
 GET_STARTED = remedies.PYTORCH_GET_STARTED
 
@@ -110,21 +112,46 @@ def torch_import(facts: Facts) -> CheckResult:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
     text = views.torch_import_error(facts) or reading.detail or "import torch failed"
     commands: list[str] = []
-    hint = "Reinstall torch so its bundled libraries are consistent."
-    if "libcudart.so" in text or "libcudnn" in text or "libcublas" in text or "libnccl" in text or "libnvJitLink" in text:
-        hint = ("torch cannot find a CUDA library it was linked against. pip wheels bring them as nvidia-* "
-                "packages; a missing or mismatched one (often after installing another package that pinned a "
-                "different nvidia-* version) breaks the import. Reinstall torch with its dependencies, and remove "
-                "LD_LIBRARY_PATH entries that point at an older CUDA.")
-    elif "undefined symbol" in text:
-        hint = ("A library torch loads was built against a different torch/CUDA (an extension or an nvidia-* "
-                "package of another version). Reinstall torch and rebuild/reinstall the extension for it.")
+    # The loader grammar's reading of torch's error texts; a report saved before that fact existed has only
+    # the text, which the same grammar reads here.
+    hint = import_hint(library_errors(facts) if facts.get("torch.loader_failures").ok else loader_errors(text))
     pinned = (facts.value("python.packages") or {}).get("torch")
     version, suggested, _ = suggested_build(facts)
     variant = torch_variant(facts) or suggested
     version = str(pinned).split("+")[0] if pinned else version
     commands.append(remedies.torch_install(py, version, variant))
-    return fail("import torch fails", detail=text, evidence=ev, remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
+    return fail("import torch fails", detail=text, evidence={**ev, **evidence(facts, "torch.loader_failures")},
+                remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
+
+
+def import_hint(failures: list[dict[str, Any]]) -> str:
+    """What to do about a failed ``import torch``, from the first loader failure the loader grammar read
+    (``torch.loader_failures``: its kind and the cuda_libraries family and role of the object), never from
+    the error's wording; a plain reinstall when the text held no loader failure."""
+    if not failures:
+        return "Reinstall torch so its bundled libraries are consistent."
+    first = failures[0]
+    kind, library, role = first.get("kind"), first.get("library") or "a library", first.get("role")
+    if kind == "missing-library" and role == "driver":
+        return (f"torch cannot load {library}, which the NVIDIA driver installs (not torch): install the driver, or "
+                "start the container with its GPUs (--gpus all) so the runtime mounts the driver's libraries.")
+    if kind == "missing-library" and role in ("toolkit", "torch"):
+        return (f"torch cannot find {library}, a CUDA library it was linked against. pip wheels bring them as "
+                "nvidia-* packages; a missing or mismatched one (often after installing another package that pinned "
+                "a different nvidia-* version) breaks the import. Reinstall torch with its dependencies, and remove "
+                "LD_LIBRARY_PATH entries that point at an older CUDA.")
+    if kind == "undefined-symbol":
+        return (f"{library} lacks the symbol {first.get('symbol') or '?'}: a library torch loads was built against a "
+                "different torch/CUDA (an extension or an nvidia-* package of another version). Reinstall torch and "
+                "rebuild/reinstall the extension for it.")
+    if kind == "version-not-found":
+        return (f"{library} is older than what {first.get('required_by') or 'torch'} needs (version "
+                f"{first.get('version_node') or '?'}): put a newer copy first on the loader's path (a conda "
+                "environment's lib folder or LD_LIBRARY_PATH often holds an old one), then reinstall torch.")
+    if kind in ("wrong-elf-class", "wrong-architecture"):
+        return (f"{library} is built for another architecture than this Python: remove the folder holding it from "
+                "LD_LIBRARY_PATH / PATH, and reinstall torch for this interpreter.")
+    return f"torch cannot load {library}: reinstall torch so its bundled libraries are consistent."
 
 
 @check("torch-cpu-build", "torch is a CUDA build when an NVIDIA GPU is present",

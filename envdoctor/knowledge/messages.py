@@ -343,16 +343,23 @@ def container_driver_requirement(text: str) -> tuple[str, str] | None:
 
 # torch.utils.cpp_extension's refusal to build when the toolkit's nvcc and torch's CUDA differ
 # (_check_cuda_version): "The detected CUDA version (12.1) mismatches the version that was used to compile
-# PyTorch (11.8). Please make sure to use the same CUDA versions." — usually wrapped after "compile".
+# PyTorch (11.8). Please make sure to use the same CUDA versions." — usually wrapped after "compile". torch 2.13
+# raises RuntimeError(CUDA_MISMATCH_MESSAGE, toolkit, torch) unformatted, its two strings joined with no space:
+# "('The detected CUDA version (%s) mismatches the version that was used to compilePyTorch (%s). Please make sure
+# to use the same CUDA versions.', '12.4', '12.1')" (torch/utils/cpp_extension.py, v2.13.0).
 _TOOLKIT_MISMATCH_RE = lazy_re(r"The detected CUDA version \((\d+\.\d+)\) mismatches the version that was used to"
-                                  r"\s+compile\s+PyTorch \((\d+\.\d+)\)")
+                                  r"\s*compile\s*PyTorch \((\d+\.\d+)\)")
+_TOOLKIT_MISMATCH_ARGS_RE = lazy_re(r"The detected CUDA version \(%s\) mismatches the version that was used to"
+                                       r"\s*compile\s*PyTorch \(%s\)[^'\"]{0,200}['\"],\s*['\"](\d+\.\d+)[^'\"]{0,20}['\"],"
+                                       r"\s*['\"](\d+\.\d+)")
 
 
 def toolkit_mismatch(text: str) -> tuple[str, str] | None:
-    """``(the toolkit's CUDA, torch's CUDA)`` from cpp_extension's "The detected CUDA version … mismatches …"."""
+    """``(the toolkit's CUDA, torch's CUDA)`` from cpp_extension's "The detected CUDA version … mismatches …",
+    formatted (torch < 2.6) or printed with its arguments after it (torch 2.13)."""
     if "mismatches the version" not in text:
         return None
-    m = _TOOLKIT_MISMATCH_RE.search(text)
+    m = _TOOLKIT_MISMATCH_RE.search(text) or _TOOLKIT_MISMATCH_ARGS_RE.search(text)
     return (m.group(1), m.group(2)) if m else None
 
 

@@ -798,6 +798,12 @@ CDI_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/l
 K8S_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin#quick-start"
 BITSANDBYTES_INSTALL = "https://huggingface.co/docs/bitsandbytes/main/en/installation"
 FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-features"
+CUDA_HOST_COMPILERS = ("https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
+                       "#host-compiler-support-policy")
+DEEPSPEED_INSTALL = "https://www.deepspeed.ai/tutorials/advanced-install/"
+NVCC_GPU_ARCH = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list"
+PYTORCH_DATALOADER = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
+ONNXRUNTIME_CUDA = "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
 
 
 def container_gpus() -> tuple[str, ...]:
@@ -937,5 +943,65 @@ def message_remedy(name: str | None, python: str | None = None,
                            ()),
         "vllm-dtype": ("Run this GPU with float16: its architecture has no bfloat16.",
                        ("vllm serve <model> --dtype half",), ()),
+        "torch-gpu-arch": ("Install a torch build whose CUDA kernels include this GPU's architecture: the message names "
+                           "the CUDA builds that do (newer GPUs need a newer CUDA build; the oldest ones an older torch).",
+                           ("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the GPU's compute capability",
+                            pip(python, "install --force-reinstall torch --index-url "
+                                "https://download.pytorch.org/whl/<the cuXYZ build the message names>")),
+                           (PYTORCH_GET_STARTED,)),
+        "torch-reinstall": ("Reinstall torch: its CUDA runtime bindings are missing, so the install is broken or "
+                            "mixed.", (torch_install(python, None, None),), (PYTORCH_GET_STARTED,)),
+        "dataloader-worker": ("Find what ended the worker: the kernel's out-of-memory killer (host memory), a Bus "
+                              "error (shared memory), or the worker's own exception, which num_workers=0 shows.",
+                              (kernel_log("killed process|out of memory", flags="-iE", tail=20),
+                               "df -h /dev/shm   # a Bus error means this is too small",
+                               step("comment", "# rerun with DataLoader(num_workers=0): the worker's own error is "
+                                    "raised in the main process")),
+                              (PYTORCH_DATALOADER,)),
+        "cuda-toolkit": ("Install a CUDA toolkit (nvcc) of torch's CUDA version and point CUDA_HOME at it.",
+                         cuda_toolkit_install(None), (CUDA_ARCHIVE,)),
+        "host-compiler": ("Build with a host compiler this CUDA toolkit supports (the message names the range), "
+                          "and name it for the build.",
+                          (apt_install("g++-12", note="or any version in the range the message names"),
+                           env_set("CC", "gcc-12"), env_set("CXX", "g++-12")), (CUDA_HOST_COMPILERS,)),
+        "ninja": ("Install ninja: torch builds its C++/CUDA extensions with it.", (pip(python, "install ninja"),), ()),
+        "nccl-devices": ("Give each rank its own GPU: select the device from LOCAL_RANK before the process group "
+                         "starts, and check CUDA_VISIBLE_DEVICES lists distinct GPUs for the ranks of one node.",
+                         (step("comment", "# in the script, before init_process_group: "
+                               "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))"),
+                          "nvidia-smi -L   # the GPUs, one per rank"), (NCCL_TROUBLESHOOTING,)),
+        "jax-gpu": ("This GPU is below the compute capability JAX's CUDA build supports: run JAX on the CPU here, "
+                    "or on a newer GPU.", ("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                                          env_set("JAX_PLATFORMS", "cpu", "meanwhile")), (JAX_INSTALL,)),
+        "bitsandbytes-cuda": ("Install a bitsandbytes release that ships a binary for torch's CUDA, with that CUDA's "
+                              "runtime libraries where the loader finds them.",
+                              (pip(python, "install -U bitsandbytes"),
+                               "python -m bitsandbytes   # bitsandbytes' own diagnosis: the binaries and CUDA it found"),
+                              (BITSANDBYTES_INSTALL,)),
+        "deepspeed-cuda": ("DeepSpeed builds its ops with the CUDA toolkit: use one of torch's CUDA version (or "
+                           "install DeepSpeed without prebuilding ops).",
+                           cuda_toolkit_install(None), (DEEPSPEED_INSTALL,)),
+        "driver-load": ("Load the NVIDIA kernel module on the host (install the driver if it is not there), then "
+                        "start the container again.", (load_module("nvidia"), "nvidia-smi   # on the host"),
+                        (DRIVER_DOWNLOAD,)),
+        "nvrm-init": ("The driver could not bring the GPU up: read the kernel log around the NVRM lines (Xid, "
+                      "power, PCIe), check the GPU is seen on the bus, then reset it or reboot.",
+                      (kernel_log("nvrm|xid", flags="-iE", times=True, tail=40), "lspci -nn | grep -i nvidia",
+                       reboot()), (DRIVER_DOWNLOAD,)),
+        "onnxruntime-gpu": ("Install onnxruntime-gpu in place of onnxruntime (one of the two, never both), for torch's "
+                            "CUDA major; if it is installed, its CUDA libraries could not be loaded.",
+                            (pip_replace(python, "onnxruntime", "onnxruntime-gpu"),
+                             "python -c \"import onnxruntime as o; print(o.get_available_providers())\""),
+                            (ONNXRUNTIME_CUDA,)),
+        "tensorflow-gpu-arch": ("This GPU is below the compute capability this TensorFlow build supports: use a GPU "
+                                "it supports, or run TensorFlow on the CPU here.",
+                                ("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                                 env_set("CUDA_VISIBLE_DEVICES", "", "meanwhile: TensorFlow runs on the CPU")),
+                                (TENSORFLOW_PIP,)),
+        "nvcc-arch": ("This nvcc predates the requested architecture: build with a CUDA toolkit that knows it, or "
+                      "ask for architectures this toolkit has.",
+                      ("nvcc --list-gpu-arch   # the architectures this nvcc knows",
+                       env_set("TORCH_CUDA_ARCH_LIST", "<an architecture from that list>", "for torch extensions")),
+                      (NVCC_GPU_ARCH, CUDA_ARCHIVE)),
     }
     return table.get(name) if name else None

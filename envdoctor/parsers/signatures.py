@@ -42,7 +42,7 @@ Triple = tuple[int, int, int]
 
 # Messages torch itself prints while initialising CUDA. They carry facts (the GPU's capability,
 # the wheel's arch list, the driver's CUDA API version) that users often paste with the report.
-_CAP_TAIL_RE = lazy_re(r" with CUDA capability sm_(\d+)\w* is not compatible with the current PyTorch installation")
+_CAP_TAIL_RE = lazy_re(r" with CUDA capability sm_(\d{2,})\w* is not compatible with the current PyTorch installation")
 _ARCH_LIST_RE = lazy_re(r"current PyTorch install supports CUDA capabilities((?:\s+(?:sm|compute)_\d+\w*)+)")
 _OLD_GPU_RE = lazy_re(r"Found GPU\s*(\d+) (.{1,100}?) which is of cuda capability (\d+)\.(\d+)")
 # torch >= 2.11 words both cases as one block: "Found GPU0 Tesla V100-PCIE-32GB which is of compute
@@ -123,7 +123,7 @@ def _name_before(text: str, start: int) -> str:
 
 
 def _sm_cc(digits: str) -> CC:
-    """``"120"`` (from ``sm_120``) -> ``(12, 0)``."""
+    """``"120"`` (from ``sm_120``) -> ``(12, 0)``; the caller's pattern takes two digits at least."""
     return int(digits[:-1]), int(digits[-1])
 
 
