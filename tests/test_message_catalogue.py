@@ -315,3 +315,11 @@ def test_a_line_a_format_parser_judges_is_not_also_unexplained(line: str) -> Non
 
     facts = parse_text(line + "\n")
     assert not facts.get("text.error_lines").ok or all(e["line"] != line for e in facts.value("text.error_lines"))
+
+
+def test_an_nvml_failure_nvidia_smi_names_no_reason_for_stays_unexplained() -> None:
+    # "Failed to initialize NVML" with no reason after it: nothing judges it, so it is quoted.
+    from envdoctor.parsers import parse_text
+
+    facts = parse_text("$ kubectl logs -f pod/gputest\nFailed to initialize NVML\n")
+    assert [e["line"] for e in facts.value("text.error_lines")] == ["Failed to initialize NVML"]

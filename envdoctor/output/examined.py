@@ -115,7 +115,8 @@ class Examined:
             if self.not_shown:
                 missing = ", ".join(self.not_shown[:-1]) + (" or " if len(self.not_shown) > 1 else "") + \
                     self.not_shown[-1]
-                return (f"Nothing wrong in what {where} ({checks}), but it does not show {missing}, which decide "
+                decide = "decide" if len(self.not_shown) > 1 else "decides"
+                return (f"Nothing wrong in what {where} ({checks}), but it does not show {missing}, which {decide} "
                         f"most problems" + (f"; {unjudged}" if unjudged else "") +
                         f". For a full judgement paste the output of `{FULL_TEXT}`.")
             return f"No problems found in what {where} ({checks})" + (f"; {unjudged}." if unjudged else ".")

@@ -64,7 +64,8 @@ def looks_like(lines: Sequence[str]) -> bool:
 def explained_lines(lines: Sequence[str]) -> set[str]:
     """The failure lines :func:`parse` reads into facts (NVML's init failure, a shell that cannot find
     nvidia-smi), stripped: the checks judge them, so they are no unexplained errors."""
-    return {ln.strip() for ln in lines if any(f in ln for f in _FAILURES) or any(n in ln for n in _NOT_FOUND)}
+    return {ln.strip() for ln in lines if any(n in ln for n in _NOT_FOUND)
+            or (any(f in ln for f in _FAILURES) and _init_failure(ln.strip()) is not None)}
 
 
 def parse(lines: Sequence[str]) -> dict[str, Reading]:
