@@ -128,7 +128,11 @@ def test_check_on_this_gpu_less_machine_passes_fail_on_warn():
     # This machine (the CI runner) has no NVIDIA device and a CPU torch in the test venv.
     # --timeout 20: a library load that takes longer than the default's 2.3 s on a busy machine is
     # a (correct) warn that this test is not about; a healthy run answers in milliseconds either way.
-    proc = run("check", "--no-micro", "--fail-on", "warn", "--timeout", "20", "--python", sys.executable)
+    # The exposure checks judge every listening socket of the machine, and test_exposure.py starts real fake
+    # Jupyter/sshd/TensorBoard servers (another xdist worker's, at the same moment, were seen here): they are
+    # that file's subject, not this one's.
+    proc = run("check", "--no-micro", "--fail-on", "warn", "--timeout", "20", "--python", sys.executable,
+               "--skip", "exposed-services", "--skip", "jupyter-auth")
     out = proc.stdout.decode()
     assert "Traceback" not in proc.stderr.decode()
     assert proc.returncode == 0, out
