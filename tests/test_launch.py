@@ -222,8 +222,6 @@ def test_nccl_env_check() -> None:
 # -- cluster.run refuses to join, and still reports (real probe code; no torch, no network) -----
 def _launch_only(host: Host) -> Any:
     """The pipeline's collect and judge cut down to the host and launch probes and the launch checks."""
-    import dataclasses
-
     from envdoctor.pipeline import judge as pipeline
     from envdoctor.probes import run_probes
     from envdoctor.probes.host_probe import PROBES as HOST
@@ -234,7 +232,7 @@ def _launch_only(host: Host) -> Any:
 
     def judge(facts: Any, runs: Any, origin: str, plan: Any) -> Any:
         launch = tuple(i for i in pipeline.known_ids() if i.startswith("launch-"))
-        return pipeline.judge(facts, runs, origin, dataclasses.replace(plan, only=launch))
+        return pipeline.judge(facts, runs, origin, plan.replace(only=launch))
 
     return collect, judge
 

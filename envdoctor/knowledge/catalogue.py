@@ -16,29 +16,28 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.knowledge import datafiles, errors
+from envdoctor.lazyre import lazy_re
+from envdoctor.record import Record
 
 __all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render"]
 
 #: printf conversions (``%s``, ``%d``, ``%zu``, ``%ld``, ``%.*s``, ``%5.2f``) and Python replacement fields.
-_PLACEHOLDER_RE = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdiuxXfgcp]|\{[^{}]*\}")
+_PLACEHOLDER_RE = lazy_re(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdiuxXfgcp]|\{[^{}]*\}")
 _MIDDLE_ARG = r"(.{1,400}?)"
 _LAST_ARG = r"(.{1,400})"
-_SPACE_RE = re.compile(r"\s+")
+_SPACE_RE = lazy_re(r"\s+")
 
 
-@dataclass(frozen=True)
-class Cause:
+class Cause(Record):
     id: str
     title: str
     severity: str  # "fail" | "warn" | "info" (explained and harmless: no finding)
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(Record):
     """One row: where the sentence comes from, its pattern, what it means."""
 
     id: str

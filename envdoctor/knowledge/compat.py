@@ -13,7 +13,6 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from packaging.version import Version
@@ -22,6 +21,7 @@ from envdoctor.knowledge import datafiles
 from envdoctor.knowledge.versions import CC, cc_text, cuda_major, cuda_to_int, minor_of, parse_cc, sm, variant_cuda
 from envdoctor.knowledge.versions import parse as version
 from envdoctor.model import Source
+from envdoctor.record import Record
 
 Platform = Literal["linux_x86_64", "linux_aarch64", "windows_x86_64"]
 
@@ -69,8 +69,7 @@ def source(source_id: str, verified: bool = True) -> Source:
 # ---------------------------------------------------------------------------------------------
 # Drivers
 
-@dataclass(frozen=True)
-class DriverNeed:
+class DriverNeed(Record):
     cuda: str
     minimum: str | None  # the driver that supports this CUDA natively (per-toolkit table)
     floor: str | None  # the minor-version-compatibility floor for its major
@@ -137,8 +136,7 @@ def min_driver(cuda: str, os_name: str = "Linux") -> DriverNeed:
     return DriverNeed(str(cuda), None, floor, src, bool(floor_row and floor_row["verified"]), note)
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(Record):
     """A table answer with its provenance, or ``value=None`` and a note saying why."""
 
     value: Any
@@ -198,8 +196,7 @@ def gpu_driver_requirement(cc: CC, os_name: str = "Linux") -> tuple[str, Mapping
 # ---------------------------------------------------------------------------------------------
 # GPUs
 
-@dataclass(frozen=True)
-class GpuInfo:
+class GpuInfo(Record):
     name: str
     cc: CC
     architecture: str
@@ -252,8 +249,7 @@ def gpu_by_name(name: str) -> GpuInfo | None:
                    row["source"], bool(row["verified"]))
 
 
-@dataclass(frozen=True)
-class Peaks:
+class Peaks(Record):
     """Dense (no 2:4 sparsity) datasheet peaks of one GPU model, from its ``gpus`` row."""
 
     model: str
@@ -312,8 +308,7 @@ def is_integrated(cc: CC, name: str = "") -> bool:
 # ---------------------------------------------------------------------------------------------
 # Wheels and architectures
 
-@dataclass(frozen=True)
-class Target:
+class Target(Record):
     cc: CC
     ptx: bool = False
     suffix: str = ""  # "a" (arch-specific) or "f" (family-specific)
@@ -322,8 +317,7 @@ class Target:
         return f"{'compute' if self.ptx else 'sm'}_{self.cc[0]}{self.cc[1]}{self.suffix}"
 
 
-@dataclass(frozen=True)
-class ArchList:
+class ArchList(Record):
     targets: tuple[Target, ...]
     origin: str  # "torch" (the installed torch said so) or "table"
     source: str = ""
@@ -373,8 +367,7 @@ def arch_list(torch_version: str, variant: str, platform: Platform = "linux_x86_
     return None
 
 
-@dataclass(frozen=True)
-class Support:
+class Support(Record):
     runs: bool
     how: Literal["sass", "ptx", "none"]
     target: Target | None = None
@@ -632,8 +625,7 @@ def toolkit_range(cuda: str) -> tuple[CC, CC] | None:
 # ---------------------------------------------------------------------------------------------
 # CUDA libraries: file name -> family -> the NVIDIA pip wheel that ships it
 
-@dataclass(frozen=True)
-class CudaLibrary:
+class CudaLibrary(Record):
     """One ``cuda_libraries`` row: the libraries whose file name starts with ``prefix``."""
 
     prefix: str  # "libcudart", "libcudnn" (libcudnn_ops too), "libcuda." (the driver's)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.knowledge import datafiles
+from envdoctor.record import Record
 
 __all__ = ["CodeInfo", "cuda_driver", "cuda_init_codes", "cuda_init_text", "cuda_runtime", "nvml", "nvml_child_table",
            "nvml_printed", "runtime_messages", "runtime_names", "sources"]
@@ -23,8 +23,7 @@ __all__ = ["CodeInfo", "cuda_driver", "cuda_init_codes", "cuda_init_text", "cuda
 TABLES = ("cuda_driver", "cuda_runtime", "nvml")
 
 
-@dataclass(frozen=True)
-class CodeInfo:
+class CodeInfo(Record):
     """One return code: its symbolic name, the library's own wording, and envdoctor's reading of it."""
 
     code: int

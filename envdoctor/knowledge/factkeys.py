@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from envdoctor.record import Record
 
 #: The closed vocabulary of value types (of a reading read fine; ``|null`` = the value may be null).
 FactType = Literal["str", "int", "float", "bool", "list", "object",
@@ -29,8 +30,7 @@ FactType = Literal["str", "int", "float", "bool", "list", "object",
 TYPES: frozenset[str] = frozenset(get_args(FactType))
 
 
-@dataclass(frozen=True)
-class FactKey:
+class FactKey(Record):
     key: str
     type: FactType
     producers: tuple[str, ...]

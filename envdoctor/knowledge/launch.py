@@ -11,10 +11,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.knowledge import remedies
+from envdoctor.record import Record
 
 #: Variables torchrun (torch.distributed.elastic) sets for every worker.
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
@@ -36,8 +36,7 @@ PER_RANK_VARS = frozenset({"RANK", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID", "
                            "SLURM_CPU_BIND_LIST", "SLURM_TOPOLOGY_ADDR", "SLURM_STEP_ID", "SLURM_JOB_ID"})
 
 
-@dataclass(frozen=True)
-class NcclSwitch:
+class NcclSwitch(Record):
     """An NCCL variable that turns a transport off or the logs up (NCCL's "Environment Variables"
     page, https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, as of NCCL 2.27)."""
 

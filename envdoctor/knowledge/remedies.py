@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from envdoctor.knowledge import compat
+from envdoctor.record import Record, field
 
 # ---------------------------------------------------------------------------------------------
 # Links
@@ -63,8 +63,7 @@ DOCKER_SHM_SIZE = "https://docs.docker.com/reference/cli/docker/container/run/#s
 Target = tuple[str | None, str | None]
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Record):
     """One command a remedy prints. ``note`` is the comment after it (``   # …``)."""
 
     note: str = field(default="", kw_only=True)
@@ -124,7 +123,6 @@ def _runner(python: str | None) -> str:
     return f"{python} -m pip" if python else "pip"
 
 
-@dataclass(frozen=True)
 class Pip(Command):
     """``pip ARGS`` run by the target interpreter (``/opt/venv/bin/python -m pip list``)."""
 
@@ -135,7 +133,6 @@ class Pip(Command):
         return f"{_runner(self.python)} {self.args}"
 
 
-@dataclass(frozen=True)
 class PipInstall(Command):
     """``pip install [--force-reinstall] [--no-deps] [-U] PACKAGES [--index-url <PyTorch index>]``:
     ``python`` is the installer (its interpreter's pip; None: plain ``pip``), ``packages`` the
@@ -163,7 +160,6 @@ class PipInstall(Command):
         return (((pin.split("==", 1)[1] or None) if "==" in pin else None, self.variant or None),)
 
 
-@dataclass(frozen=True)
 class PipUninstall(Command):
     python: str | None
     packages: tuple[str, ...]
@@ -176,7 +172,6 @@ class PipUninstall(Command):
         return "torch" in self.packages
 
 
-@dataclass(frozen=True)
 class CondaInstall(Command):
     """``conda install -c CHANNEL PACKAGE``."""
 
@@ -187,7 +182,6 @@ class CondaInstall(Command):
         return f"conda install -c {self.channel} {self.package}"
 
 
-@dataclass(frozen=True)
 class CondaRemove(Command):
     """``conda remove PACKAGE`` (from the active environment)."""
 
@@ -197,7 +191,6 @@ class CondaRemove(Command):
         return f"conda remove {self.package}"
 
 
-@dataclass(frozen=True)
 class AptInstall(Command):
     """``sudo apt install [--reinstall] PACKAGE`` (``apt-get install -y`` with ``assume_yes``)."""
 
@@ -216,7 +209,6 @@ class AptInstall(Command):
         return self.package.startswith(driver_branch_package(""))
 
 
-@dataclass(frozen=True)
 class DriverInstall(Command):
     """The NVIDIA driver of a branch from Ubuntu's packages (``nvidia-driver-570``); ``branch=None``
     with ``windows``: NVIDIA's installer from nvidia.com, then ``nvidia-smi`` to confirm it;
@@ -238,7 +230,6 @@ class DriverInstall(Command):
         return True
 
 
-@dataclass(frozen=True)
 class GpuReset(Command):
     """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
 
@@ -248,7 +239,6 @@ class GpuReset(Command):
         return f"sudo nvidia-smi -r -i {self.target}"
 
 
-@dataclass(frozen=True)
 class EnvSet(Command):
     """``export NAME=VALUE [NAME=VALUE …]`` (POSIX shells)."""
 
@@ -258,7 +248,6 @@ class EnvSet(Command):
         return "export " + " ".join(f"{k}={v}" for k, v in self.pairs)
 
 
-@dataclass(frozen=True)
 class EnvUnset(Command):
     name: str
 
@@ -266,7 +255,6 @@ class EnvUnset(Command):
         return f"unset {self.name}"
 
 
-@dataclass(frozen=True)
 class ContainerRun(Command):
     """``docker run OPTIONS …`` (``…``: the user's own image and command), or with ``image``/``argv``
     a complete one (``docker run --rm --gpus all ubuntu nvidia-smi``)."""
@@ -280,7 +268,6 @@ class ContainerRun(Command):
         return " ".join([CONTAINER_RUN, *self.options, rest])
 
 
-@dataclass(frozen=True)
 class ShellStep(Command):
     """A system step with no parameters of its own to read (``sudo reboot``, ``sudo ldconfig``, a
     ``dmesg`` filter): ``kind`` names it for a reader, ``text`` is the line."""
@@ -292,7 +279,6 @@ class ShellStep(Command):
         return self.text
 
 
-@dataclass(frozen=True)
 class Chain(Command):
     """Steps run one after another: ``a && b`` (``joiner``: ``" && "``, or ``"; "`` and such)."""
 
@@ -306,7 +292,6 @@ class Chain(Command):
         return tuple(s for p in self.parts for s in p.steps())
 
 
-@dataclass(frozen=True)
 class Piped(Command):
     """A command whose output goes through a filter: ``pip list | grep -i nccl``."""
 
@@ -320,7 +305,6 @@ class Piped(Command):
         return self.first.steps()
 
 
-@dataclass(frozen=True)
 class Commented(Command):
     """A command shown for elsewhere, commented out (``# on macOS: pip install torch``): it runs nothing
     here, so it installs nothing here either."""

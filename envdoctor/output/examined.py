@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from envdoctor.knowledge import factkeys
 from envdoctor.model import Facts, Finding, Reason, Status
+from envdoctor.record import Record
 
 _NOT_SHOWN = (Reason.NOT_IN_REPORT, Reason.NOT_COLLECTED)
 #: What decides most problems, with the facts any one of which shows it. A text that shows none of a group's
@@ -59,8 +59,7 @@ def unjudged_because(finding: Finding, facts: Facts, origin: str = "live") -> st
     return why_unread(facts, first, origin)
 
 
-@dataclass(frozen=True)
-class Examined:
+class Examined(Record):
     """The findings of one report, counted by what they say about the environment."""
 
     problems: int  # fail, error, warn

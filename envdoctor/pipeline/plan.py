@@ -1,16 +1,16 @@
 """The Plan: everything one run was asked to do, frozen, built once from the command's options
 (click) or from ``sys.argv`` (:mod:`.startup`); two Plans for the same command line are equal.
 
-Only the standard library is imported here: start-up builds a Plan before click is imported.
+Only :mod:`envdoctor.record` (``sys`` and ``typing``) is imported here: start-up builds a Plan before click
+is imported, and before it starts the early children (a dataclass would import :mod:`inspect` first).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envdoctor.record import Record
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Record):
     """What a run collects and judges, and how it answers."""
 
     command: str = "check"  # check, report, healthcheck, exec, diagnose, distributed
