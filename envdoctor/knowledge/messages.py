@@ -14,6 +14,7 @@ https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from envdoctor.knowledge import compat, errors, versions
@@ -191,19 +192,27 @@ def _failure(kind: str, path: str, symbol: str | None, node: str | None, provide
             else None}
 
 
+def _occurrences(text: str, literal: str) -> Iterator[tuple[int, str]]:
+    """``(where its arguments start, the path token before it)`` for each ``literal`` that has a path
+    before it: every loader wording is found by its fixed words, in linear time."""
+    pos = text.find(literal)
+    while pos >= 0:
+        after = pos + len(literal)
+        if path := _path_before(text, pos):
+            yield after, path
+        pos = text.find(literal, after)
+
+
 def _not_defined(text: str, requester: str | None) -> list[dict[str, Any]]:
-    """Found by the literal ": symbol ", the path being the token before it (linear time, like the others)."""
+    """Found by the literal ": symbol ", the path being the token before it."""
     out: list[dict[str, Any]] = []
-    pos = text.find(_SYMBOL_AT)
-    while pos >= 0 and len(out) < 50:
-        after = pos + len(_SYMBOL_AT)
-        path = _path_before(text, pos)
-        m = _NOT_DEFINED_RE.match(text, after)
-        if path and m:
+    for after, path in _occurrences(text, _SYMBOL_AT):
+        if m := _NOT_DEFINED_RE.match(text, after):
             symbol, node = m.group(1), m.group(2)
             out.append(_failure("undefined-symbol", path, symbol, node, family_of(node) or family_of(m.group(3)),
                                 requester))
-        pos = text.find(_SYMBOL_AT, after)
+            if len(out) >= 50:
+                break
     return out
 
 
@@ -244,42 +253,36 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
     version node, else its name) — the copy that is too old or the wrong one."""
     out: list[dict[str, Any]] = []
     requester = _requester(text) if _WHILE_LOADING in text else None
-    pos = text.find(_UNDEFINED)
-    while pos >= 0 and len(out) < 50:
-        after = pos + len(_UNDEFINED)
-        path = _path_before(text, pos)
-        sym = _SYMBOL_RE.match(text, after)
-        if path and sym:
+    for after, path in _occurrences(text, _UNDEFINED):
+        if len(out) >= 50:
+            break
+        if sym := _SYMBOL_RE.match(text, after):
             symbol = sym.group(0)
             node_m = _NODE_RE.match(text, sym.end())
             node = node_m.group(1) if node_m else None
             provider = family_of(node) or family_of(symbol.lstrip("_")) or family_of(symbol)
             out.append(_failure("undefined-symbol", path, symbol, node, provider, requester))
-        pos = text.find(_UNDEFINED, after)
     if _NOT_DEFINED in text:
         out.extend(_not_defined(text, requester))
-    pos = text.find(_MISSING)
-    while pos >= 0 and len(out) < 100:
-        path = _path_before(text, pos)
-        if path:
-            out.append(_failure("missing-library", path, None, None, family_of(path), requester))
-        pos = text.find(_MISSING, pos + len(_MISSING))
+    for _, path in _occurrences(text, _MISSING):
+        if len(out) >= 100:
+            break
+        out.append(_failure("missing-library", path, None, None, family_of(path), requester))
     if _VERSION_NOT_FOUND in text and "not found (required by" in text:
-        pos = text.find(_VERSION_NOT_FOUND)
-        while pos >= 0 and len(out) < 100:
-            path = _path_before(text, pos)
-            m = _VERSION_NOT_FOUND_RE.match(text, pos + len(_VERSION_NOT_FOUND))
-            if path and m:
+        for after, path in _occurrences(text, _VERSION_NOT_FOUND):
+            if len(out) >= 100:
+                break
+            if m := _VERSION_NOT_FOUND_RE.match(text, after):
                 # the object that lacks the version (libstdc++.so.6) and the one that needed it
                 rec = _failure("version-not-found", path, None, m.group(1), family_of(path), requester)
                 rec["needed_by"] = rec["needed_by"] or needed_by(m.group(2))
                 rec["package"] = package_of_path(m.group(2))
                 rec["required_by"] = m.group(2)
                 out.append(rec)
-            pos = text.find(_VERSION_NOT_FOUND, pos + len(_VERSION_NOT_FOUND))
-    pos = text.find(_WRONG_CLASS)
-    if pos >= 0 and (path := _path_before(text, pos)) and _ELF_CLASS_RE.match(text, pos + len(_WRONG_CLASS)):
-        out.append(_failure("wrong-elf-class", path, None, None, family_of(path), requester))
+    for after, path in _occurrences(text, _WRONG_CLASS):
+        if _ELF_CLASS_RE.match(text, after):
+            out.append(_failure("wrong-elf-class", path, None, None, family_of(path), requester))
+        break  # one record: the first such line that names its library
     if ".dll" in text.lower() and not any(r["library"].lower().endswith(".dll") for r in out):
         out.extend(_windows(text))
     return out
