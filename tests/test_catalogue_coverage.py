@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from envdoctor.knowledge import catalogue, datafiles
+from envdoctor.knowledge import datafiles
 from envdoctor.knowledge.messages import toolkit_mismatch
 from envdoctor.model import Status
 from envdoctor.parsers import parse_text
@@ -57,14 +57,6 @@ def test_a_judged_row_of_the_same_emitter_judges_the_line_alone() -> None:
     top = sort_findings(diagnose(parse_text(killed), REGISTRY))[0]
     assert top.id == "known-message" and top.status is Status.WARN and "DataLoader worker" in top.title
     assert any("dmesg" in c for c in top.remediation.command_lines())
-
-
-def test_a_judged_row_of_another_emitter_leaves_the_row_its_own_cause() -> None:
-    text = ("docker: Error response from daemon: failed to create task for container: nvidia-container-cli: "
-            "initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such "
-            "file or directory: unknown.\n")
-    titles = {f.title for f in diagnose(parse_text(text), REGISTRY) if f.id == "known-message"}
-    assert catalogue.causes()["container-driver-library"].title in titles
 
 
 @pytest.mark.parametrize("text", [
