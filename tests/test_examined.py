@@ -82,14 +82,14 @@ def test_a_paste_that_passes_says_what_it_showed() -> None:
 def test_a_text_that_does_not_show_torch_the_driver_or_the_gpus_is_not_an_all_clear() -> None:
     # A driver line alone passes a check or two, but says nothing of torch's build or the GPUs: what decides most
     # problems. Such a text is told what it lacks and what to paste, never "No problems found".
-    from envdoctor.output.examined import FULL_TEXT
+    from envdoctor.knowledge.remedies import COLLECT_ENV
 
     text = b"NVIDIA-SMI 475.14       Driver Version: 475.14       CUDA Version: 11.4\nPython 3.10.11\n"
     out = run("diagnose", "-", stdin=text).stdout.decode()
     assert "No problems found" not in out, out
     head = out.splitlines()[1]
     assert head.startswith("Nothing wrong in what this text shows (") and "torch's build or the GPUs" in head, head
-    assert f"`{FULL_TEXT}`" in head
+    assert f"`{COLLECT_ENV}`" in head
     markdown = run("diagnose", "-", "--markdown", stdin=text).stdout.decode()
     assert "No problems found" not in markdown and "does not show torch's build" in markdown
 

@@ -24,6 +24,8 @@ from envdoctor.record import Record, field
 # Links
 
 PYTORCH_GET_STARTED = "https://pytorch.org/get-started/locally/"
+#: What to paste for a full judgement: torch's own environment report.
+COLLECT_ENV = "python -m torch.utils.collect_env"
 PYTORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"

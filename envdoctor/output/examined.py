@@ -25,8 +25,6 @@ CORE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the driver", ("nvml.driver_version", "driver.kernel_module_version")),
     ("the GPUs", ("nvml.gpus", "torch.devices")),
 )
-#: What to paste for a full judgement (torch's own environment report).
-FULL_TEXT = "python -m torch.utils.collect_env"
 
 
 def _kind(origin: str) -> str:
@@ -115,9 +113,11 @@ class Examined(Record):
                 missing = ", ".join(self.not_shown[:-1]) + (" or " if len(self.not_shown) > 1 else "") + \
                     self.not_shown[-1]
                 decide = "decide" if len(self.not_shown) > 1 else "decides"
+                from envdoctor.knowledge.remedies import COLLECT_ENV
+
                 return (f"Nothing wrong in what {where} ({checks}), but it does not show {missing}, which {decide} "
                         f"most problems" + (f"; {unjudged}" if unjudged else "") +
-                        f". For a full judgement paste the output of `{FULL_TEXT}`.")
+                        f". For a full judgement paste the output of `{COLLECT_ENV}`.")
             return f"No problems found in what {where} ({checks})" + (f"; {unjudged}." if unjudged else ".")
         subject = {"paste": " in this text", "report": " in this report"}.get(self.kind, "")
         n = self.unjudged_count

@@ -168,7 +168,9 @@ def parse_text(text: str) -> Facts:
     if not isinstance(text, str):
         raise ParseError(f"expected text, got {type(text).__name__}")
     if not text.strip():
-        raise ParseError("the report is empty: paste the output of `python -m torch.utils.collect_env` "
+        from envdoctor.knowledge.remedies import COLLECT_ENV
+
+        raise ParseError(f"the report is empty: paste the output of `{COLLECT_ENV}` "
                          "or `nvidia-smi`")
     if len(text) > MAX_CHARS:
         raise ParseError(f"the input is {len(text) / 1e6:.1f} MB, more than any environment report "
