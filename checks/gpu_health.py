@@ -376,8 +376,12 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
                     "\"CUDA-capable device(s) is/are busy or unavailable\".", evidence=ev,
                     gpus=[g["index"] for g in prohibited + taken], remedy=remedy)
     if exclusive:
-        busy_unknown = _unread(exclusive, "compute_processes")
-        return ok("Exclusive-process compute mode" + (", currently free" if not busy_unknown else ""),
+        if _unread(exclusive, "compute_processes"):
+            # Whether another process holds the GPU decides the question, and it was not read.
+            return skip("Exclusive-process compute mode; whether the GPU is free was not read",
+                        detail=", ".join(_label(g) for g in exclusive) + ": only one process at a time can use each."
+                        + _gaps(exclusive, "compute_processes"), evidence=ev)
+        return ok("Exclusive-process compute mode, currently free",
                   detail=", ".join(_label(g) for g in exclusive) + ": only one process at a time can use each."
                   + _gaps(exclusive, "compute_processes") + _gaps(gpus, "compute_mode"), evidence=ev)
     return ok("Default compute mode" + _of(gpus, "compute_mode"), detail=_gaps(gpus, "compute_mode").strip(),

@@ -6,7 +6,7 @@ from typing import Any
 
 from envdoctor import views
 from envdoctor.knowledge import remedies
-from envdoctor.knowledge.messages import NOT_COMPILED, loader_errors
+from envdoctor.knowledge.messages import NOT_COMPILED
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
@@ -112,9 +112,8 @@ def torch_import(facts: Facts) -> CheckResult:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
     text = views.torch_import_error(facts) or reading.detail or "import torch failed"
     commands: list[str] = []
-    # The loader grammar's reading of torch's error texts; a report saved before that fact existed has only
-    # the text, which the same grammar reads here.
-    hint = import_hint(library_errors(facts) if facts.get("torch.loader_failures").ok else loader_errors(text))
+    # The loader grammar's reading of torch's error texts (the parsers and the python probe wrote it).
+    hint = import_hint(library_errors(facts))
     pinned = (facts.value("python.packages") or {}).get("torch")
     version, suggested, _ = suggested_build(facts)
     variant = torch_variant(facts) or suggested

@@ -187,9 +187,9 @@ def _failure(kind: str, path: str, symbol: str | None, node: str | None, provide
     return {"kind": kind, "path": path, "library": library, "family": family,
             "role": lib.role if lib else None, "symbol": symbol, "version_node": node, "provider": provider,
             "requester": requester, "needed_by": owner, "package": package_of_path(path) if kind != "missing-library" else None,
-            "cuda_major": major if lib is not None and (lib.soname_major_is_cuda or library.lower().endswith(".dll")
-                                                          and lib.role == "toolkit" and family not in ("cudnn",))
-            else None}
+            # Only where the family's number is CUDA's (compat.json): cusolver64_11.dll and libcusolver.so.11 ship
+            # with CUDA 12 too, curand64_10.dll with CUDA 11 and 12.
+            "cuda_major": major if lib is not None and lib.soname_major_is_cuda else None}
 
 
 def _occurrences(text: str, literal: str) -> Iterator[tuple[int, str]]:

@@ -798,12 +798,6 @@ def container_gpus() -> tuple[str, ...]:
             container_toolkit_install())
 
 
-def configure_container_runtime() -> tuple[str, ...]:
-    """Register the nvidia runtime with Docker (the Container Toolkit's nvidia-ctk), then restart the daemon."""
-    return (step("nvidia-ctk", "sudo nvidia-ctk runtime configure --runtime=docker"),
-            step("systemctl", "sudo systemctl restart docker"))
-
-
 def cdi_generate() -> tuple[str, ...]:
     """Write the CDI spec that names the GPUs for Podman / containerd."""
     return (step("nvidia-ctk", "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"),
@@ -883,7 +877,7 @@ def message_remedy(name: str | None, python: str | None = None,
                                      (CONTAINER_TOOLKIT_INSTALL,)),
         "container-runtime-configure": ("Install the NVIDIA Container Toolkit and register its runtime with Docker "
                                         "(or use --gpus all, which needs no runtime name).",
-                                        (container_toolkit_install(), *configure_container_runtime()),
+                                        (container_toolkit_install(), container_runtime_configure()),
                                         (CONTAINER_TOOLKIT_CONFIGURE,)),
         "cdi-generate": ("Generate the CDI spec for the GPUs, then ask for them by their CDI name.", cdi_generate(),
                          (CDI_GUIDE,)),
@@ -932,8 +926,7 @@ def message_remedy(name: str | None, python: str | None = None,
         "torch-gpu-arch": ("Install a torch build whose CUDA kernels include this GPU's architecture: the message names "
                            "the CUDA builds that do (newer GPUs need a newer CUDA build; the oldest ones an older torch).",
                            ("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the GPU's compute capability",
-                            pip(python, "install --force-reinstall torch --index-url "
-                                "https://download.pytorch.org/whl/<the cuXYZ build the message names>")),
+                            torch_install(python, None, "<the cuXYZ build the message names>")),
                            (PYTORCH_GET_STARTED,)),
         "torch-reinstall": ("Reinstall torch: its CUDA runtime bindings are missing, so the install is broken or "
                             "mixed.", (torch_install(python, None, None),), (PYTORCH_GET_STARTED,)),
