@@ -328,3 +328,13 @@ def test_an_nvml_failure_nvidia_smi_names_no_reason_for_stays_unexplained() -> N
 
     facts = parse_text("$ kubectl logs -f pod/gputest\nFailed to initialize NVML\n")
     assert [e["line"] for e in facts.value("text.error_lines")] == ["Failed to initialize NVML"]
+
+
+def test_an_nvml_code_errors_json_calls_unsupported_is_no_failure() -> None:
+    # errors.json: an "unsupported" NVML code is a query this GPU does not answer, never a fail.
+    from envdoctor.model import Status
+    from envdoctor.parsers import parse_text
+
+    found = [f for f in diagnose(parse_text("power: NVML_ERROR_NOT_SUPPORTED\n"), REGISTRY)
+             if f.status in (Status.FAIL, Status.WARN)]
+    assert not any(f.id == "known-message" for f in found), [(f.id, f.title) for f in found]

@@ -192,8 +192,10 @@ def _generated() -> list[Message]:
                          **judged(code, "cuda.init", "cuda-init" if code in init else None)},
                         {"url": src["cuda_driver"]}, code))
     for code, info in sorted(errors.nvml().items()):
+        # errors.json's reason: an "unsupported" code is a query the GPU does not answer, never a failure.
+        quiet = {"severity": "info"} if info.reason == "unsupported" else {}
         out.append(_row({"id": f"nvml-{code}", "emitter": "NVML (nvmlErrorString)", "format": info.name,
-                         "cause": "nvml-error", "remedy": "nvml-error"}, {"url": src["nvml"]}, code))
+                         "cause": "nvml-error", "remedy": "nvml-error", **quiet}, {"url": src["nvml"]}, code))
         for i, words in enumerate(info.printed_as):
             out.append(_row({"id": f"nvml-{code}-printed-{i}", "emitter": "nvidia-smi",
                              "format": f"Failed to initialize NVML: {words}", "cause": "nvml-error",
