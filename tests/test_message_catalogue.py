@@ -200,8 +200,6 @@ def test_libnvidia_ml_missing_for_the_container_cli_is_the_drivers_library() -> 
     found = diagnose(facts, REGISTRY)
     assert any(f.status is Status.FAIL for f in found)
     # the loader check judges the library; the container CLI's own row still names its cause
-    from envdoctor.knowledge import catalogue
-
     assert catalogue.causes()["container-driver-library"].title in {f.title for f in found if f.id == "known-message"}
 
 

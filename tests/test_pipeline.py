@@ -53,8 +53,8 @@ def test_sys_argv_is_read_only_by_the_entry_point() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "argv" and ast.unparse(node.value) == "sys" and \
                     node.lineno not in allowed:
-                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert readers == ["envdoctor/__main__.py:20"], readers
+                readers.append(str(path.relative_to(ROOT)))
+    assert readers == ["envdoctor/__main__.py"], readers
 
 
 def test_probe_options_have_no_untyped_extras() -> None:

@@ -99,8 +99,11 @@ _DEFINED = ("import dataclasses, sys\n"
             "    made.append(cls.__module__ + '.' + cls.__qualname__)\n"
             "    return real(cls, *a, **k)\n"
             "dataclasses._process_class = spy\n"
-            f"import {', '.join(_RECORDS)}\n"
-            f"print([m for m in made if m.startswith({_RECORDS!r})])\n")
+            "@dataclasses.dataclass(frozen=True)\n"  # the control: the spy sees a dataclass being made
+            "class Control:\n    x: int = 0\n"
+            "assert made == ['__main__.Control'], made\n"
+            f"import {', '.join(_RECORDS + ('envdoctor.process.target',))}\n"
+            f"print([m for m in made if m.startswith({_RECORDS + ('envdoctor.process.target',)!r})])\n")
 
 
 def test_the_record_modules_define_no_dataclass() -> None:
@@ -111,7 +114,7 @@ def test_the_record_modules_define_no_dataclass() -> None:
 def test_start_up_imports_neither_dataclasses_nor_inspect() -> None:
     # Start-up builds the Plan and starts the early children before anything else: importing dataclasses
     # (and with it inspect) there delays the healthcheck's driver child by ~13 ms.
-    code = ("import sys\nimport envdoctor.pipeline.startup\n"
+    code = ("import sys\nimport envdoctor.pipeline.startup as s\ns.plan_from_argv(['check'])\n"
             "print(sorted(m for m in ('dataclasses', 'inspect', 'click', 'envdoctor.model') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"

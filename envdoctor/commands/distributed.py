@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from envdoctor.pipeline.plan import Plan
+from envdoctor.probes.torch_child import FACTS_SCALE
 
 #: SELF-TEST hook (never set in production): passed to every rank's child, see child/dist.py.
 INJECT_ENV = "ENVDOCTOR_DIST_INJECT"
@@ -34,7 +35,7 @@ def run_distributed(plan: Plan, *, init_timeout: float, collective_timeout: floa
     from envdoctor.process.host import Host
 
     options = ClusterOptions(init_timeout=init_timeout, collective_timeout=collective_timeout, min_busbw=min_busbw,
-                             probe_deadline=plan.timeout * 6 + 1.5, device=plan.device,
+                             probe_deadline=plan.timeout * FACTS_SCALE + 1.5, device=plan.device,
                              inject=os.environ.get(INJECT_ENV, ""), fail_on=plan.fail_on)
     host = Host(python=plan.python)
     outcome = run(host, plan, options, publish=lambda o: _publish(o, publish))

@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from envdoctor.knowledge.factkeys import validate_fact_keys
 from envdoctor.process import lifecycle
 from envdoctor.process.host import ChildResult, Host
 
 from ..model import Facts, ProbeRun, ok
 from ..probes import Options, ProbeSpec, healthcheck_probes, iter_builtin_probes, run_probes
-from ..registry import validate_fact_keys
 from .plan import Plan
 
 #: The facts a Plan itself gives (envdoctor/knowledge/factkeys.py: written for the commands that take them).

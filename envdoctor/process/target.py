@@ -20,8 +20,9 @@ import importlib.util
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from envdoctor.record import Record
 
 if TYPE_CHECKING:  # only its methods are used: envdoctor.pipeline.startup passes a lighter stand-in
     from envdoctor.process.host import Host
@@ -43,8 +44,7 @@ class TargetError(Exception):
     """The target cannot be examined; ``str()`` is the one line shown (exit 2)."""
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Record):
     path: str
     chosen_by: str  # "--python", "VIRTUAL_ENV", "CONDA_PREFIX", ".venv in …", OWN_WITH_TORCH, "python3 on PATH"
     own: bool = False  # envdoctor's own interpreter: nothing to verify
