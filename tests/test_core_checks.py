@@ -52,8 +52,13 @@ def test_torch_missing_is_a_warning_with_an_install_command():
 
 
 def test_torch_import_error_shows_the_text_and_a_remedy():
+    from envdoctor.probes.python_probe import _loader_failures
+
     text = "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
-    finding = judge_one(torch_build.torch_import, facts(torch__version=missing(Reason.FAILED, detail=text)))
+    failed = {"torch.version": missing(Reason.FAILED, detail=text)}
+    # the python probe reads the loader failures out of torch's import error, beside the failed version
+    f = facts(torch__version=failed["torch.version"]).merged({"torch.loader_failures": _loader_failures(failed)})
+    finding = judge_one(torch_build.torch_import, f)
     assert finding.status is Status.FAIL and finding.detail == text
     assert "LD_LIBRARY_PATH" in finding.remediation.text
     assert "--index-url https://download.pytorch.org/whl/cu126" in finding.remediation.commands[0]
