@@ -54,6 +54,15 @@ class Report:
 
     @property
     def summary(self) -> dict[str, Any]:
+        """Counts per status, the worst, and how many could not be judged; computed once per Report
+        (a render asks for it many times). A copy, so a caller's edit cannot change the next answer."""
+        cached = self.__dict__.get("_summary")
+        if cached is None:
+            cached = self._summarize()
+            object.__setattr__(self, "_summary", cached)
+        return dict(cached)
+
+    def _summarize(self) -> dict[str, Any]:
         from envdoctor.output.examined import Examined
 
         counts = summarize(self.findings)
