@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from envdoctor.knowledge import compat
@@ -845,6 +846,7 @@ def nccl_debug() -> tuple[str, ...]:
                         note="then run again: NCCL names the failing call")),)
 
 
+@lru_cache(maxsize=512)
 def message_remedy(name: str | None, python: str | None = None,
                    container: str | None = None) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """``(what to do, commands, links)`` for a catalogue row's ``remedy`` name (envdoctor/data/messages.json);
