@@ -5,7 +5,7 @@ the facts: the Plan's ``plan.expect_gpus`` against the GPUs a CUDA program here 
 from __future__ import annotations
 
 from ..kit import fail, ok
-from ..model import Facts, Reason
+from ..model import Facts, Reason, Remediation
 from ..registry import CheckResult, check
 from ..views import VisibleDevices, gpus
 
@@ -27,6 +27,14 @@ def visible_gpus(facts: Facts) -> tuple[int | None, str]:
     return None, reading.describe()
 
 
+def _remedy(facts: Facts) -> Remediation | None:
+    from envdoctor.knowledge import remedies  # only on a failure: the healthcheck's path stays lean
+
+    container = facts.value("host.container")
+    said = remedies.message_remedy("no-visible-gpu", None, str(container) if container else None)
+    return Remediation(*said) if said else None
+
+
 @check("expect-gpus", "The node shows the GPUs --expect-gpus asks for", healthcheck=True,
        needs=("plan.expect_gpus",))
 def expect_gpus(facts: Facts) -> CheckResult:
@@ -37,12 +45,14 @@ def expect_gpus(facts: Facts) -> CheckResult:
         return None  # not asked: nothing to hold the node to
     count, how = visible_gpus(facts)
     evidence = {"expected": expected, "visible": count, "counted by": how}
+    remedy = _remedy(facts) if count is None or count < expected else None
     if count is None and expected > 0:
         return fail(f"No GPU could be counted; {expected} expected", detail=f"The GPUs could not be read ({how}).",
-                    evidence=evidence)
+                    evidence=evidence, remedy=remedy)
     if count is not None and count < expected:
         return fail(f"{count} GPU(s) visible, {expected} expected",
                     detail=f"{count} visible ({how}), fewer than --expect-gpus {expected}: a GPU is missing from "
-                           "this node or this container, or CUDA_VISIBLE_DEVICES hides it.", evidence=evidence)
+                           "this node or this container, or CUDA_VISIBLE_DEVICES hides it.", evidence=evidence,
+                    remedy=remedy)
     return ok(f"{count if count is not None else 'Any number of'} GPU(s) visible ({expected} expected)",
               evidence=evidence)

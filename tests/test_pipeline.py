@@ -138,3 +138,12 @@ def test_the_layout_shows_the_pipeline() -> None:
     for stage in ("commands", "pipeline", "knowledge", "process", "output", "probes", "parsers", "child"):
         assert (PACKAGE / stage / "__init__.py").is_file(), stage
         assert ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text())), f"{stage} says what it holds"
+
+
+def test_expect_gpus_failing_says_how_to_make_a_gpu_visible() -> None:
+    """A node short of GPUs gets the commands that show which GPUs the driver and the process see."""
+    from envdoctor.checks.expect import expect_gpus
+
+    finding = expect_gpus.func(Facts({"plan.expect_gpus": ok(2), "cuda.device_count": ok(1)}))
+    assert finding.status.value == "fail" and finding.remediation is not None
+    assert any("nvidia-smi -L" in c for c in finding.remediation.commands)
