@@ -113,14 +113,24 @@ def torch_import(facts: Facts) -> CheckResult:
     text = views.torch_import_error(facts) or reading.detail or "import torch failed"
     commands: list[str] = []
     # The loader grammar's reading of torch's error texts (the parsers and the python probe wrote it).
-    hint = import_hint(library_errors(facts))
-    pinned = (facts.value("python.packages") or {}).get("torch")
-    version, suggested, _ = suggested_build(facts)
-    variant = torch_variant(facts) or suggested
-    version = str(pinned).split("+")[0] if pinned else version
-    commands.append(remedies.torch_install(py, version, variant))
+    failures = library_errors(facts)
+    hint = import_hint(failures)
+    links: tuple[str, ...] = (GET_STARTED,)
+    if failures and failures[0].get("kind") == "missing-library" and failures[0].get("role") == "driver":
+        # The driver's library (libcuda, libnvidia-ml) is not torch's to bring: reinstalling torch cannot help.
+        container = facts.value("host.container")
+        said = remedies.message_remedy("driver-install", py, str(container) if container else None)
+        if said:
+            commands.extend(said[1])
+            links = said[2]
+    else:
+        pinned = (facts.value("python.packages") or {}).get("torch")
+        version, suggested, _ = suggested_build(facts)
+        variant = torch_variant(facts) or suggested
+        version = str(pinned).split("+")[0] if pinned else version
+        commands.append(remedies.torch_install(py, version, variant))
     return fail("import torch fails", detail=text, evidence={**ev, **evidence(facts, "torch.loader_failures")},
-                remedy=Remediation(hint, tuple(commands), (GET_STARTED,)))
+                remedy=Remediation(hint, tuple(commands), links))
 
 
 def import_hint(failures: list[dict[str, Any]]) -> str:

@@ -48,3 +48,14 @@ def test_the_hint_reads_the_fact_not_the_text() -> None:
     other = judge_one(torch_build.torch_import, _failed_import("ImportError: (text elided)", read))
     assert "libcublas.so.12" in other.remediation.text
     assert other.remediation.commands  # a torch install line either way
+
+
+def test_a_missing_driver_library_is_not_answered_with_a_torch_reinstall() -> None:
+    # libcuda.so.1 comes with the NVIDIA driver (or the container runtime's mounts), never with torch.
+    finding = judge_one(torch_build.torch_import, _failed_import(
+        "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"))
+    assert finding.remediation.commands
+    assert not any("pip" in c and "torch" in c for c in finding.remediation.commands), finding.remediation.commands
+    runtime = judge_one(torch_build.torch_import, _failed_import(
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"))
+    assert any("torch" in c for c in runtime.remediation.commands)  # a runtime library is torch's to bring
