@@ -120,3 +120,17 @@ def test_the_child_reports_nccls_version_raw_and_the_parent_decodes_it(bare_pyth
     facts = probe_python(host, Options(timeout=10, python=bare_python))
     assert facts["torch.version"].value == "1.8.0+cu111"
     assert facts["torch.nccl_version"].ok and facts["torch.nccl_version"].value == text
+
+
+def test_a_live_import_error_is_read_as_a_pasted_one_is() -> None:
+    """One loader reading for a live run and a paste: the library torch's own import could not load was
+    needed by torch, as a pasted traceback's ``from torch._C import *`` frame says."""
+    from envdoctor.model import Reason, missing, ok
+    from envdoctor.parsers import signatures
+    from envdoctor.probes import python_probe
+
+    error = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"
+    live = python_probe._loader_failures({"torch.import_error": ok(error, "probe:torch"),
+                                          "torch.version": missing(Reason.FAILED, "probe:torch", error)}).value
+    pasted = signatures.loader_failures([error], {error: "torch"})
+    assert [dict(f) for f in live] == pasted and live[0]["needed_by"] == "torch"

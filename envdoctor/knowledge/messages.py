@@ -14,7 +14,7 @@ https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from envdoctor.knowledge import compat, errors, versions
@@ -297,6 +297,27 @@ _VISION_CUDA_RE = lazy_re(r"PyTorch has CUDA Version=(\d+\.\d+) and torchvision 
 #: torchaudio/_extension: "PyTorch has CUDA version 11.7 whereas TorchAudio has CUDA version 11.6."
 _AUDIO_CUDA_RE = lazy_re(r"PyTorch has CUDA version (\d+\.\d+) whereas TorchAudio has CUDA version (\d+\.\d+)")
 
+
+
+def loader_failures(texts: Sequence[str], frames: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The loader failures of ``texts`` (:func:`loader_errors`), one per failing object, symbol and kind.
+    ``frames`` (text -> package of the traceback frame above it, or of the import that raised it) says
+    what needed an object the line itself does not name: ``from torch._C import *`` in torch/__init__.py
+    -> ``torch``. The one reading of a live run's error texts and of a pasted text's."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[dict[str, Any]] = []
+    for text in texts:
+        for err in loader_errors(str(text)):
+            key = (err["kind"], err["library"], err["symbol"])
+            if key in seen:
+                continue
+            seen.add(key)
+            package = (frames or {}).get(str(text).strip())
+            if err["needed_by"] is None and package:
+                err["package"] = err["package"] or package
+                err["needed_by"] = "torch" if package == "torch" else "extension" if "." not in package else None
+            out.append(err)
+    return out
 
 def companion_cuda(text: str) -> tuple[str, str, str] | None:
     """``(package, torch's CUDA, the package's CUDA)`` when ``text`` is torchvision or torchaudio

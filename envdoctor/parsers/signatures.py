@@ -345,24 +345,8 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
 
 # -- the facts ------------------------------------------------------------------------------------------------
 def loader_failures(texts: Sequence[str], frames: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The loader failures of ``texts`` (:func:`envdoctor.knowledge.messages.loader_errors`), one per failing object,
-    symbol and kind. ``frames`` (line -> package of the traceback frame above it) says what needed an object
-    the line itself does not name: ``from torch._C import *`` in torch/__init__.py -> ``torch``."""
-    seen: set[tuple[Any, ...]] = set()
-    out: list[dict[str, Any]] = []
-    for text in texts:
-        for err in messages.loader_errors(str(text)):
-            key = (err["kind"], err["library"], err["symbol"])
-            if key in seen:
-                continue
-            seen.add(key)
-            package = (frames or {}).get(str(text).strip())
-            if err["needed_by"] is None and package:
-                err["package"] = err["package"] or package
-                err["needed_by"] = "torch" if package == "torch" else "extension" if "." not in package else None
-            out.append(err)
-    return out
-
+    """:func:`envdoctor.knowledge.messages.loader_failures` (the live probe reads torch's errors the same way)."""
+    return messages.loader_failures(texts, frames)
 
 def _write_text(lines: Sequence[str], scan: Scan, out: dict[str, Reading]) -> None:
     """The catalogue rows found (``text.messages``) and the error lines nothing explained (``text.error_lines``)."""

@@ -51,11 +51,10 @@ def readings_from_child(result: ChildResult) -> dict[str, Reading]:
 
 def _loader_failures(out: Mapping[str, Reading]) -> Reading:
     """The loader failures in torch's import error, its CUDA initialisation error and its CUDA messages."""
-    from envdoctor.knowledge.messages import (
-        loader_errors,  # the loader grammar; the torch child cannot import envdoctor
-    )
+    from envdoctor.knowledge.messages import loader_failures  # the torch child cannot import envdoctor
 
     texts: list[str] = []
+    torch_own: list[str] = []  # texts of torch's own import: what failed to load, torch needed
     read = out.get("torch.import_error")
     version = out.get("torch.version")
     if (read is None or not read.ok) and not (version is not None and version.reason is Reason.FAILED):
@@ -65,18 +64,15 @@ def _loader_failures(out: Mapping[str, Reading]) -> Reading:
         reading = out.get(key)
         if reading is not None and reading.ok and reading.value:
             texts.append(str(reading.value))
+            if key == "torch.import_error":
+                torch_own.append(str(reading.value))
     if version is not None and not version.ok and version.reason is Reason.FAILED and version.detail:
         texts.append(version.detail)  # the import failed: its text
+        torch_own.append(version.detail)
     said = out.get("torch.cuda_available_messages")
     if said is not None and said.ok:
         texts.extend(str(t) for t in said.value or ())
-    seen: set[tuple[Any, ...]] = set()
-    found: list[dict[str, Any]] = []
-    for text in texts:
-        for err in loader_errors(text):
-            if (ident := (err["kind"], err["library"], err["symbol"])) not in seen:
-                seen.add(ident)
-                found.append(err)
+    found = loader_failures(texts, {t.strip(): "torch" for t in torch_own})
     return ok(found, SOURCE, "the loader failures in torch's own error texts")
 
 
