@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from envdoctor import views
-from envdoctor.knowledge import compat, remedies
+from envdoctor.knowledge import compat, remedies, versions
 
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts
@@ -69,11 +69,11 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
     wheel = compat.wheel_name(lib.wheel, major) if lib and lib.wheel and major and major >= 11 else None
     needed = err.get("needed_by")
     if needed in ("application", "python") or err.get("requester"):
-        cuda = _soname_cuda(err["library"])
+        cuda = versions.soname_cuda(err["library"])
         commands = list(remedies.cuda_runtime_for_binary(major, cuda))
         if wheel and lib and lib.wheel_dir:
             commands += [remedies.pip_install(python, wheel),
-                         remedies.wheel_lib_path(python, lib.wheel_dir if major and major <= 12 else "cu13")]
+                         remedies.wheel_lib_path(python, compat.wheel_lib_dir(lib, major) or lib.wheel_dir)]
         prog = err.get("requester") or "the program"
         return Remediation(f"{prog} was built against CUDA {cuda or major or '?'} and needs {err['library']}: install "
                            "that CUDA toolkit's runtime libraries" + (f", or the {wheel} wheel" if wheel else "")
@@ -91,12 +91,6 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
     return Remediation(f"torch's CUDA wheels bring {err['library']} as an nvidia-* dependency: reinstall torch with "
                        "its dependencies" + (f" (or install {wheel})" if wheel else "") + ", and take LD_LIBRARY_PATH "
                        "entries that point at another CUDA off it.", tuple(commands), (remedies.PYTORCH_GET_STARTED,))
-
-
-def _soname_cuda(library: str) -> str | None:
-    """``libcudart.so.9.0`` -> ``"9.0"``, ``libcudart.so.11.8.89`` -> ``"11.8"``; None for ``libcudart.so.12``."""
-    parts = library.split(".so.", 1)[1].split(".") if ".so." in library else []
-    return f"{parts[0]}.{parts[1]}" if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
 
 
 def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:

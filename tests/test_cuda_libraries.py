@@ -11,7 +11,7 @@ import sys
 import pytest
 from envdoctor.checks import libraries as lib_checks
 
-from envdoctor.knowledge import compat, messages
+from envdoctor.knowledge import compat, messages, versions
 from envdoctor.probes import libraries as lib_probe
 
 from .builders import facts
@@ -137,3 +137,17 @@ def test_importing_the_checks_and_probes_does_not_load_the_table() -> None:
             "print(compat.data.cache_info().currsize)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "0"
+
+
+@pytest.mark.parametrize(("family", "major", "folder"), [
+    ("cudart", 12, "cuda_runtime"), ("cudart", 13, "cu13"), ("cublas", 13, "cu13"),
+    ("cudnn", 13, "cudnn"),  # nvidia-cudnn-cu13 keeps its own folder (always suffixed)
+])
+def test_the_wheel_folder_of_a_family_comes_from_the_table(family: str, major: int, folder: str) -> None:
+    lib = compat.family_library(family)
+    assert lib is not None and compat.wheel_lib_dir(lib, major) == folder
+
+
+def test_a_soname_names_its_cuda_release_to_the_minor_only_when_it_has_one() -> None:
+    assert [versions.soname_cuda(n) for n in ("libcudart.so.9.0", "/x/libcudart.so.11.8.89", "libcudart.so.12",
+                                              "cudart64_110.dll", None)] == ["9.0", "11.8", None, None, None]

@@ -739,6 +739,15 @@ def wheel_dist_stem(wheel: str) -> str:
     return wheel.replace("-", "_")
 
 
+def wheel_lib_dir(lib: CudaLibrary, cuda_major: int | None) -> str | None:
+    """The ``site-packages/nvidia/<dir>`` holding a family's libraries for a CUDA major: its own folder up to
+    the last suffixed major (``cuda_runtime``), the shared one after (``cu13``), its own when always suffixed."""
+    table = data()["cuda_libraries"]
+    if cuda_major is None or lib.always_suffixed or cuda_major <= int(table["suffix_until_cuda_major"]):
+        return lib.wheel_dir
+    return table["shared_wheel_dirs"].get(str(cuda_major), lib.wheel_dir)
+
+
 def shared_wheel_dirs() -> tuple[str, ...]:
     """The ``site-packages/nvidia/<dir>`` folders that CUDA 13+ toolkit wheels share (``"cu13"``)."""
     return tuple(str(d) for d in data()["cuda_libraries"]["shared_wheel_dirs"].values())

@@ -227,6 +227,18 @@ _SONAME_MAJOR_RE = re.compile(r"\.so\.(\d+)")
 _DLL_DIGITS_RE = re.compile(r"64_(\d{2,3})(?:_\d+)?\.dll$|_(\d{3})_\d+\.dll$", re.IGNORECASE)
 
 
+_SONAME_MINOR_RE = re.compile(r"\.so\.(\d+)\.(\d+)")
+
+
+def soname_cuda(name: str | None) -> str | None:
+    """The CUDA release a library file names to the minor: ``libcudart.so.9.0`` -> ``"9.0"``,
+    ``libcudart.so.11.8.89`` -> ``"11.8"``; None for ``libcudart.so.12`` (a major only) or no soname."""
+    if not name:
+        return None
+    m = _SONAME_MINOR_RE.search(name.replace("\\", "/").rsplit("/", 1)[-1])
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
 def soname_major(name: str | None) -> int | None:
     """The major a library file names: ``libcudart.so.9.0`` -> 9, ``libcudart.so.12`` -> 12; a Windows DLL
     names its CUDA release in digits: ``cudart64_110.dll`` -> 11 (11.0), ``cudart64_90.dll`` -> 9 (9.0),
