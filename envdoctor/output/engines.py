@@ -166,10 +166,10 @@ def label_value(value: Any) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _series(name: str, value: float, **labels: Any) -> tuple[str, str]:
+def _series(metric: str, value: float, /, **labels: Any) -> tuple[str, str]:
     body = ",".join(f'{k}="{label_value(v)}"' for k, v in labels.items())
     number = repr(float(value)) if isinstance(value, float) and not float(value).is_integer() else str(int(value))
-    return name, f"{name}{{{body}}} {number}" if body else f"{name} {number}"
+    return metric, f"{metric}{{{body}}} {number}" if body else f"{metric} {number}"
 
 
 def _gpu_labels(report: Report | None) -> dict[int, tuple[str, str]]:
@@ -357,7 +357,8 @@ def target_problem(targets: Targets) -> str | None:
 
 
 def publish(targets: Targets, v: Verdict, report: Report | None, *, command: str, seconds: float) -> list[str]:
-    """Write every target; the problems (one line each) of those that could not be written."""
+    """Write every target; the problems (one line each) of those that could not be written. Never
+    raises: the verdict's exit code is the answer whatever happens to a file."""
     problems: list[str] = []
     finished = time.time()
     if targets.prometheus:
@@ -367,12 +368,16 @@ def publish(targets: Targets, v: Verdict, report: Report | None, *, command: str
                                                                  failures_only=targets.failures_only))
         except OSError as exc:
             problems.append(f"cannot write {targets.prometheus}: {exc.strerror or exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug here must not take the verdict with it
+            problems.append(f"envdoctor could not write {targets.prometheus} ({type(exc).__name__}: {exc})")
     if targets.nfd:
         path = nfd_path(targets.nfd)
         try:
             write_nfd(path, nfd_text(v, report, expires_in=targets.nfd_expiry))
         except OSError as exc:
             problems.append(f"cannot write {path}: {exc.strerror or exc}")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"envdoctor could not write {path} ({type(exc).__name__}: {exc})")
     return [redact_text(p) for p in problems]
 
 
