@@ -530,12 +530,12 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
                 deadline=seconds, expect_gpus=expect_gpus, output=output, **_engine_fields(**engines))
 
     def unknown(line: str, why: str) -> NoReturn:
-        from envdoctor.output.engines import NpdExit, npd_line
+        from envdoctor.output.engines import npd_line
 
         verdict = _publish(plan, None, (), time.monotonic() - began, why)
         if npd:
             click.echo(line, err=True)
-            lifecycle.answer(npd_line(verdict), NpdExit.UNKNOWN)
+            lifecycle.answer(npd_line(verdict), lifecycle.NpdExit.UNKNOWN)
         lifecycle.answer(line, ExitCode.FAIL)
 
     def overrun() -> NoReturn:

@@ -25,7 +25,7 @@ written in each engine's contract. The checks decide; nothing here judges a fact
   ≤ 63 of ``[A-Za-z0-9._-]`` starting and ending alphanumeric; value ≤ 63, the same or empty:
   https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
 
-Only the standard library and the model are imported: the healthcheck's watchdog writes an
+Only the standard library, the model and the exit codes are imported: the healthcheck's watchdog writes an
 "unknown" verdict through this module when the probes overrun.
 """
 
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from envdoctor import __version__
 from envdoctor.model import Finding, Status
+from envdoctor.process.lifecycle import NpdExit
 from envdoctor.redact import redact_text
 
 if TYPE_CHECKING:
@@ -53,14 +54,6 @@ class State(str, enum.Enum):
     HEALTHY = "healthy"
     PROBLEM = "problem"  # a check failed
     UNKNOWN = "unknown"  # a probe hung, a check crashed, the run overran or nothing was judged
-
-
-class NpdExit(enum.IntEnum):
-    """node-problem-detector's plugin exit codes (``custompluginmonitor/types/types.go``)."""
-
-    OK = 0
-    NON_OK = 1
-    UNKNOWN = 2
 
 
 #: NPD cuts the plugin's trimmed stdout at ``max_output_length`` (80 by default).
