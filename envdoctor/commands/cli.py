@@ -278,13 +278,14 @@ def _engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def _engine_fields(prometheus_textfile: str | None, prometheus_failures_only: bool, nfd_features: str | None,
                    nfd_expiry: float) -> dict[str, Any]:
     """The Plan's engine fields, checked before any probe starts (exit 2, one line)."""
-    from envdoctor.output.engines import Targets, target_problem
-
     if prometheus_failures_only and not prometheus_textfile:
         raise click.UsageError("--prometheus-failures-only belongs to --prometheus-textfile")
-    problem = target_problem(Targets(prometheus=prometheus_textfile, nfd=nfd_features))
-    if problem:
-        raise InputError(problem)
+    if prometheus_textfile or nfd_features:
+        from envdoctor.output.engines import Targets, target_problem
+
+        problem = target_problem(Targets(prometheus=prometheus_textfile, nfd=nfd_features))
+        if problem:
+            raise InputError(problem)
     return {"prometheus_textfile": prometheus_textfile, "prometheus_failures_only": prometheus_failures_only,
             "nfd_features": nfd_features, "nfd_expiry": nfd_expiry}
 
