@@ -255,6 +255,50 @@ def _emit_warnings(warnings: Iterable[str]) -> None:
         click.echo(f"envdoctor: warning: {redact_text(w)}", err=True)
 
 
+# -- the fleet's engines (envdoctor/output/engines.py) ----------------------------------------------
+def _engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Where `healthcheck` and `check` also write their verdict: node_exporter, NFD."""
+    decorators = [
+        click.option("--prometheus-textfile", metavar="FILE.prom",
+                     help="Also write the verdict as metrics for node_exporter's textfile collector (a *.prom "
+                     "file in its --collector.textfile.directory; written, then renamed)."),
+        click.option("--prometheus-failures-only", is_flag=True,
+                     help="--prometheus-textfile: only the summary gauges and the failing checks."),
+        click.option("--nfd-features", metavar="DIR|FILE",
+                     help="Also write Node Feature Discovery labels: a features.d folder (the file envdoctor "
+                     "in it) or a file."),
+        click.option("--nfd-expiry", type=Seconds(60, 30 * 86400), default=900.0, show_default=True,
+                     help="--nfd-features: seconds until NFD ignores the labels (# +expiry-time)."),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
+def _engine_fields(prometheus_textfile: str | None, prometheus_failures_only: bool, nfd_features: str | None,
+                   nfd_expiry: float) -> dict[str, Any]:
+    """The Plan's engine fields, checked before any probe starts (exit 2, one line)."""
+    if prometheus_failures_only and not prometheus_textfile:
+        raise click.UsageError("--prometheus-failures-only belongs to --prometheus-textfile")
+    if prometheus_textfile or nfd_features:
+        from envdoctor.output.engines import Targets, target_problem
+
+        problem = target_problem(Targets(prometheus=prometheus_textfile, nfd=nfd_features))
+        if problem:
+            raise InputError(problem)
+    return {"prometheus_textfile": prometheus_textfile, "prometheus_failures_only": prometheus_failures_only,
+            "nfd_features": nfd_features, "nfd_expiry": nfd_expiry}
+
+
+def _publish(plan: Plan, rep: Any, hung: Iterable[str], seconds: float, why: str = "") -> Any:
+    """Write the verdict to the engines ``plan`` names; the Verdict."""
+    from envdoctor.output.engines import finish
+
+    verdict, problems = finish(plan, rep, hung, seconds, why)
+    _emit_warnings(problems)
+    return verdict
+
+
 # -- commands ----------------------------------------------------------------------------------
 def _cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
@@ -278,10 +322,11 @@ def _cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @main.command(context_settings=CONTEXT)
 @_options
 @_cluster_options
+@_engine_options
 def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
           compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool,
           distributed: bool, init_timeout: float, collective_timeout: float, min_busbw: float | None,
-          as_json: bool, output: str | None) -> None:
+          as_json: bool, output: str | None, **engines: Any) -> None:
     """Probe this machine, judge it, and print every finding with its remedy.
 
     \b
@@ -290,6 +335,9 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     compares every rank's configuration and runs an all-reduce (exact sum, bus bandwidth); rank 0
     prints one cluster report and every rank exits with the same code.
     """
+    began = time.monotonic()
+    if distributed and (engines["prometheus_textfile"] or engines["nfd_features"]):
+        raise click.UsageError("--prometheus-textfile and --nfd-features are per node: run them without --distributed")
     if distributed:
         from envdoctor.commands.distributed import Publish, run_distributed
         from envdoctor.pipeline.cluster import NotLaunched
@@ -312,11 +360,16 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
         raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
                                "`envdoctor report --json -o FILE`")
     plan = _live_plan("check", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only, device=device,
-                      compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose)
+                      compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose,
+                      **_engine_fields(**engines))
     rep = _run(plan, progress=True)
     from envdoctor.output.render import make_console, render_terminal
 
     render_terminal(rep, make_console(), verbose=verbose)
+    if plan.prometheus_textfile or plan.nfd_features:
+        from envdoctor.output.engines import hung_probes
+
+        _publish(plan, rep, hung_probes(rep), time.monotonic() - began)
     sys.exit(rep.exit_code(fail_on))
 
 
@@ -453,37 +506,59 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
 
 
 @main.command(context_settings=CONTEXT)
-@click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True,
-              help="Hard time budget; exceeding it is unhealthy.")
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=None,
+              help="Hard time budget; exceeding it is unhealthy (default: 5; 4 with --npd).")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
 @click.option("--expect-gpus", type=click.IntRange(0), metavar="N",
               help="Unhealthy (exit 1) when fewer than N GPUs are visible.")
-def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus: int | None) -> None:
+@click.option("--npd", is_flag=True, help="Answer as a node-problem-detector custom plugin: one line of at most 80 "
+              "bytes naming the cause; exit 0 healthy, 1 a problem, 2 unknown (a hang, anything that could not run).")
+@_engine_options
+def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expect_gpus: int | None, npd: bool,
+                **engines: Any) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
     from envdoctor.pipeline.fast import run_fast
-    from envdoctor.pipeline.startup import healthcheck_budget
+    from envdoctor.pipeline.startup import healthcheck_budget, healthcheck_max_seconds
     from envdoctor.registry import RegistryError
 
     began = time.monotonic()
-    plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(max_seconds),
-                deadline=max_seconds, expect_gpus=expect_gpus, output="line")
+    output = "npd" if npd else "line"
+    seconds = healthcheck_max_seconds(max_seconds, output)
+    plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(seconds),
+                deadline=seconds, expect_gpus=expect_gpus, output=output, **_engine_fields(**engines))
+
+    def unknown(line: str, why: str) -> NoReturn:
+        from envdoctor.output.engines import npd_line
+
+        verdict = _publish(plan, None, (), time.monotonic() - began, why)
+        if npd:
+            click.echo(line, err=True)
+            lifecycle.answer(npd_line(verdict), lifecycle.NpdExit.UNKNOWN)
+        lifecycle.answer(line, ExitCode.FAIL)
 
     def overrun() -> NoReturn:
-        lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
-                         ExitCode.FAIL)
+        unknown(f"unhealthy ({seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
+                "no answer within --max-seconds")
 
     # The probes first (the driver child is already running: envdoctor.pipeline.startup), then,
     # while they run, the checks and what the answer needs.
     try:
-        rep, hung = run_fast(plan, _host(plan), max_seconds, overrun)
+        rep, hung = run_fast(plan, _host(plan), seconds, overrun)
     except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
-        lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", ExitCode.FAIL)
+        unknown(f"unhealthy: {redact_text(str(exc))}", "the checks could not be loaded")
     from envdoctor.output.render import healthcheck_line
 
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
+    if plan.prometheus_textfile or plan.nfd_features or npd:
+        verdict = _publish(plan, rep, hung, time.monotonic() - began)
+        if npd:
+            from envdoctor.output.engines import npd_exit, npd_line
+
+            click.echo(line, err=True)  # NPD logs stderr; stdout is the condition's message
+            lifecycle.answer(npd_line(verdict), npd_exit(verdict))
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
 

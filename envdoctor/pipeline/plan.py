@@ -31,7 +31,8 @@ class Plan(Record):
     skip: tuple[str, ...] = ()
     fail_on: str = "fail"
     verbose: bool = False
-    #: "terminal", "json", "markdown" (report/diagnose) or "line" (healthcheck).
+    #: "terminal", "json", "markdown" (report/diagnose), "line" (healthcheck) or "npd" (healthcheck
+    #: --npd: node-problem-detector's plugin answer, envdoctor/output/engines.py).
     output: str = "terminal"
     output_file: str | None = None
     #: The fast path (healthcheck, exec): the healthcheck subset of probes and checks; the probes get
@@ -42,3 +43,10 @@ class Plan(Record):
     #: ``--expect-gpus N``: a fact (``plan.expect_gpus``) the expect-gpus check reads.
     expect_gpus: int | None = None
     distributed: bool = False
+    #: Where the verdict is also written for the fleet's engines (envdoctor/output/engines.py):
+    #: a node_exporter textfile (only failures with ``prometheus_failures_only``), an NFD feature file
+    #: or features.d folder whose labels expire after ``nfd_expiry`` seconds.
+    prometheus_textfile: str | None = None
+    prometheus_failures_only: bool = False
+    nfd_features: str | None = None
+    nfd_expiry: float = 900.0

@@ -77,6 +77,18 @@ def healthcheck_budget(max_seconds: float) -> float:
     return max(0.3, max_seconds - 0.3)
 
 
+#: ``healthcheck --npd`` without ``--max-seconds``: node-problem-detector kills a plugin after its
+#: ``timeout`` (5s by default, pkg/custompluginmonitor/types/config.go), so the answer comes first.
+NPD_MAX_SECONDS = 4.0
+
+
+def healthcheck_max_seconds(given: float | None, output: str) -> float:
+    """``--max-seconds``, or its default: 5, or 4 with ``--npd``."""
+    if given is not None:
+        return given
+    return NPD_MAX_SECONDS if output == "npd" else 5.0
+
+
 def exec_deadline(max_seconds: float) -> float:
     """When ``exec``'s watchdog answers: a second after the probes' budget."""
     return max_seconds + 1.0
@@ -93,17 +105,24 @@ _COLLECT: dict[str, tuple[str, str, Any]] = {
     "--only": ("only", _MANY, str), "--skip": ("skip", _MANY, str), "--fail-on": ("fail_on", _VALUE, str),
     "-v": ("verbose", _FLAG, True), "--verbose": ("verbose", _FLAG, True),
 }
+#: Where the verdict is also written for the fleet's engines (``healthcheck`` and ``check``).
+_ENGINES: dict[str, tuple[str, str, Any]] = {
+    "--prometheus-textfile": ("prometheus_textfile", _VALUE, str),
+    "--prometheus-failures-only": ("prometheus_failures_only", _FLAG, True),
+    "--nfd-features": ("nfd_features", _VALUE, str), "--nfd-expiry": ("nfd_expiry", _VALUE, float),
+}
 _OPTIONS: dict[str, dict[str, tuple[str, str, Any]]] = {
-    "check": _COLLECT,
+    "check": {**_COLLECT, **_ENGINES},
     "report": {**_COLLECT, "--json": ("output", _FLAG, "json"), "--markdown": ("output", _FLAG, "markdown"),
                "-o": ("output_file", _VALUE, str), "--output": ("output_file", _VALUE, str)},
     "healthcheck": {"--max-seconds": ("budget", _VALUE, float), "--micro": ("micro", _FLAG, True),
-                    "--python": ("python", _VALUE, str), "--expect-gpus": ("expect_gpus", _VALUE, int)},
+                    "--python": ("python", _VALUE, str), "--expect-gpus": ("expect_gpus", _VALUE, int),
+                    "--npd": ("output", _FLAG, "npd"), **_ENGINES},
 }
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "check": {"command": "check"},
     "report": {"command": "report", "output": "json"},
-    "healthcheck": {"command": "healthcheck", "fast": True, "micro": False, "budget": 5.0, "output": "line"},
+    "healthcheck": {"command": "healthcheck", "fast": True, "micro": False, "output": "line"},
 }
 
 
@@ -146,7 +165,7 @@ def plan_from_argv(argv: list[str]) -> Plan | None:
         return None
     fields = {**_DEFAULTS[argv[0]], **fields}
     if argv[0] == "healthcheck":
-        max_seconds = fields["budget"]
+        max_seconds = healthcheck_max_seconds(fields.get("budget"), fields["output"])
         fields["budget"] = healthcheck_budget(max_seconds)
         fields["deadline"] = max_seconds
         if fields.get("python") is not None:

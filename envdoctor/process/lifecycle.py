@@ -44,6 +44,15 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143
 
 
+class NpdExit(enum.IntEnum):
+    """``healthcheck --npd``: node-problem-detector's custom-plugin exit codes (its
+    pkg/custompluginmonitor/types/types.go ``OK``/``NonOK``/``Unknown``; plugin.go maps any other to Unknown)."""
+
+    OK = 0  # healthy
+    NON_OK = 1  # a check failed
+    UNKNOWN = 2  # a probe hung, a check crashed, envdoctor could not run or judged nothing
+
+
 #: Exit codes of the signal path.
 SIGNALS = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
 
