@@ -459,7 +459,11 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
 @click.option("--expect-gpus", type=click.IntRange(0), metavar="N",
               help="Unhealthy (exit 1) when fewer than N GPUs are visible.")
-def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus: int | None) -> None:
+@click.option("--slurm", is_flag=True,
+              help="Slurm HealthCheckProgram/prolog mode: drain this node when unhealthy (reason 'envdoctor: "
+                   "CHECK: CAUSE'), resume it when healthy if envdoctor drained it; exit 3 and no change when "
+                   "envdoctor could not judge.")
+def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus: int | None, slurm: bool) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
@@ -468,10 +472,19 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     from envdoctor.registry import RegistryError
 
     began = time.monotonic()
+    if slurm:
+        from envdoctor.commands import slurm as slurm_mode
+
+        if max_seconds > slurm_mode.MAX_BUDGET:
+            raise click.UsageError(f"--slurm takes --max-seconds up to {slurm_mode.MAX_BUDGET:.0f} "
+                                   "(Slurm kills a HealthCheckProgram after 60 s)")
+        slurm_mode.hard_deadline(began)
     plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(max_seconds),
                 deadline=max_seconds, expect_gpus=expect_gpus, output="line")
 
     def overrun() -> NoReturn:
+        if slurm:
+            lifecycle.answer(slurm_mode.overrun_line(max_seconds), ExitCode.INCOMPLETE)
         lifecycle.answer(f"unhealthy ({max_seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
                          ExitCode.FAIL)
 
@@ -480,7 +493,14 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
     try:
         rep, hung = run_fast(plan, _host(plan), max_seconds, overrun)
     except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
+        if slurm:  # ... but no reason to drain a node
+            lifecycle.answer(f"error: {redact_text(str(exc))}; node left as it is", ExitCode.INCOMPLETE)
         lifecycle.answer(f"unhealthy: {redact_text(str(exc))}", ExitCode.FAIL)
+    if slurm:
+        found = slurm_mode.verdict(rep.findings, hung)
+        from envdoctor.process.host import Host
+
+        lifecycle.answer(*slurm_mode.act(found, Host(), os.environ, time.monotonic() - began))
     from envdoctor.output.render import healthcheck_line
 
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
