@@ -260,10 +260,10 @@ def test_a_missing_tool_or_a_probe_that_could_not_run_never_drains(cluster: tupl
     assert " exit 3: error (" in new[-1] and "could not judge" in new[-1] and "node left as it is" in new[-1], new
 
 
-def sbatch(c: Cluster, argv: list[str], seconds: float = 90) -> tuple[str, str]:
+def sbatch(c: Cluster, argv: list[str], seconds: float = 90, env: dict[str, str] | None = None) -> tuple[str, str]:
     """Submit, wait until the job has left the queue; (job id, its output file's text)."""
     out = c.root / "job-%j.out"
-    proc = c.run(["sbatch", "--parsable", f"--output={out}", *argv], check=True)
+    proc = c.run(["sbatch", "--parsable", f"--output={out}", *argv], check=True, env=env)
     job = proc.stdout.strip().split(";")[0]
 
     def done() -> bool:
@@ -324,13 +324,16 @@ def test_the_readme_sbatch_script_runs(cluster: tuple[Cluster, Scenarios]) -> No
     script.write_text(readme_block("slurm-sbatch"))
     env_note = "ALL,NO_COLOR=1,OMP_NUM_THREADS=1,ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1,PYTHONWARNINGS=ignore"
     # One node, no GPU here: the command line overrides the script's #SBATCH node and GPU counts.
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"  # torchrun, envdoctor
     job, out = sbatch(c, ["--nodes=1", "--gpus-per-node=0", f"--export={env_note}", f"--chdir={c.root}",
-                          str(script)], seconds=150)
+                          str(script)], seconds=150, env={"PATH": path})
     report = c.root / f"cluster-{job}.json"
     assert report.is_file(), out + c.logs()
     import json
 
     data = json.loads(report.read_text())
-    assert data, out
+    titles = {f["id"]: f["title"] for f in data["findings"]}
+    assert data["origin"] == "cluster" and data["summary"]["fail"] == 0 and data["summary"]["error"] == 0, data["summary"]
+    assert titles["cluster-rendezvous"].startswith("All 2 ranks arrived"), titles  # auto: one rank per CPU here
     state = c.run(["scontrol", "show", "job", job], timeout=10).stdout
-    assert "ExitCode=0:0" in state or "Invalid job id" in state or not state.strip(), state + out
+    assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state + out
