@@ -60,6 +60,17 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
+def _die_with_parent() -> None:
+    """In the daemon before exec: SIGTERM when the test process dies, even killed (Linux prctl
+    PR_SET_PDEATHSIG), so no daemon outlives a test run that never reached its teardown."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 class Cluster:
     """One node (this host's short name, NodeAddr 127.0.0.1, 2 CPUs) in one partition."""
 
@@ -138,7 +149,8 @@ class Cluster:
     def _spawn(self, name: str, argv: list[str]) -> None:
         out = open(self.root / f"{name}.out", "wb")
         self.procs[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=self.env, start_new_session=True, cwd=self.root)
+                                            env=self.env, start_new_session=True, cwd=self.root,
+                                            preexec_fn=_die_with_parent)
         out.close()
 
     def stop(self) -> None:

@@ -104,6 +104,70 @@ def test_readme_has_the_slurm_conf_lines_and_they_name_the_deploy_files() -> Non
     assert conf["HealthCheckNodeState"] == "ANY"  # a drained node must be checked, or it is never resumed
 
 
+# -- fast: the command against a stand-in scontrol (what it reads, what it runs) ----------------------------
+FAKE_SCONTROL = """#!/bin/sh
+# A stand-in scontrol: "show node" prints $FAKE_NODE_SHOW; every call is appended to $FAKE_SCONTROL_LOG.
+printf '%s\\n' "$*" >> "$FAKE_SCONTROL_LOG"
+[ -n "$FAKE_SCONTROL_SLEEP" ] && sleep "$FAKE_SCONTROL_SLEEP"
+case "$1" in show) printf '%s\\n' "$FAKE_NODE_SHOW" ;; esac
+exit "${FAKE_SCONTROL_RC:-0}"
+"""
+
+
+def run_mode(tmp_path: Path, show: str, *args: str, nvml: dict[str, object] | None = None,
+             **env: str) -> tuple[subprocess.CompletedProcess[str], list[str], float]:
+    """``envdoctor healthcheck --slurm`` with a stand-in scontrol first on PATH; (result, scontrol calls, seconds)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "scontrol").write_text(FAKE_SCONTROL)
+    (bin_dir / "scontrol").chmod(0o755)
+    log = tmp_path / "scontrol.log"
+    full = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", FAKE_SCONTROL_LOG=str(log),
+                FAKE_NODE_SHOW=show, SLURMD_NODENAME="gpu017", ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD="1", **env)
+    if nvml is not None:
+        fake = fake_nvml(tmp_path, nvml)
+        full.update(FAKE_NVML_CONFIG=fake["FAKE_NVML_CONFIG"], LD_LIBRARY_PATH=fake["_LIB_DIRS"])
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "healthcheck", "--slurm", *args], capture_output=True,
+                          text=True, env=full, timeout=90)
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc, calls, time.monotonic() - began
+
+
+IDLE = "NodeName=gpu017 Arch=x86_64\n   State=IDLE ThreadsPerCore=1 TmpDisk=0\n   Partitions=debug"
+OURS = "NodeName=gpu017\n   State=IDLE+DRAIN ThreadsPerCore=1\n   Reason=envdoctor: nvml-init: NVML: x [root@2026-12-01T10:00:00]"
+THEIRS = "NodeName=gpu017\n   State=MIXED+DRAIN ThreadsPerCore=1\n   Reason=bad DIMM [admin@2026-12-01T10:00:00]"
+
+
+def test_healthy_and_drained_by_envdoctor_is_resumed_and_nothing_else_is_touched(tmp_path: Path) -> None:
+    proc, calls, _ = run_mode(tmp_path, OURS)
+    assert proc.returncode == 0 and "resumed gpu017" in proc.stdout, proc.stdout + proc.stderr
+    assert calls == ["show node gpu017", "update nodename=gpu017 state=resume"]
+    proc, calls, _ = run_mode(tmp_path / "b", THEIRS)
+    assert proc.returncode == 0 and "drained by someone else" in proc.stdout and calls == ["show node gpu017"]
+    proc, calls, _ = run_mode(tmp_path / "c", IDLE)
+    assert proc.returncode == 0 and proc.stdout.startswith("healthy (") and calls == ["show node gpu017"]
+
+
+def test_a_hung_driver_drains_within_the_budget_and_an_error_never_does(tmp_path: Path) -> None:
+    # nvmlInit never returns: the probe hangs (a wedged driver), and the node is drained in time.
+    proc, calls, seconds = run_mode(tmp_path, IDLE, "--max-seconds", "2", nvml={"init_hang": 1})
+    assert proc.returncode == 1 and seconds < 10, (proc.stdout, seconds)
+    assert calls[-1].startswith("update nodename=gpu017 state=drain reason=envdoctor: probe-hung: the nvml probe"), calls
+    # nvmlInit crashes its probe: envdoctor could not look, so scontrol is not even asked.
+    proc, calls, _ = run_mode(tmp_path / "b", OURS, nvml={"init_crash": 1})
+    assert proc.returncode == 3 and proc.stdout.startswith("error (") and "node left as it is" in proc.stdout
+    assert calls == []
+
+
+def test_scontrol_failing_or_hanging_is_an_error_within_the_hard_budget(tmp_path: Path) -> None:
+    proc, calls, _ = run_mode(tmp_path, IDLE, FAKE_SCONTROL_RC="1")
+    assert proc.returncode == 3 and "scontrol show node failed (exit 1" in proc.stdout, proc.stdout
+    proc, calls, seconds = run_mode(tmp_path / "b", IDLE, FAKE_SCONTROL_SLEEP="30")
+    assert proc.returncode == 3 and "gave no answer within 5 s" in proc.stdout and seconds < slurm.SCONTROL_SECONDS + 5, (
+        proc.stdout, seconds)
+
+
 # -- slow: a real Slurm --------------------------------------------------------------------------------------
 class Scenarios:
     """The stand-in environments the wrappers source before running a deploy/slurm script."""
@@ -277,8 +341,9 @@ def test_the_prolog_refuses_an_unhealthy_node_and_the_epilog_drains_one_a_job_br
         cluster: tuple[Cluster, Scenarios]) -> None:
     c, sc = cluster
     reset(c, sc)
-    sc.set("healthcheck", "off")  # only the prolog judges now
+    sc.set("healthcheck", "off")  # only the prolog (and the epilog Slurm runs after it) judge now
     sc.set("prolog", "broken")
+    sc.set("epilog", "broken")
     proc = c.run(["sbatch", "--parsable", "--output=/dev/null", "--wrap", "true"], check=True)
     job = proc.stdout.strip().split(";")[0]
     c.wait_for(lambda: c.state()[0] in ("drain", "drng"), 60, "the prolog to drain the node")
@@ -286,6 +351,10 @@ def test_the_prolog_refuses_an_unhealthy_node_and_the_epilog_drains_one_a_job_br
     # Slurm's side of the contract: the job did not run here; it went back to the queue (held).
     c.wait_for(lambda: c.run(["squeue", "-h", "-j", job, "-o", "%T"]).stdout.strip() == "PENDING", 30,
                "the job requeued")
+    held = c.run(["squeue", "-h", "-j", job, "-o", "%r"]).stdout.strip()
+    assert "held" in held.lower(), held
+    # Slurm's own drain for the failed prolog kept envdoctor's reason: the HealthCheckProgram owns it.
+    assert c.state()[1].startswith("envdoctor: driver-version-mismatch:"), c.state()
     assert any(" exit 1: unhealthy" in ln for ln in sc.lines("prolog"))
     reset(c, sc)
     sc.set("healthcheck", "off")

@@ -500,7 +500,7 @@ def healthcheck(max_seconds: float, micro: bool, python: str | None, expect_gpus
         found = slurm_mode.verdict(rep.findings, hung)
         from envdoctor.process.host import Host
 
-        lifecycle.answer(*slurm_mode.act(found, Host(), os.environ, time.monotonic() - began))
+        lifecycle.answer(*slurm_mode.act(found, Host(), os.environ, began))
     from envdoctor.output.render import healthcheck_line
 
     healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)

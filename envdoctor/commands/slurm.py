@@ -165,46 +165,51 @@ def _run_scontrol(host: Any, scontrol: str, args: list[str]) -> tuple[bool, str]
     return False, f"scontrol {' '.join(args[:2])} failed ({why})"
 
 
-def act(v: Verdict, host: Any, environ: Mapping[str, str], seconds: float) -> tuple[str, int]:
-    """Apply ``v`` to this node through scontrol: (the one line to print, the exit code)."""
+def act(v: Verdict, host: Any, environ: Mapping[str, str], began: float) -> tuple[str, int]:
+    """Apply ``v`` to this node through scontrol: (the one line to print, the exit code). ``began`` is
+    the run's start (time.monotonic): each line gives the seconds from it to the answer."""
+    import time
+
     from envdoctor.output.render import safe
 
     node = node_name(environ)
-    took = f"({seconds:.2f}s)"
+
+    def took() -> str:
+        return f"({time.monotonic() - began:.2f}s)"
     if v.kind == ERROR:
         more = f" (+{v.more} more)" if v.more else ""
-        return safe(f"error {took}: envdoctor could not judge {node}: {v.check}: {v.cause}{more}; "
+        return safe(f"error {took()}: envdoctor could not judge {node}: {v.check}: {v.cause}{more}; "
                     "node left as it is"), ExitCode.INCOMPLETE
     scontrol = _scontrol(host, environ)
     if scontrol is None:
-        return (f"error {took}: scontrol not found on PATH: "
+        return (f"error {took()}: scontrol not found on PATH: "
                 f"{v.kind}, node {node} left as it is"), ExitCode.INCOMPLETE
     ok, shown = _run_scontrol(host, scontrol, ["show", "node", node])
     current = parse_show_node(shown) if ok else None
     if current is None:
         why = shown if not ok else f"scontrol show node {node} printed no State"
-        return safe(f"error {took}: {why}: {v.kind}, node {node} left as it is"), ExitCode.INCOMPLETE
+        return safe(f"error {took()}: {why}: {v.kind}, node {node} left as it is"), ExitCode.INCOMPLETE
     theirs = current.drained and not owned(current.reason)
     if v.kind == HEALTHY:
         if current.drained and owned(current.reason):
             ok, why = _run_scontrol(host, scontrol, ["update", f"nodename={node}", "state=resume"])
             if not ok:
-                return safe(f"error {took}: healthy, but {why}: {node} stays drained"), ExitCode.INCOMPLETE
-            return safe(f"healthy {took}: resumed {node} (it was drained for \"{current.reason}\")"), ExitCode.OK
+                return safe(f"error {took()}: healthy, but {why}: {node} stays drained"), ExitCode.INCOMPLETE
+            return safe(f"healthy {took()}: resumed {node} (it was drained for \"{current.reason}\")"), ExitCode.OK
         if theirs:
-            return safe(f"healthy {took}: {node} is drained by someone else (\"{current.reason}\"): "
+            return safe(f"healthy {took()}: {node} is drained by someone else (\"{current.reason}\"): "
                         "left alone"), ExitCode.OK
-        return f"healthy {took}", ExitCode.OK
+        return f"healthy {took()}", ExitCode.OK
     reason = drain_reason(v)
     if theirs:
-        return safe(f"unhealthy {took}: {reason[len(PREFIX):].strip()}; {node} is already drained by someone else "
+        return safe(f"unhealthy {took()}: {reason[len(PREFIX):].strip()}; {node} is already drained by someone else "
                     f"(\"{current.reason}\"): left alone"), ExitCode.FAIL
     if current.drained and current.reason == reason:
-        return safe(f"unhealthy {took}: {node} stays drained: {reason}"), ExitCode.FAIL
+        return safe(f"unhealthy {took()}: {node} stays drained: {reason}"), ExitCode.FAIL
     ok, why = _run_scontrol(host, scontrol, ["update", f"nodename={node}", "state=drain", f"reason={reason}"])
     if not ok:
-        return safe(f"error {took}: unhealthy, but {why}: {reason}"), ExitCode.INCOMPLETE
-    return safe(f"unhealthy {took}: drained {node}: {reason}"), ExitCode.FAIL
+        return safe(f"error {took()}: unhealthy, but {why}: {reason}"), ExitCode.INCOMPLETE
+    return safe(f"unhealthy {took()}: drained {node}: {reason}"), ExitCode.FAIL
 
 
 def hard_deadline(began: float) -> None:
