@@ -71,6 +71,9 @@ def test_the_reason_is_one_bounded_printable_line_that_envdoctor_owns() -> None:
     assert len(reason) <= slurm.REASON_LIMIT and reason.isprintable()
     assert slurm.owned(reason) and slurm.owned("envdoctor: x") and not slurm.owned("NHC: x")
     assert not slurm.owned("maintenance (envdoctor: said so)") and not slurm.owned("")
+    # Every user reads a reason (sinfo -R): a secret in a finding's title never reaches it.
+    secret = "ghp_" + "a1B2c3D4e5" * 4
+    assert secret not in slurm.drain_reason(slurm.Verdict("unhealthy", "x", f"token {secret} in HF_TOKEN"))
 
 
 def test_scontrol_show_node_state_and_reason() -> None:

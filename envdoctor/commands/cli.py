@@ -166,6 +166,7 @@ def main() -> None:
     envdoctor report --json -o F     the full report for a bug ticket (or --markdown)
     envdoctor diagnose F             re-judge a saved report or a pasted collect_env text
     envdoctor healthcheck            fast 0/1 probe for Docker HEALTHCHECK / Kubernetes
+    envdoctor healthcheck --slurm    Slurm HealthCheckProgram: drain/resume this node
     envdoctor check --distributed    under torchrun/srun: one cluster report on rank 0
     envdoctor diff A B               what differs between two saved reports
     envdoctor fleet DIR              many saved reports: configurations, outliers, failures

@@ -96,12 +96,15 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def drain_reason(v: Verdict) -> str:
-    """``envdoctor: <check id>: <short cause>`` (``(+N more)`` when others failed too), one printable
-    line of at most :data:`REASON_LIMIT` characters."""
+    """``envdoctor: <check id>: <short cause>`` (``(+N more)`` when others failed too), one printable,
+    redacted line of at most :data:`REASON_LIMIT` characters."""
+    from envdoctor.redact import redact_text
+
     more = f" (+{v.more} more)" if v.more else ""
     head = f"{PREFIX} {v.check}: "
     room = REASON_LIMIT - len(head) - len(more)
-    cause = _UNPRINTABLE.sub(" ", v.cause).strip()
+    # Every user reads a reason (sinfo -R): redacted, as every output is.
+    cause = _UNPRINTABLE.sub(" ", redact_text(v.cause)).strip()
     if len(cause) > room:
         cause = cause[: max(room - 1, 0)].rstrip() + "…"
     return head + cause + more
