@@ -25,7 +25,7 @@ from envdoctor.commands import slurm
 from envdoctor.model import Finding, Status
 
 from .fakes.nvidia_fakes import fake_cuda, fake_nvml
-from .slurm_cluster import Cluster, free_ports
+from .slurm_cluster import Cluster, free_ports, unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy" / "slurm"
@@ -107,6 +107,15 @@ def test_readme_has_the_slurm_conf_lines_and_they_name_the_deploy_files() -> Non
     assert conf["HealthCheckNodeState"] == "ANY"  # a drained node must be checked, or it is never resumed
 
 
+def test_absent_slurm_skips_on_a_developer_machine_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        unavailable("Slurm/munge not installed")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="services-slurm"):
+        unavailable("Slurm/munge not installed")
+
+
 # -- fast: the command against a stand-in scontrol (what it reads, what it runs) ----------------------------
 FAKE_SCONTROL = """#!/bin/sh
 # A stand-in scontrol: "show node" prints $FAKE_NODE_SHOW; every call is appended to $FAKE_SCONTROL_LOG.
@@ -160,7 +169,7 @@ def test_a_hung_driver_drains_within_the_budget_and_an_error_never_does(tmp_path
     # nvmlInit crashes its probe: envdoctor could not look, so scontrol is not even asked.
     proc, calls, _ = run_mode(tmp_path / "b", OURS, nvml={"init_crash": 1})
     assert proc.returncode == 3 and proc.stdout.startswith("error (") and "node left as it is" in proc.stdout
-    assert calls == []
+    assert "nvml-init: NVML crashed" in proc.stdout and calls == []
 
 
 def test_scontrol_failing_or_hanging_is_an_error_within_the_hard_budget(tmp_path: Path) -> None:
@@ -325,6 +334,7 @@ def test_a_missing_tool_or_a_probe_that_could_not_run_never_drains(cluster: tupl
     new = wait_runs(c, sc)
     assert c.state() == ("idle", "none")
     assert " exit 3: error (" in new[-1] and "could not judge" in new[-1] and "node left as it is" in new[-1], new
+    assert "nvml-init: NVML crashed" in new[-1], new  # the cause, ahead of the checks it left unjudged
 
 
 def sbatch(c: Cluster, argv: list[str], seconds: float = 90, env: dict[str, str] | None = None) -> tuple[str, str]:

@@ -87,7 +87,9 @@ def verdict(findings: Iterable[Finding], hung: Iterable[str]) -> Verdict:
     if hung:
         return Verdict(UNHEALTHY, "probe-hung", f"the {hung[0]} probe did not answer (a wedged driver)", len(hung) - 1)
     if errors:
-        first = errors[0]
+        # The error that says what to do first (nvml-init: "NVML crashed the process that loaded it"),
+        # ahead of the checks that could not judge because of it.
+        first = sorted(errors, key=lambda e: not (e.remediation.text or e.remediation.commands))[0]
         return Verdict(ERROR, first.id, first.title, len(errors) - 1)
     return Verdict(HEALTHY)
 
