@@ -194,6 +194,8 @@ class Scenarios:
                             "FAKE_NVML_CONFIG": nvml["FAKE_NVML_CONFIG"], "FAKE_CUDA_CONFIG": cuda["FAKE_CUDA_CONFIG"]}
         self.crash_cfg = root / "fakes" / "nvml-crash.cfg"
         self.crash_cfg.write_text("init_crash=1\n")
+        self.hang_cfg = root / "fakes" / "nvml-hang.cfg"
+        self.hang_cfg.write_text("init_hang=1\n")
         # PATH without scontrol: a folder with what the scripts use besides it.
         self.no_scontrol = root / "bin-no-scontrol"
         self.no_scontrol.mkdir()
@@ -223,7 +225,10 @@ class Scenarios:
         if name == "crash":  # the NVML stand-in alone (no libcuda: no driver seen working, so no device-node check)
             env.update(LD_LIBRARY_PATH=self.broken_libs["LD_LIBRARY_PATH"].split(":")[0],
                        FAKE_NVML_CONFIG=str(self.crash_cfg))
-        assert name in ("healthy", "broken", "broken-no-scontrol", "crash"), name
+        if name == "hang":  # nvmlInit never returns: a wedged driver, judged within a short budget
+            env.update(LD_LIBRARY_PATH=self.broken_libs["LD_LIBRARY_PATH"].split(":")[0],
+                       FAKE_NVML_CONFIG=str(self.hang_cfg), ENVDOCTOR_MAX_SECONDS="3")
+        assert name in ("healthy", "broken", "broken-no-scontrol", "crash", "hang"), name
         text = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
         tmp = self.root / f".{kind}.env"
         tmp.write_text(text)
@@ -335,6 +340,19 @@ def test_a_missing_tool_or_a_probe_that_could_not_run_never_drains(cluster: tupl
     assert c.state() == ("idle", "none")
     assert " exit 3: error (" in new[-1] and "could not judge" in new[-1] and "node left as it is" in new[-1], new
     assert "nvml-init: NVML crashed" in new[-1], new  # the cause, ahead of the checks it left unjudged
+
+
+def test_a_hung_driver_drains_the_node_within_the_budget(cluster: tuple[Cluster, Scenarios]) -> None:
+    c, sc = cluster
+    reset(c, sc)
+    sc.set("healthcheck", "hang")
+    c.wait_for(lambda: c.state()[0] in ("drain", "drng"), 40, "the node drained")
+    assert c.state()[1].startswith("envdoctor: probe-hung: the nvml probe did not answer"), c.state()
+    line = next(ln for ln in sc.lines("healthcheck") if "exit 1: unhealthy" in ln)
+    seconds = float(re.search(r"unhealthy \(([0-9.]+)s\)", line).group(1))  # type: ignore[union-attr]
+    assert seconds < 3 + 2 * slurm.SCONTROL_SECONDS, line  # the budget, then scontrol: far inside Slurm's 60 s
+    sc.set("healthcheck", "healthy")
+    c.wait_for(lambda: c.state() == ("idle", "none"), 40, "the node resumed")
 
 
 def sbatch(c: Cluster, argv: list[str], seconds: float = 90, env: dict[str, str] | None = None) -> tuple[str, str]:

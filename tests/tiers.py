@@ -63,6 +63,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_slurm.py::test_a_broken_environment_drains_the_node_and_fixed_it_resumes",
     "test_slurm.py::test_a_node_drained_by_someone_else_is_left_alone",
     "test_slurm.py::test_a_missing_tool_or_a_probe_that_could_not_run_never_drains",
+    "test_slurm.py::test_a_hung_driver_drains_the_node_within_the_budget",
     "test_slurm.py::test_the_prolog_refuses_an_unhealthy_node_and_the_epilog_drains_one_a_job_broke",
     "test_slurm.py::test_srun_two_tasks_check_distributed",
     "test_slurm.py::test_the_readme_sbatch_script_runs",
