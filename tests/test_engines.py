@@ -60,6 +60,7 @@ def test_one_verdict_hang_and_error_are_unknown_failure_is_a_problem_nothing_jud
     assert engines.verdict([f("a", Status.OK), f("b", Status.FAIL)], hung=["nvml"]).state is State.UNKNOWN
     assert engines.verdict([f("a", Status.OK), f("b", Status.ERROR)]).state is State.UNKNOWN
     assert engines.verdict([f("a", Status.SKIP)]).state is State.UNKNOWN  # unknown is never ok
+    assert engines.verdict([f("a", Status.WARN), f("b", Status.SKIP)]).state is State.HEALTHY  # judged: a warning
     assert engines.verdict([]).state is State.UNKNOWN
     codes = {s: engines.npd_exit(engines.Verdict(s)) for s in State}
     assert codes == {State.HEALTHY: NpdExit.OK, State.PROBLEM: NpdExit.NON_OK, State.UNKNOWN: NpdExit.UNKNOWN}

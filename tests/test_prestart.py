@@ -136,3 +136,14 @@ def test_click_is_not_imported_by_startup() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["False", "False"], out
     assert click  # the tests import it, start-up does not
+
+
+@pytest.mark.parametrize(("argv", "output", "deadline"), [
+    (["healthcheck"], "line", 5.0), (["healthcheck", "--npd"], "npd", 4.0),
+    (["healthcheck", "--slurm", "--max-seconds", "20"], "slurm", 20.0),
+])
+def test_every_healthcheck_protocol_starts_the_driver_child_early(argv: list[str], output: str,
+                                                                  deadline: float) -> None:
+    plan = startup.plan_from_argv(argv)
+    assert plan is not None and plan.output == output and plan.deadline == deadline
+    assert startup._driver_child(plan) is not None

@@ -54,6 +54,19 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_distributed.py::test_rank_that_never_arrives_is_named",
     "test_distributed.py::test_two_nodes_one_with_another_environment",
     "test_distributed.py::test_port_in_use_is_reported_not_hung",
+    # healthcheck --slurm against a stand-in scontrol (CLI runs, a hang and a scontrol deadline waited out), and
+    # a real single-node Slurm (tests/slurm_cluster.py): slurmd runs the HealthCheckProgram, prolog, epilog, jobs.
+    "test_slurm.py::test_healthy_and_drained_by_envdoctor_is_resumed_and_nothing_else_is_touched",
+    "test_slurm.py::test_a_hung_driver_drains_within_the_budget_and_an_error_never_does",
+    "test_slurm.py::test_scontrol_failing_or_hanging_is_an_error_within_the_hard_budget",
+    "test_slurm.py::test_a_healthy_node_stays_idle",
+    "test_slurm.py::test_a_broken_environment_drains_the_node_and_fixed_it_resumes",
+    "test_slurm.py::test_a_node_drained_by_someone_else_is_left_alone",
+    "test_slurm.py::test_a_missing_tool_or_a_probe_that_could_not_run_never_drains",
+    "test_slurm.py::test_a_hung_driver_drains_the_node_within_the_budget",
+    "test_slurm.py::test_the_prolog_refuses_an_unhealthy_node_and_the_epilog_drains_one_a_job_broke",
+    "test_slurm.py::test_srun_two_tasks_check_distributed",
+    "test_slurm.py::test_the_readme_sbatch_script_runs",
     # CLI runs end to end through every probe (with a torch child), and deadlines waited out.
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
     "test_cli.py::test_report_json_validates_against_the_shipped_schema",

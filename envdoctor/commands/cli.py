@@ -166,6 +166,7 @@ def main() -> None:
     envdoctor report --json -o F     the full report for a bug ticket (or --markdown)
     envdoctor diagnose F             re-judge a saved report or a pasted collect_env text
     envdoctor healthcheck            fast 0/1 probe for Docker HEALTHCHECK / Kubernetes
+    envdoctor healthcheck --slurm    Slurm HealthCheckProgram: drain/resume this node
     envdoctor check --distributed    under torchrun/srun: one cluster report on rank 0
     envdoctor diff A B               what differs between two saved reports
     envdoctor fleet DIR              many saved reports: configurations, outliers, failures
@@ -514,9 +515,13 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
               help="Unhealthy (exit 1) when fewer than N GPUs are visible.")
 @click.option("--npd", is_flag=True, help="Answer as a node-problem-detector custom plugin: one line of at most 80 "
               "bytes naming the cause; exit 0 healthy, 1 a problem, 2 unknown (a hang, anything that could not run).")
+@click.option("--slurm", is_flag=True,
+              help="Slurm HealthCheckProgram/prolog mode: drain this node when unhealthy (reason 'envdoctor: "
+                   "CHECK: CAUSE'), resume it when healthy if envdoctor drained it; exit 3 and no change when "
+                   "envdoctor could not judge.")
 @_engine_options
 def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expect_gpus: int | None, npd: bool,
-                **engines: Any) -> None:
+                slurm: bool, **engines: Any) -> None:
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
@@ -525,8 +530,17 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
     from envdoctor.registry import RegistryError
 
     began = time.monotonic()
-    output = "npd" if npd else "line"
+    if slurm and npd:
+        raise click.UsageError("--slurm and --npd are two protocols: give one")
+    output = "npd" if npd else "slurm" if slurm else "line"
     seconds = healthcheck_max_seconds(max_seconds, output)
+    if slurm:
+        from envdoctor.commands import slurm as slurm_mode
+
+        if seconds > slurm_mode.MAX_BUDGET:
+            raise click.UsageError(f"--slurm takes --max-seconds up to {slurm_mode.MAX_BUDGET:.0f} "
+                                   "(Slurm kills a HealthCheckProgram after 60 s)")
+        slurm_mode.hard_deadline(began)
     plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(seconds),
                 deadline=seconds, expect_gpus=expect_gpus, output=output, **_engine_fields(**engines))
 
@@ -537,9 +551,14 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
         if npd:
             click.echo(line, err=True)
             lifecycle.answer(npd_line(verdict), lifecycle.NpdExit.UNKNOWN)
+        if slurm:  # envdoctor could not judge: no reason to drain a node
+            lifecycle.answer(f"error: {line}; node left as it is", ExitCode.INCOMPLETE)
         lifecycle.answer(line, ExitCode.FAIL)
 
     def overrun() -> NoReturn:
+        if slurm:
+            _publish(plan, None, (), time.monotonic() - began, "no answer within --max-seconds")
+            lifecycle.answer(slurm_mode.overrun_line(seconds), ExitCode.INCOMPLETE)
         unknown(f"unhealthy ({seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
                 "no answer within --max-seconds")
 
@@ -559,6 +578,10 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
 
             click.echo(line, err=True)  # NPD logs stderr; stdout is the condition's message
             lifecycle.answer(npd_line(verdict), npd_exit(verdict))
+    if slurm:
+        from envdoctor.process.host import Host
+
+        lifecycle.answer(*slurm_mode.act(slurm_mode.verdict(rep.findings, hung), Host(), os.environ, began))
     # Leave at once: an abandoned child or probe thread must not delay the answer.
     lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
 

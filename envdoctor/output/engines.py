@@ -84,8 +84,8 @@ class Verdict:
 
 def verdict(findings: Iterable[Finding], hung: Iterable[str] = ()) -> Verdict:
     """The verdict of a judged run. A hang or a check error is unknown (never healthy); a failure is
-    a problem; healthy needs no failure and at least one check that passed on facts it read (a run
-    where every check skipped judged nothing: unknown)."""
+    a problem; healthy needs no failure and at least one check that judged facts it read (ok or warn; a
+    run where every check skipped judged nothing: unknown)."""
     found = tuple(findings)
     hung_ = tuple(sorted(set(hung)))
     failing = tuple(sorted({f.id for f in found if f.status is Status.FAIL}))
@@ -94,7 +94,7 @@ def verdict(findings: Iterable[Finding], hung: Iterable[str] = ()) -> Verdict:
         return Verdict(State.UNKNOWN, failing, errors, hung_, findings=found)
     if failing:
         return Verdict(State.PROBLEM, failing, findings=found)
-    if not any(f.status is Status.OK for f in found):
+    if not any(f.status in (Status.OK, Status.WARN) for f in found):  # a warning judged read facts too
         return Verdict(State.UNKNOWN, why="no check could judge this node", findings=found)
     return Verdict(State.HEALTHY, findings=found)
 

@@ -32,7 +32,8 @@ class Plan(Record):
     fail_on: str = "fail"
     verbose: bool = False
     #: "terminal", "json", "markdown" (report/diagnose), "line" (healthcheck) or "npd" (healthcheck
-    #: --npd: node-problem-detector's plugin answer, envdoctor/output/engines.py).
+    #: --npd: node-problem-detector's plugin answer, envdoctor/output/engines.py) or "slurm" (healthcheck
+    #: --slurm: drain/resume this node, envdoctor/commands/slurm.py).
     output: str = "terminal"
     output_file: str | None = None
     #: The fast path (healthcheck, exec): the healthcheck subset of probes and checks; the probes get

@@ -117,7 +117,7 @@ _OPTIONS: dict[str, dict[str, tuple[str, str, Any]]] = {
                "-o": ("output_file", _VALUE, str), "--output": ("output_file", _VALUE, str)},
     "healthcheck": {"--max-seconds": ("budget", _VALUE, float), "--micro": ("micro", _FLAG, True),
                     "--python": ("python", _VALUE, str), "--expect-gpus": ("expect_gpus", _VALUE, int),
-                    "--npd": ("output", _FLAG, "npd"), **_ENGINES},
+                    "--npd": ("output", _FLAG, "npd"), "--slurm": ("output", _FLAG, "slurm"), **_ENGINES},
 }
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "check": {"command": "check"},
