@@ -109,7 +109,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`"Debian GNU/Linux 12 (bookworm)"` (PRETTY_NAME)'),
     _k('host.kernel', 'str', ('probe:host', 'parser:collect_env', 'parser:evidence'),
        '`"6.8.0-45-generic"`'),
-    _k('host.arch', 'str', ('probe:host', 'parser:collect_env'),
+    _k('host.arch', 'str', ('probe:host', 'parser:collect_env', 'parser:statements'),
        '`"x86_64"`'),
     _k('host.glibc', 'str', ('probe:host', 'parser:collect_env'),
        '`"2.36"`'),

@@ -46,7 +46,7 @@ from ..model import Reading, ok
 SOURCE = "version statement"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.version", "torch.cudnn_version",
         "torch.nccl_version", "host.os", "host.distro", "host.wsl", "torch.cuda_available",
-        "nvml.gpus", "nvml.device_count", "torch.devices", "torch.device_count")
+        "nvml.gpus", "nvml.device_count", "torch.devices", "torch.device_count", "host.arch")
 
 #: The alias table: what a statement's key says, for each fact, as people and tools write it (any case,
 #: punctuation, ``**bold**``, "version" or not: :func:`norm_key` folds those). Two entries are no fact key:
@@ -78,7 +78,9 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "torch.cudnn_version": ("cudnn", "torch.backends.cudnn", "torch.backends.cudnn.version()", "cudnn runtime"),
     "torch.nccl_version": ("nccl", "torch.cuda.nccl", "torch.cuda.nccl.version()"),
     "host.os": ("os", "operating system", "platform", "os platform and distribution", "system", "os version",
-                "distribution", "linux distribution", "distro"),
+                "distribution", "linux distribution", "distro", "platform.system()", "sys.platform"),
+    "host.arch": ("arch", "architecture", "cpu architecture", "machine", "platform.machine()", "cpu arch",
+                  "host architecture"),
     "torch.cuda_available": ("is cuda available", "torch.cuda.is_available()", "cuda available", "gpu available",
                              "cuda is available"),
 }
@@ -129,9 +131,9 @@ _KEY_ONLY_RE = lazy_re(r"^(?:\[(?P<section>[A-Za-z][\w .-]{0,40})\]|(?P<key>[A-Z
 _VERSION_RE = lazy_re(r"\d+(?:\.\d+)+(?:(?:\.?(?:post|dev|a|b|rc)\d+)*)(?:\+[\w.]+)?")
 _DRIVER_RE = lazy_re(r"\b\d{3}(?:\.\d{1,3}){1,2}\b")
 # ComfyUI's device: "cuda:0 NVIDIA GeForce RTX 4090 : cudaMallocAsync" (the allocator after " : ").
-_DEVICE_RE = lazy_re(r"^cuda:(?P<index>\d{1,2})\s+(?P<name>[^:]{2,80}?)(?:\s+:\s+\w+)?\s*$")
+_DEVICE_RE = lazy_re(r"^cuda:(?P<index>\d{1,2})\s+(?P<name>[^:]{2,120}?)(?:\s+:\s+\w+)?\s*$")
 # The same device in ComfyUI's start-up log, after its timestamp: "… - INFO - Device: cuda:0 NAME : native".
-_DEVICE_LOG_RE = lazy_re(r"\bDevice:\s+(?P<device>cuda:\d{1,2}\s+[^:]{2,80}?(?:\s+:\s+\w+)?)\s*$")
+_DEVICE_LOG_RE = lazy_re(r"\bDevice:\s+(?P<device>cuda:\d{1,2}\s+[^:]{2,120}?(?:\s+:\s+\w+)?)\s*$")
 # A compute capability in a GPU's value or its own: "(compute capability 6.1)", "sm_61", "capability (8, 6)", "8.6".
 _CC_IN_RE = lazy_re(r"[(,;]?\s*\b(?:(?:cuda\s+|compute\s+)?capability|cc|compute_cap)\s*[:=]?\s*"
                     r"(?P<cc>\(\s*\d{1,2}\s*,\s*\d\s*\)|\d{1,2}\.\d)\s*\)?|[(,]?\s*\b(?P<sm>sm_?\d{2,3})\b\s*\)?",
@@ -147,6 +149,8 @@ _GPU_WORDS = frozenset({"nvidia", "geforce", "quadro", "tesla", "titan", "rtx", 
 _NOT_GPU_WORDS = frozenset({"amd", "radeon", "intel", "arc", "apple", "mps", "cpu", "none", "not", "no", "n/a", "iris",
                             "uhd", "vega", "instinct", "mi300x", "gaudi", "tpu", "xpu", "m1", "m2", "m3", "m4"})
 
+_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+           "ppc64le": "ppc64le"}
 _OS_WORDS = (("windows", "Windows"), ("win32", "Windows"), ("win64", "Windows"), ("macos", "Darwin"),
              ("darwin", "Darwin"), ("ubuntu", "Linux"), ("debian", "Linux"), ("centos", "Linux"), ("linux", "Linux"),
              ("fedora", "Linux"), ("rocky", "Linux"), ("rhel", "Linux"), ("red hat", "Linux"), ("arch", "Linux"),
@@ -224,7 +228,7 @@ def gpu_value(value: str) -> tuple[str, int, int, versions.CC | None] | None:
         text = (text[:m.start()] + " " + text[m.end():]).strip()
     text = " ".join(text.split())
     words = text.lower().replace("-", " ").split()
-    if not words or len(text) > 80 or len(words) > 8 or count < 1 or any(w.strip("(),") in _NOT_GPU_WORDS for w in words):
+    if not words or len(text) > 100 or len(words) > 12 or count < 1 or any(w.strip("(),") in _NOT_GPU_WORDS for w in words):
         return None
     has_digit = any(ch.isdigit() for ch in text)
     branded = any(w in _GPU_WORDS for w in words)
@@ -260,6 +264,9 @@ def _value(fact: str, value: str) -> object | None:
         if low.strip() in ("nt", "posix"):  # Python's os.name, as ComfyUI prints it
             return "Windows" if low.strip() == "nt" else None
         return next((name for word, name in _OS_WORDS if word in low), None)
+    if fact == "host.arch":
+        word = low.strip().split()[0] if low.split() else ""
+        return _ARCHES.get(word.strip("(),"))
     if fact == "torch.cuda_available":
         first = low.split()[0] if low.split() else ""
         return {"true": True, "yes": True, "false": False, "no": False}.get(first.strip(".,"))
