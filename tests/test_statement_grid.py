@@ -19,9 +19,9 @@ from functools import cache
 from typing import Any
 
 import pytest
-
 from envdoctor.checks._torch import gpus as read_gpus
 from envdoctor.checks.compat_arch import gpu_eol, torch_arch_support
+
 from envdoctor.knowledge import compat, remedies, versions
 from envdoctor.model import Facts, Finding, Remediation, Status
 from envdoctor.parsers import parse_text
