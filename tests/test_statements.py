@@ -144,6 +144,7 @@ def test_a_stated_compute_capability_is_the_gpus(line: str, cc: str) -> None:
     ("- **Name:** cuda:0 NVIDIA GeForce RTX 5070 Ti : cudaMallocAsync", "NVIDIA GeForce RTX 5070 Ti", 0, 1),
     ("GPU Model: 2x NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 0, 2),
     ("GPU Name: Tesla K80", "Tesla K80", 0, 1),
+    ("Graphics adapter: NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 3060", 0, 1),
     (">>> torch.cuda.get_device_name(0)\n'NVIDIA H100 80GB HBM3'", "NVIDIA H100 80GB HBM3", 0, 1),
     ("* CUDA:\n\t- GPU:\n\t\t- NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090", 0, 1),
 ])

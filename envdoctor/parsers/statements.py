@@ -66,7 +66,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
                             "graphics driver", "display driver", "nvidia-driver", "nvidia driver version",
                             "driver version", "nvidia driver version nvidia-smi", "nvidia-smi driver"),
     "gpu": ("gpu", "gpus", "device", "gpu model", "gpu models", "gpu name", "gpu type", "gpu device", "graphics card",
-            "graphics", "video card", "gpu card", "nvidia gpu", "gpu hardware", "device name", "cuda device",
+            "graphics", "graphics adapter", "video card", "gpu card", "nvidia gpu", "gpu hardware", "device name", "cuda device",
             "torch.cuda.get_device_name()", "torch.cuda.get_device_name", "hardware gpu", "card", "gpu s",
             "gpu models and configuration", "accelerator", "cuda gpu"),
     "gpu.device": ("name", "devices name", "device 0", "cuda device name"),
