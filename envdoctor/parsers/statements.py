@@ -32,6 +32,7 @@ is kept in the reading's detail, so both stay evidence.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -99,7 +100,8 @@ def norm_key(key: str) -> str:
     return " ".join(w for w in _SEP_RE.split(key) if w and w not in _NOISE)
 
 
-def _table() -> dict[str, str]:
+@functools.cache  # built at the first statement read, not at import (no pattern compiles then)
+def _synonyms() -> dict[str, str]:
     out: dict[str, str] = {}
     for fact, names in ALIASES.items():
         for name in names:
@@ -109,7 +111,6 @@ def _table() -> dict[str, str]:
     return out
 
 
-_SYNONYMS = _table()
 #: Which fact each table entry writes, and its precedence (lower wins; the first statement breaks a tie).
 _WRITES: dict[str, tuple[str, int]] = {"cuda": ("torch.cuda_version", 2), "gpu": ("gpu", 0), "gpu.device": ("gpu", 0)}
 _TAG_RANK = 1  # the CUDA of torch's own version tag: over an unqualified CUDA, under a torch-qualified key
@@ -163,8 +164,13 @@ _LOG_PREFIX_RE = lazy_re(r"^\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}\s+-\s+(?:[\w.]{1,40
 
 
 def _clean_text(line: str) -> str:
-    text = _LEAD_RE.sub("", _LOG_PREFIX_RE.sub("", line)).replace("**", "").replace("__", "").replace("`", "").strip()
-    if m := _QUOTED_KEY_RE.match(text):
+    if line[:1].isdigit():
+        line = _LOG_PREFIX_RE.sub("", line)
+    text = _LEAD_RE.sub("", line)
+    if "**" in text or "__" in text or "`" in text:
+        text = text.replace("**", "").replace("__", "").replace("`", "")
+    text = text.strip()
+    if text[:1] in "\"'{[," and (m := _QUOTED_KEY_RE.match(text)):
         text = m.group("key") + text[m.end():]
     return text
 
@@ -247,12 +253,24 @@ def _cc(text: str) -> versions.CC | None:
     return cc if cc is not None and 1 <= cc[0] <= 15 else None
 
 
-def _value(fact: str, value: str) -> object | None:
+#: GPU values a text may offer before the rest are not looked at: each is a catalogue lookup, and the first counts.
+_GPU_TRIES = 64
+
+
+def _gpu(fact: str, value: str, budget: list[int] | None) -> object | None:
+    if budget is not None:
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+    if fact == "gpu.device" and not _DEVICE_RE.match(value.strip()):
+        return None  # "Name" is a GPU's only in ComfyUI's "cuda:0 NAME : cudaMallocAsync"
+    return gpu_value(value)
+
+
+def _value(fact: str, value: str, budget: list[int] | None = None) -> object | None:
     low = value.lower()
-    if fact == "gpu":
-        return gpu_value(value)
-    if fact == "gpu.device":
-        return gpu_value(value) if _DEVICE_RE.match(value.strip()) else None
+    if fact in ("gpu", "gpu.device"):
+        return _gpu(fact, value, budget)
     if fact == "gpu.cc":
         m = _CC_START_RE.match(value.strip())
         return _cc(m.group(1)) if m else None
@@ -306,7 +324,7 @@ def _repl_pairs(lines: Sequence[str]) -> list[tuple[str, str, str]]:
         echo = _ECHO_RE.match(lines[i + 1].strip()) if prompt else None
         if prompt and echo:
             expr = prompt.group("printed") or prompt.group("expr")
-            fact = _SYNONYMS.get(norm_key(re.sub(r"\(\s*\d*\s*\)$", "()", expr)))
+            fact = _synonyms().get(norm_key(re.sub(r"\(\s*\d*\s*\)$", "()", expr)))
             said = echo.group("q1") or echo.group("q2") or echo.group("tuple") or echo.group("value")
             if fact:
                 out.append((fact, said, f"{line.strip()} -> {lines[i + 1].strip()}"))
@@ -344,7 +362,7 @@ def _flatten(obj: Any, parent: str, depth: int = 0) -> Iterator[tuple[str, str]]
 def _entries(key: str, parent: str | None) -> list[str]:
     """The table entries a key may be: its own, then the one it is in its section (``[torch]`` +
     ``version``, ``gpu:`` + ``name:``); the first whose value has the right form counts."""
-    out = [e for e in (_SYNONYMS.get(key), _SYNONYMS.get(norm_key(f"{parent} {key}")) if parent else None) if e]
+    out = [e for e in (_synonyms().get(key), _synonyms().get(norm_key(f"{parent} {key}")) if parent else None) if e]
     return list(dict.fromkeys(out))
 
 
@@ -362,46 +380,58 @@ def _ranked(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> _Fo
     capability; :func:`parse` turns them into ``nvml.gpus``. ``reserved``: labels a report parser already
     read with their own meaning (collect_env's "cuDNN version" is a file search, not torch's cuDNN), skipped."""
     found: _Found = {}
+    budget = [_GPU_TRIES]
     for entry, said, pair in _repl_pairs(lines):
-        if (echoed := _value(entry, said)) is not None or (entry == "torch.cuda_version" and said == "None"):
+        if (echoed := _value(entry, said, budget)) is not None or (entry == "torch.cuda_version" and said == "None"):
             _add(found, entry, echoed, said, pair)
     parent: str | None = None
     unique = list(lines)
+    seen: set[tuple[str, str, str | None]] = set()  # a repeated line (with its next and its section) says it again
     for i, line in enumerate(unique):
         if not line.strip() or line.strip() in ("}", "},", "]", "],"):
             parent = None
             continue
+        nxt = unique[i + 1].strip() if i + 1 < len(unique) else ""
+        if (line, nxt, parent) in seen:
+            continue
+        seen.add((line, nxt, parent))
         if reserved and " ".join(line.split(":", 1)[0].lower().split()) in reserved:
             continue
-        if (log := _DEVICE_LOG_RE.search(line)) and (gpu := gpu_value(log.group("device"))):
+        if len(line) <= 400 and "Device:" in line and (log := _DEVICE_LOG_RE.search(line)) and \
+                (gpu := _value("gpu", log.group("device"), budget)):
             _add(found, "gpu", gpu, log.group("device"), line)
             continue
         split = split_statement(line)
         if split is not None and not _DEVICE_RE.match(line.strip()):
             read = next(((entry, value) for entry in _entries(split[0], parent)
-                         if (value := _value(entry, split[1])) is not None), None)
+                         if (value := _value(entry, split[1], budget)) is not None), None)
             if read is not None:
                 _add(found, read[0], read[1], split[1], line)
                 continue
-        alone = _key_only(line)
-        if alone is None:
-            continue
-        key, section = alone
-        alias = _SYNONYMS.get(key)
-        nxt = unique[i + 1].strip() if i + 1 < len(unique) else ""
-        if alias is not None and nxt and (split_statement(nxt) is None or _DEVICE_RE.match(_clean_text(nxt))):
-            # The key on its line and its value on the next (ComfyUI's System Information, Lightning's lists).
-            said = _clean_value(_clean_text(nxt))
-            if (value := _value(alias, said)) is not None:
-                _add(found, alias, value, said, f"{line.strip()} / {nxt}")
-                continue
-        if section:
-            parent = key
+            if split[1] not in ("{", "["):
+                continue  # a key and a value: no key alone
+        parent = _key_alone(found, budget, line, nxt) or parent
     for key, said, text in _json_pairs(unique):
-        named = _SYNONYMS.get(norm_key(key))
-        if named is not None and (value := _value(named, said)) is not None:
+        named = _synonyms().get(norm_key(key))
+        if named is not None and (value := _value(named, said, budget)) is not None:
             _add(found, named, value, said, text)
     return {fact: sorted(said, key=lambda s: s[2]) for fact, said in found.items()}  # stable: order breaks ties
+
+
+def _key_alone(found: _Found, budget: list[int], line: str, nxt: str) -> str | None:
+    """A key with no value: its value on the next line is its statement (ComfyUI's System Information,
+    Lightning's lists); else, if it opens a section (``torch:``, ``[torch]``), the section's name."""
+    alone = _key_only(line)
+    if alone is None:
+        return None
+    key, section = alone
+    alias = _synonyms().get(key)
+    if alias is not None and nxt and (split_statement(nxt) is None or _DEVICE_RE.match(_clean_text(nxt))):
+        said = _clean_value(_clean_text(nxt))
+        if (value := _value(alias, said, budget)) is not None:
+            _add(found, alias, value, said, f"{line.strip()} / {nxt}")
+            return None
+    return key if section else None
 
 
 def _add(found: _Found, entry: str, value: object, said: str, line: str) -> None:
