@@ -146,7 +146,8 @@ _CC_START_RE = lazy_re(r"^(\(\s*\d{1,2}\s*,\s*\d\s*\)|\d{1,2}\.\d(?!\d)|sm_?\d{2
 _COUNT_RE = lazy_re(r"^(?P<n>\d{1,2})\s*[x×]\s+|\s+[x×]\s*(?P<m>\d{1,2})$", re.IGNORECASE)
 _UUID_RE = lazy_re(r"\s*\(UUID:[^)]*\)\s*$")
 #: Words of a GPU product name; any of them, or the catalogue's name, and a model number make a GPU value.
-_GPU_WORDS = frozenset({"nvidia", "geforce", "quadro", "tesla", "titan", "rtx", "gtx", "jetson", "grid", "dgx"})
+_GPU_WORDS = frozenset({"nvidia", "geforce", "quadro", "tesla", "titan", "rtx", "gtx", "jetson", "grid", "dgx", "tegra",
+                        "xavier", "orin"})
 _NOT_GPU_WORDS = frozenset({"amd", "radeon", "intel", "arc", "apple", "mps", "cpu", "none", "not", "no", "n/a", "iris",
                             "uhd", "vega", "instinct", "mi300x", "gaudi", "tpu", "xpu", "m1", "m2", "m3", "m4"})
 
