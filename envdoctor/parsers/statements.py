@@ -143,7 +143,8 @@ _CC_VALUE_RE = lazy_re(r"^\(?\s*(?P<maj>\d{1,2})\s*[.,]\s*(?P<min>\d)\s*\)?$|^(?
 # A compute capability's own value: "6.1", "sm_61", "(8, 6)", "8.6 (Ampere)".
 _CC_START_RE = lazy_re(r"^(\(\s*\d{1,2}\s*,\s*\d\s*\)|\d{1,2}\.\d(?!\d)|sm_?\d{2,3}[af]?)(?![\w.])", re.IGNORECASE)
 # "2x RTX 4090", "RTX 4090 x 2", "4 × A100".
-_COUNT_RE = lazy_re(r"^(?P<n>\d{1,2})\s*[x×]\s+|\s+[x×]\s*(?P<m>\d{1,2})$", re.IGNORECASE)
+# (A lower-case x only: "Tegra X1" and "TITAN X" are products.)
+_COUNT_RE = lazy_re(r"^(?P<n>\d{1,2})\s*[xX×]\s+|\s+[x×]\s*(?P<m>\d{1,2})$")
 _UUID_RE = lazy_re(r"\s*\(UUID:[^)]*\)\s*$")
 #: Words of a GPU product name; any of them, or the catalogue's name, and a model number make a GPU value.
 _GPU_WORDS = frozenset({"nvidia", "geforce", "quadro", "tesla", "titan", "rtx", "gtx", "jetson", "grid", "dgx", "tegra",
