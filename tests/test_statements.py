@@ -3,10 +3,17 @@ and a report's own reading wins over a statement (both kept)."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from envdoctor.parsers import ParseError, parse_text
 from envdoctor.parsers.statements import split_statement
+
+from .statement_shapes import SHAPES
 
 
 @pytest.mark.parametrize("line, key", [
@@ -90,3 +97,146 @@ def test_an_interpreter_s_prompt_and_echo_is_a_statement() -> None:
     # an expression that names no fact, or a prompt with no echo, says nothing
     assert "torch.version" not in {k for k, r in parse_text(">>> torch.__version__\n>>> x.y\n1\nRuntimeError: "
                                                             "boom\n").items() if r.ok}
+
+
+# -- issue 22: statements in every shape -------------------------------------------------------------------
+
+_COLLECT_ENV = ("PyTorch version: 2.9.0+cu130\nIs debug build: False\nCUDA used to build PyTorch: 13.0\n"
+                "Is CUDA available: True\nGPU models and configuration: GPU 0: NVIDIA Quadro P5000\n"
+                "Nvidia driver version: 580.82.07\n")
+_SAID = [("torch", "2.9.0+cu130"), ("gpu", "NVIDIA Quadro P5000"), ("driver", "580.82.07")]
+_SAME = ("torch.version", "torch.cuda_version", "nvml.gpus", "nvml.device_count", "nvml.driver_version")
+
+
+def _facts_of(text: str) -> dict[str, object]:
+    facts = parse_text(text)
+    return {k: facts.get(k).value for k in _SAME if facts.get(k).ok}
+
+
+@pytest.mark.parametrize("prose", [False, True], ids=["bare", "in-prose"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_shape_gives_the_facts_collect_env_gives(shape: str, prose: bool) -> None:
+    from .statement_shapes import render
+
+    want = _facts_of(_COLLECT_ENV)
+    assert want["nvml.gpus"] == ({"index": 0, "name": "NVIDIA Quadro P5000"},)
+    assert _facts_of(render(shape, _SAID, prose)) == want
+
+
+@pytest.mark.parametrize("line, cc", [
+    ("GPU: NVIDIA TITAN Xp (compute capability 6.1)", "6.1"),
+    ("GPU: NVIDIA GeForce GTX 1080 (sm_61)", "6.1"),
+    ("GPU: RTX 3090, compute capability 8.6", "8.6"),
+    ("GPU: NVIDIA GeForce RTX 3090\nCompute capability: 8.6", "8.6"),
+    ("GPU: NVIDIA GeForce RTX 3090\ncapability: (8, 6)", "8.6"),
+    ("GPU: NVIDIA GeForce RTX 5090\nCUDA arch: sm_120", "12.0"),
+    (">>> torch.cuda.get_device_capability(0)\n(8, 9)", "8.9"),
+])
+def test_a_stated_compute_capability_is_the_gpus(line: str, cc: str) -> None:
+    gpus = parse_text(line + "\n").value("nvml.gpus")
+    assert gpus[0]["compute_capability"] == cc
+
+
+@pytest.mark.parametrize("text, name, index, count", [
+    ("Device: cuda:0 NVIDIA GeForce RTX 4090 : cudaMallocAsync", "NVIDIA GeForce RTX 4090", 0, 1),
+    ("2024-10-19 01:10:47,712 - root - INFO - Device: cuda:1 NVIDIA GeForce RTX 2060 : native",
+     "NVIDIA GeForce RTX 2060", 1, 1),
+    ("- **Name:** cuda:0 NVIDIA GeForce RTX 5070 Ti : cudaMallocAsync", "NVIDIA GeForce RTX 5070 Ti", 0, 1),
+    ("GPU Model: 2x NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 0, 2),
+    ("GPU Name: Tesla K80", "Tesla K80", 0, 1),
+    ("Graphics adapter: NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 3060", 0, 1),
+    (">>> torch.cuda.get_device_name(0)\n'NVIDIA H100 80GB HBM3'", "NVIDIA H100 80GB HBM3", 0, 1),
+    ("* CUDA:\n\t- GPU:\n\t\t- NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090", 0, 1),
+])
+def test_the_gpu_keys_and_device_lines_people_write(text: str, name: str, index: int, count: int) -> None:
+    facts = parse_text(text + "\n")
+    gpus = facts.value("nvml.gpus")
+    assert [g["name"] for g in gpus] == [name] * count and gpus[0]["index"] == index
+    assert facts.value("nvml.device_count") == count
+
+
+@pytest.mark.parametrize("text", [
+    "Device: cpu\ntorch: 2.5.1\n", "device: cuda\ntorch: 2.5.1\n", "GPU: not detected\ntorch: 2.5.1\n",
+    "GPU: AMD Radeon RX 7900 XTX\ntorch: 2.5.1\n", "GPU: Apple M2 Max (mps)\ntorch: 2.5.1\n",
+    "Name: John\ntorch: 2.5.1\n", "GPU\nNVIDIA drivers are hard to install on this distro\ntorch: 2.5.1\n",
+    "My GPU: it is an old one and the driver is fine\ntorch: 2.5.1\n",
+    "Compute capability: high\ntorch: 2.5.1\n",
+])
+def test_prose_and_other_values_under_a_gpu_key_state_no_gpu(text: str) -> None:
+    facts = parse_text(text)
+    assert not facts.get("nvml.gpus").ok and facts.value("torch.version") == "2.5.1"
+
+
+def test_an_unqualified_cuda_gives_way_to_torchs_own_tag_and_a_torch_key_wins() -> None:
+    # "CUDA: 12.4" is often the toolkit on the system; the wheel's tag says torch's.
+    assert parse_text("CUDA: 12.4\nPyTorch: 2.9.0+cu130\n").value("torch.cuda_version") == "13.0"
+    assert parse_text("PyTorch: 2.5.1\nCUDA Version: 12.4\n").value("torch.cuda_version") == "12.4"
+    assert parse_text("torch.version.cuda: 12.1\nPyTorch: 2.5.1+cu124\n").value("torch.cuda_version") == "12.1"
+    # a package list's torch tag ("7.0+cu118") is not overridden by conda's "cuda-version  12.9" package either
+    assert parse_text("torch==2.4.0+cu118\ncuda-version        12.9\n").value("torch.cuda_version") != "12.9"
+
+
+def test_the_alias_table_is_one_table_with_no_key_naming_two_facts() -> None:
+    from envdoctor.parsers import statements
+
+    seen: dict[str, str] = {}
+    for fact, names in statements.ALIASES.items():
+        for name in names:
+            key = statements.norm_key(name)
+            assert seen.setdefault(key, fact) == fact, (name, seen[key], fact)
+    assert statements.norm_key("torch.__version__") == statements.norm_key("Torch Version") == "torch"
+
+
+# -- the issue's examples, through the CLI ------------------------------------------------------------------
+
+def _diagnose(tmp_path: Path, text: str) -> tuple[int, dict[str, Any], str]:
+    """``envdoctor diagnose --json`` of the text as a file: (exit code, the report, what it printed)."""
+    from .faults import run_cli
+
+    paste = tmp_path / "ticket.md"
+    paste.write_text(text, encoding="utf-8")
+    shown = run_cli(["diagnose", "--json", str(paste)])
+    assert shown.rc is not None and not shown.timed_out, shown.text
+    return shown.rc, json.loads(shown.stdout), shown.text
+
+
+def _wheel_carries(command: str, cc: tuple[int, int]) -> bool:
+    """The command installs a torch wheel the table says carries ``cc`` (or the CPU build)."""
+    from envdoctor.knowledge import compat
+
+    version = re.search(r"torch==([\d.]+)", command)
+    index = re.search(r"/whl/(\w+)", command)
+    if index and index.group(1) == "cpu":
+        return True
+    arch = compat.arch_list(version.group(1), index.group(1)) if version and index else None
+    return arch is not None and compat.runs_on(arch, cc).runs
+
+
+@pytest.mark.parametrize("text, torch, gpu", [
+    ("### Environment\n\n- **PyTorch:** 2.9.0+cu130\n- **GPU:** NVIDIA Quadro P5000\n\nIt crashes on start.\n",
+     "2.9.0+cu130", "NVIDIA Quadro P5000"),
+    ("- GPU: NVIDIA TITAN Xp (compute capability 6.1)\n- PyTorch: 2.8.0+cu128\n", "2.8.0+cu128", "NVIDIA TITAN Xp"),
+], ids=["quadro-p5000-cu130", "titan-xp-2.8-cu128"])
+def test_the_issues_examples_fail_torch_arch_support_with_a_wheel_that_carries_sm_61(
+        tmp_path: Path, text: str, torch: str, gpu: str) -> None:
+    code, report, shown = _diagnose(tmp_path, text)
+    assert code == 1, shown
+    arch = next(f for f in report["findings"] if f["id"] == "torch-arch-support")
+    assert arch["status"] == "fail" and gpu in arch["title"] and "sm_61" in arch["title"], arch
+    commands = arch["remediation"]["commands"]
+    assert commands and all(_wheel_carries(c, (6, 1)) for c in commands), commands
+    assert report["summary"]["fail"] >= 1 and report["facts"]["torch.version"]["value"] == torch, report["summary"]
+
+
+def test_a_new_driver_and_an_old_gpu_is_an_arch_failure_not_a_driver_problem(tmp_path: Path) -> None:
+    # uv's --torch-backend=auto picks the wheel by the driver alone: driver 580 runs CUDA 13, so it installs
+    # a cu130 wheel, whose kernels start at sm_75; a GTX 1080 (sm_61) gets "no kernel image".
+    code, report, shown = _diagnose(tmp_path, "GPU: NVIDIA GeForce GTX 1080\nDriver Version: 580.82.07\n"
+                                              "PyTorch: 2.9.0+cu130\n")
+    assert code == 1, shown
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert by_id["torch-arch-support"]["status"] == "fail"
+    assert [f["id"] for f in report["findings"] if f["status"] == "fail"] == ["torch-arch-support"]
+    assert by_id["driver-too-old"]["status"] == "ok", by_id["driver-too-old"]
+    commands = by_id["torch-arch-support"]["remediation"]["commands"]
+    assert commands and all(_wheel_carries(c, (6, 1)) for c in commands), commands

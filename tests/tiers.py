@@ -99,6 +99,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_nvidia_probes.py::test_hanging_nvml_init_times_out_within_the_deadline_and_is_an_error",
     "test_nvidia_probes.py::test_a_hung_nvml_init_leaves_cuinit_reported_and_is_named_at_its_own_deadline",
     "test_paste_formats.py::test_hostile_long_lines_do_not_stall_the_parser",
+    "test_statement_grid.py::test_a_seeded_sample_of_whole_texts_through_diagnose[2026-300]",
     # Hangs a test waits out to its deadline (wall time, not CPU: they would hold a worker).
     "test_fakes.py::test_hang_on_load_never_returns_and_a_plain_build_loads",
     "test_libraries.py::test_hanging_ldconfig_is_a_timeout_within_the_deadline",
