@@ -578,6 +578,21 @@ def releases() -> Mapping[str, Mapping[str, Any]]:
     return data()["torch_releases"]["rows"]
 
 
+def torch_newer_than_table(torch_version: Any) -> str | None:
+    """``"torch 2.16.0 is not in the table (as of 2026-11-29)"`` for a torch release newer than every
+    release the table holds (its wheels, arch lists and pins are then unknown, never guessed); None for
+    a release the table holds or an older one, a nightly of a known minor, or a version that does not
+    parse."""
+    v = version(str(torch_version or "").split("+", 1)[0])
+    newest = newest_release()
+    if v is None or newest is None or (minor_of(str(v)) or "") in releases():
+        return None
+    top = version(latest_patch(newest) or newest)
+    if top is None or Version(v.base_version) <= top:
+        return None
+    return f"torch {v} is not in the table (as of {as_of()})"
+
+
 def releases_newest_first() -> list[str]:
     return list(_releases_sorted())
 
