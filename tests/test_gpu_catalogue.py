@@ -130,3 +130,12 @@ def test_hand_kept_rows_keep_their_name_source_and_peaks() -> None:
     h100 = compat.gpu_by_name("NVIDIA H100 PCIe")
     assert h100 is not None and h100.source == "nv_cuda_gpus" and h100.verified
     assert compat.gpu_peaks("NVIDIA H100 PCIe") is not None
+
+
+@pytest.mark.parametrize(("text", "cc"), [
+    ("NVIDIA Corporation GP102 [GeForce GTX 1080 Ti] [10de:1b06] (rev a1)", (6, 1)),
+    ("GeForce GT 730 [10de:1287]", (3, 5)),  # the id settles what the shared name cannot
+    ("GPU 10DE:2B85", (12, 0)),
+])
+def test_a_name_that_carries_its_pci_id_is_decided_by_the_id(text: str, cc: tuple[int, int]) -> None:
+    assert compat.cc_for_gpu(text) == cc

@@ -271,6 +271,9 @@ def gpu_by_name(name: str) -> GpuInfo | None:
     (the longest match wins), then the ``gpu_products`` catalogue (the longest product name the text
     holds; a name two chips of different compute capability share, such as "GeForce GT 730", is no
     answer: only its PCI id tells them apart)."""
+    pci = _PCI_IN_TEXT_RE.search(str(name))
+    if pci and (by_id := gpu_by_pci_id(pci.group(1))) is not None:
+        return by_id  # "NVIDIA Corporation GP102 [GeForce GTX 1080 Ti] [10de:1b06]": the id decides
     hit = _gpu_match(name)
     product, words = _product_by_name(name)
     if hit is None or (product is not None and parse_cc(product["cc"]) != parse_cc(hit[1]["cc"])
@@ -368,6 +371,7 @@ def _product_info(row: Mapping[str, Any]) -> GpuInfo:
                    bool(row["verified"]), **_product_fields(row))
 
 
+_PCI_IN_TEXT_RE = re.compile(r"(?<![0-9a-z])10de:([0-9a-f]{4})(?![0-9a-z])", re.IGNORECASE)
 _PCI_ID_RE = re.compile(r"^(?:(?:0x)?10de[:\s]+)?(?:0x)?([0-9a-f]{4})$")
 
 
