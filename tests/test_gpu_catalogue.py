@@ -43,6 +43,11 @@ def test_the_catalogue_holds_at_least_600_gpus_each_cited_and_dated() -> None:
                                                   "Ada Lovelace", "Hopper", "Blackwell"}
 
 
+def test_each_rows_keys_are_the_words_of_its_names() -> None:
+    for row in ROWS:
+        assert row["keys"] == sorted({" ".join(compat.gpu_name_tokens(t)) for t in (row["name"], *row["aliases"])} - {""})
+
+
 def _pci_devices(text: str) -> dict[str, str]:
     """device id -> chip code, from pci.ids text (NVIDIA block)."""
     _, devices = gen_gpus.read_pci(text)

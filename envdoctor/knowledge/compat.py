@@ -308,21 +308,20 @@ def gpu_name_tokens(name: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _product_index() -> tuple[Mapping[tuple[str, ...], Mapping[str, Any] | None], Mapping[str, Mapping[str, Any]], int]:
-    """Name words -> product row (None where rows of different CC share the words), PCI id -> row,
-    and the most words any name has."""
-    by_name: dict[tuple[str, ...], Mapping[str, Any] | None] = {}
+def _product_index() -> tuple[Mapping[str, Mapping[str, Any] | None], Mapping[str, Mapping[str, Any]], int]:
+    """Name words (a row's ``keys``: :func:`gpu_name_tokens` of its name and aliases, joined by spaces,
+    written by the generator) -> product row (None where rows of different CC share them), PCI id ->
+    row, and the most words any key has."""
+    by_name: dict[str, Mapping[str, Any] | None] = {}
     by_id: dict[str, Mapping[str, Any]] = {}
+    longest = 0
     for row in gpu_data()["gpu_products"]["rows"]:
-        for text in (row["name"], *row.get("aliases", ())):
-            key = gpu_name_tokens(text)
-            if not key:
-                continue
+        for key in row["keys"]:
             seen = by_name.get(key, row)
             by_name[key] = row if seen is not None and seen["cc"] == row["cc"] else None
-        for pci in row.get("pci_ids", ()):
+            longest = max(longest, key.count(" ") + 1)
+        for pci in row["pci_ids"]:
             by_id[pci] = row
-    longest = max((len(k) for k in by_name), default=0)
     return by_name, by_id, longest
 
 
@@ -349,10 +348,12 @@ def _product_by_name(name: str) -> tuple[Mapping[str, Any] | None, int]:
     by_name, _, longest = _product_index()
     for size in range(min(len(words), longest), 0, -1):
         for start in range(len(words) - size + 1):
-            key = words[start:start + size]
-            if key not in by_name or start not in starts or start + size - 1 not in ends:
+            if start not in starts or start + size - 1 not in ends:
                 continue
-            if all(w.isdigit() for w in key) and size != len(words):
+            key = " ".join(words[start:start + size])
+            if key not in by_name:
+                continue
+            if key.replace(" ", "").isdigit() and size != len(words):
                 continue  # "210" is a GeForce 210 only when it is the whole name
             return by_name[key], size  # None: an ambiguous name (two chips), no answer
     return None, 0
