@@ -24,7 +24,7 @@ def read_compat(path: str = COMPAT) -> dict[str, Any]:
 
 def dump_compat(table: dict[str, Any]) -> str:
     """The text of ``compat.json`` for ``table``, byte for byte as the file is kept."""
-    return json.dumps(table, indent=1, ensure_ascii=False)
+    return json.dumps(table, indent=1, ensure_ascii=False) + "\n"
 
 
 def write_or_check(text: str, path: str = COMPAT, check: bool = False) -> int:
