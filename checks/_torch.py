@@ -68,6 +68,14 @@ def _read_gpus(facts: Facts) -> list[Gpu]:
         if cc is None and name:
             cc, origin = compat.cc_for_gpu(name), "table"
         out.append(Gpu(_int(d.get("index"), pos), name, cc, origin))
+    if out:
+        return out
+    # Neither NVML nor torch listed a GPU: a pasted `lspci -nn` / kernel PCI line still names each by its
+    # PCI id, which the GPU catalogue resolves (the id tells chips apart that share a product name).
+    for pos, dev in enumerate(d for d in (facts.value("pci.nvidia_devices") or []) if isinstance(d, Mapping)):
+        info = compat.gpu_by_pci_id(str(dev.get("device") or ""))
+        out.append(Gpu(pos, info.name if info else str(dev.get("name") or f"10de:{dev.get('device')}"),
+                       info.cc if info else None, "table"))
     return out
 
 

@@ -249,7 +249,9 @@ def test_a_suffixed_model_does_not_borrow_a_shorter_models_row_by_accident() -> 
     # "RTX 4090 D" is the China-market 4090: the same AD102, CC 8.9. "A100X" is not in the table:
     # it must not be read as an A100 only because the text starts alike.
     assert compat.cc_for_gpu("NVIDIA GeForce RTX 4090 D") == (8, 9)
-    assert compat.cc_for_gpu("NVIDIA A100X") is None
+    # The catalogue knows the A100X by its own name (pci.ids 20b8 "GA100 [A100X]"), never as an A100's prefix.
+    a100x = compat.gpu_by_name("NVIDIA A100X")
+    assert a100x is not None and a100x.cc == (8, 0) and a100x.pci_ids == ("20b8",)
     assert compat.cc_for_gpu("NVIDIA A1000") is None
 
 

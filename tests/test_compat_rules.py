@@ -583,10 +583,14 @@ def test_driver_upgrades_name_a_branch_that_still_supports_the_gpu() -> None:
     assert driver_upgrade_commands(facts(host__os="Windows"), "570.26")[0].startswith("nvidia-smi")
     # A GPU the table does not know (no compute capability anywhere) may be a Kepler that R580 dropped:
     # the oldest branch new enough, never the newest, with the distribution's own pick beside it.
-    mystery = facts(nvml__gpus=[{"index": 0, "name": "GRID K520"}], torch__devices=[])
+    mystery = facts(nvml__gpus=[{"index": 0, "name": "NVIDIA Graphics Device"}], torch__devices=[])
     first = driver_upgrade_commands(mystery, "450.80.02")[0]
     assert first.startswith("sudo apt install nvidia-driver-470 ") and "R470 is the last for Kepler" in first
-    assert "GRID K520 is not in envdoctor's GPU table" in first and "ubuntu-drivers install" in first
+    assert "NVIDIA Graphics Device is not in envdoctor's GPU table" in first and "ubuntu-drivers install" in first
+    # The GPU catalogue (pci.ids + the driver's list) knows a GRID K520: GK104, Kepler, last branch R470.
+    grid = facts(nvml__gpus=[{"index": 0, "name": "GRID K520"}], torch__devices=[])
+    first = driver_upgrade_commands(grid, "450.80.02")[0]
+    assert first.startswith("sudo apt install nvidia-driver-470 ") and "last branch for this GPU" in first
     # The driver-too-old finding carries them.
     old = facts(torch__version="2.6.0+cu126", torch__cuda_version="12.6", nvml__driver_version="470.82.01",
                 nvml__cuda_driver_version=11040)

@@ -21,7 +21,8 @@ from envdoctor.report import Report, to_json
 from . import builders
 
 
-@pytest.mark.parametrize("name", ["compat.json", "errors.json", "report.schema.json", "compat.schema.json"])
+@pytest.mark.parametrize("name", ["compat.json", "errors.json", "report.schema.json", "compat.schema.json",
+                                  "gpus.json", "gpus.schema.json"])
 def test_a_data_file_reads_the_same_as_through_importlib_resources(name: str) -> None:
     assert datafiles.read_text(name) == resources.files("envdoctor").joinpath(f"data/{name}").read_text(encoding="utf-8")
 

@@ -62,7 +62,7 @@ def _exists(path: str) -> bool:
 
 def _tree_files() -> set[str]:
     out: set[str] = set()
-    for top in ("envdoctor", "checks", "tests", "bench"):
+    for top in ("envdoctor", "checks", "tests", "bench", "tools"):
         out |= {p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*.py")}
     return out
 

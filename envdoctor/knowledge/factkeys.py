@@ -86,6 +86,10 @@ _ENTRIES: tuple[FactKey, ...] = (
        'several nodes\' listings pasted together): `{"nvidia-nccl-cu12": ["2.19.3", "2.20.5"]}`'),
     _k('pci.acs_enabled', 'int', ('parser:evidence',),
        'how many distinct `lspci -vvv` ACSCtl lines shown have SrcValid+ (ACS on: P2P goes through the IOMMU)'),
+    _k('pci.nvidia_devices', 'list', ('parser:evidence',),
+       'pastes only: NVIDIA display / 3D controllers an `lspci -nn` line or the kernel\'s PCI scan (dmesg '
+       '`pci 0000:01:00.0: [10de:1b06] … class 0x0300…`) shows, `[{"address": "01:00.0", "device": "1b06", '
+       '"name": "GP102 [GeForce GTX 1080 Ti]"\\|null}]`; the GPU catalogue names each by its id'),
     _k('launch.nproc_per_node', 'int', ('parser:evidence',),
        '`--nproc_per_node` of a torchrun / torch.distributed.launch line'),
     _k('launch.visible_devices', 'list', ('parser:evidence',),

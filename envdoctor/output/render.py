@@ -75,6 +75,10 @@ def _headline(report: Report) -> str:
         parts.append(", ".join(f"{n}× {name}" for name, n in sorted(counts.items())))
     if report.compat_as_of:
         parts.append(f"compat table as of {report.compat_as_of}")
+        from envdoctor.knowledge import compat  # a report's torch newer than the table says so (issue 22)
+
+        if newer := compat.torch_newer_than_table(f.value("torch.version")):
+            parts.append(newer)
     return " · ".join(safe(p) for p in parts)
 
 

@@ -48,6 +48,7 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "libs.missing_dlls", "driver.fabricmanager_service", "driver.fabricmanager_mismatch",
         "driver.nvswitch_present", "nccl.wheel_versions", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
+        "pci.nvidia_devices",
         "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
@@ -158,6 +159,34 @@ def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
 # peer-to-peer traffic is redirected through the IOMMU/root complex and NCCL's P2P hangs or crawls
 # (NCCL's troubleshooting guide, "PCI Access Control Services").
 _ACS_RE = lazy_re(r"ACSCtl:\s*SrcValid\+")
+
+# An NVIDIA display/3D controller with its PCI id, as `lspci -nn` prints it ("01:00.0 VGA compatible controller
+# [0300]: NVIDIA Corporation GP102 [GeForce GTX 1080 Ti] [10de:1b06] (rev a1)") and as the kernel logs the bus scan
+# (dmesg: "pci 0000:01:00.0: [10de:1b06] type 00 class 0x030000"); only class 03 (display), never the GPU's audio.
+_LSPCI_NN_RE = lazy_re(r"(?:^|\s)(?:[0-9a-f]{4}:)?([0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s+(?:VGA compatible|3D|Display) "
+                       r"controller(?:\s*\[03[0-9a-f]{2}\])?:\s*NVIDIA Corporation\s+(.{0,120}?)\s*\[10de:([0-9a-f]{4})\]",
+                       re.IGNORECASE)
+_KERNEL_PCI_RE = lazy_re(r"\bpci (?:[0-9a-f]{4}:)?([0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]): \[10de:([0-9a-f]{4})\] type \S+ "
+                         r"class 0x03", re.IGNORECASE)
+
+
+def _pci_device(text: str) -> dict[str, Any] | None:
+    if "10de:" not in text and "10DE:" not in text:
+        return None
+    if m := _LSPCI_NN_RE.search(text):
+        return {"address": m.group(1).lower(), "device": m.group(3).lower(), "name": m.group(2).strip() or None}
+    if m := _KERNEL_PCI_RE.search(text):
+        return {"address": m.group(1).lower(), "device": m.group(2).lower(), "name": None}
+    return None
+
+
+def _write_pci_device(scan: Any, _text: str, found: dict[str, Any]) -> None:
+    seen = scan.evidence.setdefault("pci.nvidia_devices", [])
+    for old in seen:
+        if old["address"] == found["address"] and old["device"] == found["device"]:
+            old["name"] = old["name"] or found["name"]
+            return
+    seen.append(found)
 
 
 def _acs(text: str) -> bool:
@@ -328,6 +357,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("pci-acs", _acs, _write_acs),
+    ("pci-nvidia-device", _pci_device, _write_pci_device),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
     ("tool-output", _tool_fact, _write_tool_fact),
     ("windows-path", _windows, _write_windows),
@@ -429,6 +459,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
                                           "driver.kernel_module_version": "/proc/driver/nvidia/version as pasted",
                                           "host.shm_size": "`df -h /dev/shm` as pasted"}[key])
     _write_mismatch(found, out)
+    if found.get("pci.nvidia_devices"):
+        out["pci.nvidia_devices"] = ok(found["pci.nvidia_devices"], SOURCE, "`lspci -nn` / kernel PCI lines pasted "
+                                       "(NVIDIA display and 3D controllers with their PCI id)")
     if found.get("pci.acs_enabled"):
         out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
                                     "(distinct lines; repeated identical lines count once)")
