@@ -148,7 +148,8 @@ _COUNT_RE = lazy_re(r"^(?P<n>\d{1,2})\s*[xX×]\s+|\s+[x×]\s*(?P<m>\d{1,2})$")
 _UUID_RE = lazy_re(r"\s*\(UUID:[^)]*\)\s*$")
 #: Words of a GPU product name; any of them, or the catalogue's name, and a model number make a GPU value.
 _GPU_WORDS = frozenset({"nvidia", "geforce", "quadro", "tesla", "titan", "rtx", "gtx", "jetson", "grid", "dgx", "tegra",
-                        "xavier", "orin"})
+                        "xavier", "orin", "ion"})
+_APPLE_CHIPS = frozenset({"m1", "m2", "m3", "m4"})
 _NOT_GPU_WORDS = frozenset({"amd", "radeon", "intel", "arc", "apple", "mps", "cpu", "none", "not", "no", "n/a", "iris",
                             "uhd", "vega", "instinct", "mi300x", "gaudi", "tpu", "xpu", "m1", "m2", "m3", "m4"})
 
@@ -236,10 +237,11 @@ def gpu_value(value: str) -> tuple[str, int, int, versions.CC | None] | None:
         text = (text[:m.start()] + " " + text[m.end():]).strip()
     text = " ".join(text.split())
     words = text.lower().replace("-", " ").split()
-    if not words or len(text) > 100 or len(words) > 12 or count < 1 or any(w.strip("(),") in _NOT_GPU_WORDS for w in words):
-        return None
-    has_digit = any(ch.isdigit() for ch in text)
     branded = any(w in _GPU_WORDS for w in words)
+    if not words or len(text) > 100 or len(words) > 12 or count < 1 or any(
+            w.strip("(),") in _NOT_GPU_WORDS and not (branded and w.strip("(),") in _APPLE_CHIPS) for w in words):
+        return None  # "Tesla M4" is NVIDIA's; a bare "M4" is Apple's
+    has_digit = any(ch.isdigit() for ch in text)
     known = compat.gpu_by_name(text) is not None if has_digit or branded else False
     if not ((branded and (has_digit or known)) or (known and has_digit)):
         return None
