@@ -105,7 +105,9 @@ def run() -> None:
     code: int = ExitCode.OK
     try:
         try:
-            result = main.main(standalone_mode=False)
+            # One name, however it was started (`python -m envdoctor` too): the usage lines and the
+            # completion variable `_ENVDOCTOR_COMPLETE` are the command's.
+            result = main.main(prog_name="envdoctor", standalone_mode=False)
             code = result if isinstance(result, int) else ExitCode.OK
         except click.exceptions.Exit as exc:
             code = exc.exit_code

@@ -1,0 +1,127 @@
+"""Every screen a user meets, through the CLI as a user runs it: on a pipe, on a terminal (a pty of a
+given size), a closed pipe, shell completion, usage errors, a box without a GPU, containers."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM"):
+        env.pop(var, None)
+    env.update(extra or {})
+    return env
+
+
+def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120,
+        cwd: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``python -m envdoctor ARGS`` with stdout and stderr on pipes."""
+    return subprocess.run([sys.executable, "-m", "envdoctor", *args], input=stdin, capture_output=True,
+                          env=_env(env), timeout=timeout, cwd=cwd, stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def run_pty(*args: str, columns: int = 80, lines: int = 24, env: dict[str, str] | None = None,
+            send: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
+    """``python -m envdoctor ARGS`` on a terminal of ``columns`` x ``lines`` (stdin, stdout and stderr
+    the pty, as in an xterm); ``send`` is typed once the first output arrived (then Ctrl-D)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "envdoctor", *args],
+                      _env({"TERM": "xterm-256color", **(env or {})}))
+        finally:
+            os._exit(127)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    out = b""
+    deadline = time.monotonic() + timeout
+    sent = send is None
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError as exc:  # EIO: the child closed the terminal
+                    if exc.errno != errno.EIO:
+                        raise
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if not sent:
+                    os.write(fd, send + b"\n")
+                    os.write(fd, b"\x04")
+                    sent = True
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"no exit within {timeout} s: {out[-2000:]!r}")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def plain_lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+# -- quiet where tools are quiet ---------------------------------------------------------------
+def test_a_reader_that_closes_the_pipe_ends_the_run_quietly():
+    """`envdoctor list | head -1`: exit 141 and nothing on stderr, as git and coreutils."""
+    proc = subprocess.run(f"{sys.executable} -m envdoctor list | head -1; echo rc=${{PIPESTATUS[0]}}", shell=True,
+                          executable="/bin/bash", capture_output=True, env=_env(), timeout=120)
+    out = proc.stdout.decode().splitlines()
+    assert len(out) == 2 and out[-1] == "rc=141", proc
+    assert proc.stderr == b"", proc.stderr
+
+
+def test_a_full_disk_is_still_exit_3_with_its_cause():
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "envdoctor", "list"], stdout=full, stderr=subprocess.PIPE,
+                              env=_env(), timeout=120)
+    assert proc.returncode == 3
+    assert proc.stderr.decode().strip() == ("envdoctor: error: cannot write to standard output (No space left on "
+                                            "device); the output is incomplete")
+
+
+# -- shell completion ----------------------------------------------------------------------------
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_scripts_are_written(shell):
+    proc = run(env={"_ENVDOCTOR_COMPLETE": f"{shell}_source"})
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert "_envdoctor_completion" in proc.stdout.decode()
+
+
+def test_bash_completion_answers_a_word():
+    proc = run(env={"_ENVDOCTOR_COMPLETE": "bash_complete", "COMP_WORDS": "envdoctor dia", "COMP_CWORD": "1"})
+    assert proc.returncode == 0 and proc.stdout.decode().split() == ["plain,diagnose"], proc
+
+
+def test_bash_completion_script_completes_in_a_real_bash(tmp_path):
+    """The script `eval`s in bash and its function asks envdoctor for the words."""
+    script = run(env={"_ENVDOCTOR_COMPLETE": "bash_source"}).stdout.decode()
+    shim = tmp_path / "envdoctor"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m envdoctor \"$@\"\n")
+    shim.chmod(0o755)
+    test = (script + "\nCOMP_WORDS=(envdoctor he); COMP_CWORD=1; _envdoctor_completion envdoctor; "
+            "printf '%s\\n' \"${COMPREPLY[@]}\"\n")
+    proc = subprocess.run(["bash", "-c", test], capture_output=True, timeout=60,
+                          env=_env({"PATH": f"{tmp_path}:{os.environ['PATH']}"}))
+    assert proc.stdout.decode().split() == ["healthcheck"], proc
