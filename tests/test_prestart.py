@@ -49,6 +49,7 @@ def _click_plan(argv: list[str]) -> Plan:
     ["check", "--only", "torch-import", "--only=driver-installed", "--skip", "gpu-ecc", "-v", "--fail-on", "warn"],
     ["check", "--timeout", "7", "--python", sys.executable], ["report", "--markdown", "--no-micro"],
     ["report", "-o", "r.json", "--timeout=2.5"], ["check", "--micro-only"],
+    ["check", "--json", "-o", "r.json", "--expect-gpus", "2", "--no-micro"],
 ])
 def test_startup_reads_the_plan_click_builds(argv: list[str], tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)

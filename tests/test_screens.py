@@ -78,8 +78,13 @@ def run_pty(*args: str, columns: int = 80, lines: int = 24, env: dict[str, str] 
     return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace").replace("\r\n", "\n")
 
 
-def plain_lines(text: str) -> list[str]:
-    return text.splitlines()
+_CSI = __import__("re").compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def screen(out: str) -> list[str]:
+    """The lines a terminal shows at the end: escape sequences dropped, the progress spinner
+    (stderr, erased as it goes) left out."""
+    return [line.split("\r")[-1] for line in _CSI.sub("", out).split("\n") if "probing" not in line]
 
 
 # -- quiet where tools are quiet ---------------------------------------------------------------
@@ -125,3 +130,69 @@ def test_bash_completion_script_completes_in_a_real_bash(tmp_path):
     proc = subprocess.run(["bash", "-c", test], capture_output=True, timeout=60,
                           env=_env({"PATH": f"{tmp_path}:{os.environ['PATH']}"}))
     assert proc.stdout.decode().split() == ["healthcheck"], proc
+
+
+# -- usage errors: one format -------------------------------------------------------------------
+@pytest.mark.parametrize("args", [
+    ["check", "--bogus"], ["nosuch"], ["check", "--timeout", "x"], ["diff", "a"], ["fleet"], ["exec"],
+    ["check", "--device", "gpu"], ["check", "--only", "torch-verson"], ["diagnose", "/nonexistent/r.json"],
+    ["report", "-o", "/nonexistent/r.json"], ["check", "--python", "/bin/true"], ["check", "--min-busbw", "5"],
+    ["check", "--distributed"], ["diagnose", "--markdown", "a", "b"], ["healthcheck", "--max-seconds", "0"],
+])
+def test_every_usage_error_is_one_line_in_one_format(args, tmp_path):
+    proc = run(*args, cwd=str(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"", (args, err)
+    assert len(err.splitlines()) == 1 and err.startswith("envdoctor: error: "), (args, err)
+    assert "Usage:" not in err and "Try " not in err and "\nError:" not in err
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_top_level_help_cuts_no_command_short_help(columns):
+    code, out = run_pty("--help", columns=columns)
+    assert code == 0
+    commands = out.split("Commands:", 1)[1].strip().splitlines()
+    assert {line.split()[0] for line in commands} == {"check", "diagnose", "diff", "exec", "fleet", "healthcheck",
+                                                      "list", "report"}
+    for line in commands:
+        assert line.rstrip().endswith(".") and "..." not in line and "(e.g" not in line, line
+
+
+def test_check_help_offers_only_what_works_without_distributed():
+    out = run("check", "--help").stdout.decode()
+    assert "--expect-gpus" in out and "--json" in out and "Also write the report" in out
+
+
+# -- check --json, -o and --expect-gpus without --distributed ------------------------------------
+def test_check_json_prints_the_report_and_o_writes_it(tmp_path):
+    target = tmp_path / "r.json"
+    proc = run("check", "--json", "-o", str(target), "--no-micro", "--timeout", "20", "--skip", "exposed-services",
+               "--skip", "jupyter-auth")
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    printed = json.loads(proc.stdout.decode())
+    written = json.loads(target.read_text())
+    assert printed["$schema"] == written["$schema"] == "urn:envdoctor:schema:report:1"
+    assert printed["findings"] == written["findings"] and printed["origin"] == "live"
+    assert proc.stderr.decode().strip().endswith(f"envdoctor: wrote {target}")
+
+
+def test_check_o_keeps_the_screen(tmp_path):
+    target = tmp_path / "r.json"
+    proc = run("check", "-o", str(target), "--no-micro", "--only", "torch-cpu-build")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().startswith("envdoctor 0.1.0") and json.loads(target.read_text())["findings"]
+
+
+# -- a box without an NVIDIA GPU says so ---------------------------------------------------------
+def test_a_box_without_a_gpu_names_it_in_the_header_and_expect_gpus_fails():
+    """This machine has no NVIDIA GPU and no driver: the header says so; --expect-gpus 1 fails."""
+    proc = run("check", "--no-micro", "--expect-gpus", "1", "--only", "expect-gpus", "--only", "torch-cpu-build")
+    head = proc.stdout.decode().splitlines()[0]
+    assert " · no NVIDIA GPU" in head, head
+    assert proc.returncode == 1 and "✖ fail   expect-gpus" in proc.stdout.decode()
+    assert run("check", "--no-micro", "--expect-gpus", "0", "--only", "expect-gpus").returncode == 0
+
+
+def test_the_header_on_a_terminal_names_no_gpu_too():
+    code, out = run_pty("check", "--no-micro", "--only", "torch-cpu-build", columns=200)
+    assert code == 0 and " · no NVIDIA GPU" in screen(out)[0], out

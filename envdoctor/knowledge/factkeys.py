@@ -435,8 +435,8 @@ _ENTRIES: tuple[FactKey, ...] = (
        "rank → `envdoctor.knowledge.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
     _k('cluster.rank_findings', 'object', ('command:distributed',),
        'rank → `[{"id", "status", "title"}]` of that rank\'s own report'),
-    _k('plan.expect_gpus', 'int', ('command:healthcheck', 'command:exec'),
-       '`--expect-gpus N` of `healthcheck`/`exec`: the GPUs this node must show (absent when not asked)'),
+    _k('plan.expect_gpus', 'int', ('command:check', 'command:distributed', 'command:healthcheck', 'command:exec'),
+       '`--expect-gpus N` of `check`/`healthcheck`/`exec`: the GPUs this node must show (absent when not asked)'),
 )
 
 FACT_KEYS: Mapping[str, FactKey] = {entry.key: entry for entry in _ENTRIES}

@@ -64,7 +64,20 @@ def _headline(report: Report) -> str:
         parts.append("torch: " + f.get("torch.version").describe().split(":")[0])
     if f.value("nvml.driver_version"):
         parts.append(f"driver {f.value('nvml.driver_version')}")
-    gpus = f.value("nvml.gpus") or f.value("torch.devices") or []
+    gpu_part = gpu_words(f)
+    if gpu_part:
+        parts.append(gpu_part)
+    if report.compat_as_of:
+        parts.append(f"compat table as of {report.compat_as_of}")
+    return " · ".join(safe(p) for p in parts)
+
+
+def gpu_words(facts: Any) -> str:
+    """The GPUs of the header: ``8× NVIDIA H100 80GB HBM3``, or, when none was found, ``no NVIDIA
+    GPU`` with what said so, so a box without one never shows only a green screen. Unknown is not
+    none: GPUs that could not be read say so; a text that does not show them says nothing here
+    (the headline says what it does not show)."""
+    gpus = facts.value("nvml.gpus") or facts.value("torch.devices") or []
     # A saved report is untrusted input: only well-formed GPU entries make the header.
     gpus = [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, (list, tuple)) else []
     if gpus:
@@ -72,10 +85,21 @@ def _headline(report: Report) -> str:
         for g in gpus:
             name = str(g.get("name", "?"))
             counts[name] = counts.get(name, 0) + 1
-        parts.append(", ".join(f"{n}× {name}" for name, n in sorted(counts.items())))
-    if report.compat_as_of:
-        parts.append(f"compat table as of {report.compat_as_of}")
-    return " · ".join(safe(p) for p in parts)
+        return ", ".join(f"{n}× {name}" for name, n in sorted(counts.items()))
+    nvml, pci = facts.get("nvml.gpus"), facts.get("driver.pci_gpus")
+    on_bus = [g for g in pci.value if isinstance(g, Mapping)] if pci.ok and isinstance(pci.value, (list, tuple)) else []
+    if on_bus:  # on the bus, but no driver reading names them
+        why = nvml.reason.value if nvml.reason is not None else "it lists none"
+        return f"{len(on_bus)} NVIDIA GPU(s) on the PCI bus, none answering NVML ({why})"
+    if nvml.ok or (nvml.reason is Reason.ABSENT and pci.ok):  # NVML and the bus show none
+        return "no NVIDIA GPU" + (" (no NVIDIA driver)" if nvml.reason is Reason.ABSENT else "")
+    if nvml.reason is Reason.ABSENT:  # no NVIDIA driver at all, the bus not read
+        return "no NVIDIA GPU found (no NVIDIA driver)"
+    if pci.ok:  # the bus was read and shows none, whatever NVML said
+        return "no NVIDIA GPU (none on the PCI bus)"
+    if nvml.reason in (None, Reason.NOT_COLLECTED, Reason.NOT_IN_REPORT):
+        return ""
+    return f"GPUs not read (NVML: {nvml.reason.value})"
 
 
 def target_line(report: Report) -> str | None:

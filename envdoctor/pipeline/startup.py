@@ -94,7 +94,8 @@ _COLLECT: dict[str, tuple[str, str, Any]] = {
     "-v": ("verbose", _FLAG, True), "--verbose": ("verbose", _FLAG, True),
 }
 _OPTIONS: dict[str, dict[str, tuple[str, str, Any]]] = {
-    "check": _COLLECT,
+    "check": {**_COLLECT, "--json": ("output", _FLAG, "json"), "-o": ("output_file", _VALUE, str),
+              "--output": ("output_file", _VALUE, str), "--expect-gpus": ("expect_gpus", _VALUE, int)},
     "report": {**_COLLECT, "--json": ("output", _FLAG, "json"), "--markdown": ("output", _FLAG, "markdown"),
                "-o": ("output_file", _VALUE, str), "--output": ("output_file", _VALUE, str)},
     "healthcheck": {"--max-seconds": ("budget", _VALUE, float), "--micro": ("micro", _FLAG, True),
