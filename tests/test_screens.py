@@ -196,3 +196,26 @@ def test_a_box_without_a_gpu_names_it_in_the_header_and_expect_gpus_fails():
 def test_the_header_on_a_terminal_names_no_gpu_too():
     code, out = run_pty("check", "--no-micro", "--only", "torch-cpu-build", columns=200)
     assert code == 0 and " · no NVIDIA GPU" in screen(out)[0], out
+
+
+# -- the cluster report on a pipe (a Slurm output file, `torchrun … | tee`, `kubectl logs`) ------
+def test_cluster_report_on_a_pipe_is_plain_lines_from_a_real_torchrun(tmp_path):
+    from tests.test_distributed import DEADLINES, base_env, finish, free_port, torchrun
+
+    env = base_env()
+    env.pop("COLUMNS")  # a pipe has no width: nothing may depend on one
+    code, out, err = finish(torchrun(2, free_port(), [*DEADLINES, "--no-micro"], env, cwd=str(tmp_path)))
+    assert code in (0, 1), out + err
+    lines = out.splitlines()
+    assert lines[0].startswith("envdoctor 0.1.0 cluster check · 2 rank(s) · launcher torchrun · rendezvous "
+                               "127.0.0.1:") and lines[0].endswith("backend gloo"), lines[0]
+    assert all(line == line.rstrip() for line in lines), [line for line in lines if line != line.rstrip()]
+    ranks = [line for line in lines if line.startswith("rank ")]
+    assert [r.split(" · ")[0] for r in ranks] == ["rank 0", "rank 1"]
+    assert all(" · torch 2.13.0+cpu · " in r and " · all-reduce " in r for r in ranks), ranks
+    sizes = [line for line in lines if line.endswith(" · exact")]
+    assert [s.split(" · ")[0] for s in sizes] == ["64 KiB", "1 MiB", "4 MiB"]
+    assert any(line.startswith("✔ ok     cluster-rendezvous") for line in lines)
+    summary = lines[-1]
+    assert summary.startswith("Cluster summary: ") and " · 0 error · " in summary, summary
+    assert "│" not in out and "─" not in out  # no table or panel borders
