@@ -219,3 +219,54 @@ def test_cluster_report_on_a_pipe_is_plain_lines_from_a_real_torchrun(tmp_path):
     summary = lines[-1]
     assert summary.startswith("Cluster summary: ") and " · 0 error · " in summary, summary
     assert "│" not in out and "─" not in out  # no table or panel borders
+
+
+# -- `-v` facts and fleet's differences at any width --------------------------------------------
+LONG_PATH = "/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12.8.90"
+
+
+def _report_with_long_facts(tmp_path: Path) -> Path:
+    from envdoctor.report import Report, to_json
+    from tests.builders import facts
+
+    data = json.loads(to_json(Report(facts=facts(), findings=())))
+    data["facts"]["cuda.runtime_path"] = {"value": LONG_PATH, "source": "probe:libraries"}
+    data["facts"]["torch.loaded_libraries"] = {"value": {"cudart": [LONG_PATH, LONG_PATH + ".copy"]},
+                                               "source": "child:torch_probe"}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_verbose_facts_are_whole_key_value_lines_on_a_terminal(tmp_path, columns):
+    report = _report_with_long_facts(tmp_path)
+    code, out = run_pty("diagnose", str(report), "-v", columns=columns, env={"NO_COLOR": "1"})
+    lines = screen(out)
+    facts = lines[lines.index("Facts") + 1:]
+    assert f"  cuda.runtime_path = {LONG_PATH}  (probe:libraries)" in facts, facts
+    assert (f'  torch.loaded_libraries = {{"cudart": ["{LONG_PATH}", "{LONG_PATH}.copy"]}}  (child:torch_probe)'
+            in facts)
+    assert "…" not in "\n".join(facts) and "┃" not in out
+
+
+def test_verbose_facts_on_a_pipe_are_whole(tmp_path):
+    report = _report_with_long_facts(tmp_path)
+    out = run("diagnose", str(report), "-v").stdout.decode()
+    assert f"  cuda.runtime_path = {LONG_PATH}  (probe:libraries)\n" in out
+    assert f'"{LONG_PATH}.copy"]}}  (child:torch_probe)\n' in out
+
+
+def test_fleet_differences_are_whole_lines_at_80_columns(tmp_path):
+    from tests.test_fleet import write_report
+
+    d = tmp_path / "reports"
+    d.mkdir()
+    for i in range(4):
+        write_report(d / f"node{i}.json", **({"torch__version": "2.5.1+cu124"} if i == 3 else {}))
+    code, out = run_pty("fleet", str(d), columns=80, env={"NO_COLOR": "1"})
+    lines = screen(out)
+    assert code == 1, out
+    differs = [line for line in lines if "differs from the majority:" in line]
+    assert len(differs) == 1 and differs[0].startswith("#2 differs from the majority: torch: 2.5.1+cu124 (majority "), lines
+    assert not any(line.strip() in ("the", "majority", "from") for line in lines), lines

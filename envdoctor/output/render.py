@@ -328,33 +328,23 @@ def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
 
 
 def render_facts(report: Report, console: Console) -> None:
-    from rich import box
-    from rich.table import Table
+    """``-v``: every fact as a ``key = value  (source)`` line, the value whole (JSON for a list or an
+    object), never cut and never wrapped by envdoctor, at any width, on a terminal and on a pipe:
+    the facts are the evidence, and a table squeezes them into a narrow column."""
     from rich.text import Text
 
-    plain = not console.is_terminal  # on a pipe: one line per fact, never wrapped (render_terminal)
-    table = Table(title="Facts", box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column("fact", style="cyan", no_wrap=True)
-    table.add_column("value")
-    table.add_column("source", style="dim")
-    if plain:
-        console.print(Text("\nFacts", style="bold"))
+    console.print(Text("\nFacts", style="bold"))
     for key in sorted(report.facts):
         r = report.facts[key]
-        value = Text(_value_text(r.value)[:300]) if r.ok else Text(safe(r.describe()), style="yellow")
-        if plain:
-            line = Text(f"  {key} = ", style="cyan") + value
-            if r.source:
-                line.append(f"  ({safe(r.source)})", style="dim")
-            console.print(line, soft_wrap=True)
-        else:
-            table.add_row(Text(key), value, Text(safe(r.source)))
-    if not plain:
-        console.print(table)
+        value = Text(_value_text(r.value)) if r.ok else Text(safe(r.describe()), style="yellow")
+        line = Text(f"  {key} = ", style="cyan") + value
+        if r.source:
+            line.append(f"  ({safe(r.source)})", style="dim")
+        console.print(line, soft_wrap=True)
     probes = [p for p in report.probes]
     if probes:
         console.print(Text("Probes: " + ", ".join(f"{p.name} {p.status} {p.seconds:.2f}s" for p in probes),
-                           style="dim"), soft_wrap=plain)
+                           style="dim"), soft_wrap=True)
 
 
 # -- Markdown ----------------------------------------------------------------------------------
