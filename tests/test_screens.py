@@ -270,3 +270,18 @@ def test_fleet_differences_are_whole_lines_at_80_columns(tmp_path):
     differs = [line for line in lines if "differs from the majority:" in line]
     assert len(differs) == 1 and differs[0].startswith("#2 differs from the majority: torch: 2.5.1+cu124 (majority "), lines
     assert not any(line.strip() in ("the", "majority", "from") for line in lines), lines
+
+
+def test_diagnose_dash_on_a_terminal_asks_for_the_paste_before_waiting():
+    paste = b"RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    code, out = run_pty("diagnose", "-", columns=120, env={"NO_COLOR": "1"}, send=paste)
+    lines = screen(out)
+    assert lines[0] == ("envdoctor: paste the text (a report, collect_env or nvidia-smi output, error lines), then "
+                        "Ctrl-D on an empty line"), lines
+    assert any(line.startswith("envdoctor 0.1.0 · re-judging paste:") for line in lines), lines
+    assert code in (0, 1)
+
+
+def test_diagnose_dash_on_a_pipe_says_nothing_first():
+    proc = run("diagnose", "-", stdin=b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+    assert b"paste the text" not in proc.stderr and proc.returncode in (0, 1)

@@ -397,6 +397,10 @@ def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], ski
     --json one object per file); the exit code is the worst of theirs."""
     files = files or (_diagnose_input(None),)
     _known_ids(only, skip)
+    if "-" in files and sys.stdin is not None and sys.stdin.isatty():
+        # A terminal waits for the paste: say so, or it looks hung.
+        click.echo("envdoctor: paste the text (a report, collect_env or nvidia-smi output, error lines), "
+                   "then Ctrl-D on an empty line", err=True)
     plan = Plan(command="diagnose", only=tuple(only), skip=tuple(skip), fail_on=fail_on, verbose=verbose,
                 output=fmt or "terminal")
     if len(files) == 1 and not os.path.isdir(files[0]):
