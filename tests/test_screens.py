@@ -285,3 +285,22 @@ def test_diagnose_dash_on_a_terminal_asks_for_the_paste_before_waiting():
 def test_diagnose_dash_on_a_pipe_says_nothing_first():
     proc = run("diagnose", "-", stdin=b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
     assert b"paste the text" not in proc.stderr and proc.returncode in (0, 1)
+
+
+# -- containers: exec's log lines and its bypass ------------------------------------------------
+def test_exec_says_one_line_when_healthy():
+    proc = run("exec", "--", sys.executable, "-c", "print('started')")
+    err = proc.stderr.decode().splitlines()
+    assert proc.returncode == 0 and proc.stdout.decode() == "started\n"
+    assert len(err) == 1 and err[0].startswith("envdoctor exec: preflight passed in "), err
+
+
+def test_exec_bypass_variable_starts_the_shell_on_a_failing_node():
+    """`docker run -it -e ENVDOCTOR_SKIP_PREFLIGHT=1 IMAGE bash`: the command starts unchecked."""
+    failing = run("exec", "--expect-gpus", "8", "--", "sh", "-c", "echo started")
+    assert failing.returncode == 78 and failing.stdout == b""
+    assert failing.stderr.decode().splitlines()[-1].endswith("(exit 78; ENVDOCTOR_SKIP_PREFLIGHT=1 starts it unchecked)")
+    assert "-v lists them" not in failing.stderr.decode()  # exec has no -v
+    skipped = run("exec", "--expect-gpus", "8", "--", "sh", "-c", "echo started", env={"ENVDOCTOR_SKIP_PREFLIGHT": "1"})
+    assert skipped.returncode == 0 and skipped.stdout == b"started\n"
+    assert skipped.stderr.decode() == "envdoctor exec: preflight skipped (ENVDOCTOR_SKIP_PREFLIGHT=1); starting sh\n"

@@ -132,6 +132,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'bytes of `/dev/shm`'),
     _k('host.is_root', 'bool', ('probe:host',),
        'bool'),
+    _k('host.shared_mounts', 'list', ('probe:host',),
+       'mounts of host or network filesystems (ext4, xfs, nfs, …; not `/`, not the `/etc/hosts`-like files '
+       'runtimes bind in) from `/proc/self/mountinfo`: `[{"mountpoint", "fstype", "writable"}]` (at most 256)'),
     _k('env.vars', 'object', ('probe:host', 'parser:collect_env'),
        'object name → value, allow-listed and redacted (`"<redacted>"`)'),
     _k('python.executable', 'str', ('probe:python',),

@@ -165,16 +165,16 @@ def what_was_examined(report: Report) -> Examined:
     return Examined.of(report.findings, report.facts, report.origin)
 
 
-def _count_line(report: Report, verbose: bool) -> str:
+def _count_line(report: Report, verbose: bool, hint: bool = True) -> str:
     """``13 ok · 40 could not be judged: not in the text · 5 not applicable here``: what passed kept
     apart from what the report does not show."""
     parts = what_was_examined(report).counts()
     if not parts:
         return ""
-    return " · ".join(parts) + ("" if verbose else " — -v lists them with why")
+    return " · ".join(parts) + ("" if verbose or not hint else " — -v lists them with why")
 
 
-def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+def render_terminal(report: Report, console: Console, verbose: bool = False, verbose_hint: bool = True) -> None:
     """Problems first: the fail/error/warn rows, one line counting the rest (the rows with ``-v``),
     a block per problem in the same order with its commands outside any box, and a summary naming
     the failing checks. On a terminal the rows and blocks are a rich table and panels; on a pipe
@@ -199,7 +199,7 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
         _plain_rows(rows, console)
     elif rows:
         console.print(findings_table(ordered, verbose, problems_only=not verbose))
-    count = _count_line(report, verbose)
+    count = _count_line(report, verbose, verbose_hint)
     if count:
         console.print(Text(count, style="dim"), soft_wrap=plain)
     for f in ordered:
