@@ -304,3 +304,32 @@ def test_exec_bypass_variable_starts_the_shell_on_a_failing_node():
     skipped = run("exec", "--expect-gpus", "8", "--", "sh", "-c", "echo started", env={"ENVDOCTOR_SKIP_PREFLIGHT": "1"})
     assert skipped.returncode == 0 and skipped.stdout == b"started\n"
     assert skipped.stderr.decode() == "envdoctor exec: preflight skipped (ENVDOCTOR_SKIP_PREFLIGHT=1); starting sh\n"
+
+
+# -- remedies as printed: each command once per screen ------------------------------------------
+def test_an_empty_cuda_visible_devices_prints_unset_once_and_no_template_leftover():
+    proc = run("check", "--no-micro", env={"CUDA_VISIBLE_DEVICES": ""})
+    out = proc.stdout.decode()
+    assert out.count("    unset CUDA_VISIBLE_DEVICES\n") == 1, out
+    assert "`the command below`" not in out and "UUIDs from the command below" in out, out
+
+
+def test_a_command_two_blocks_share_is_printed_once_and_pointed_to_after(tmp_path):
+    from rich.console import Console
+
+    from envdoctor.model import Finding, Remediation, Status
+    from envdoctor.output.render import render_terminal
+    from envdoctor.report import Report
+    from tests.builders import facts
+
+    dmesg = "sudo dmesg | grep -iE 'nvrm|nvidia'"
+    findings = (Finding("a-check", Status.FAIL, "The driver is not loaded",
+                        remediation=Remediation("Load it.", ("sudo modprobe nvidia", dmesg))),
+                Finding("b-check", Status.WARN, "A GPU fell off the bus",
+                        remediation=Remediation("Read the kernel log.", (dmesg,))))
+    for terminal in (True, False):
+        console = Console(force_terminal=terminal, width=80, record=True, color_system=None, highlight=False)
+        render_terminal(Report(facts=facts(), findings=findings), console)
+        text = console.export_text()
+        assert text.count(dmesg) == 1, text
+        assert "Read the kernel log. (command above)" in text, text

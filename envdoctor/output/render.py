@@ -202,9 +202,10 @@ def render_terminal(report: Report, console: Console, verbose: bool = False, ver
     count = _count_line(report, verbose, verbose_hint)
     if count:
         console.print(Text(count, style="dim"), soft_wrap=plain)
+    shown: set[str] = set()  # each command once per screen: a later block points above
     for f in ordered:
         if f.status in PROBLEMS or (verbose and f.status is Status.OK):
-            _render_block(f, console, verbose, plain)
+            _render_block(f, console, verbose, plain, shown)
     if verbose:
         render_facts(report, console)
     console.print(summary_text(report), soft_wrap=plain)
@@ -233,11 +234,14 @@ def _some(names: list[str], most: int = 10) -> str:
     return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "")
 
 
-def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> None:
+def _render_block(f: Finding, console: Console, verbose: bool, plain: bool, shown: set[str] | None = None) -> None:
+    """One problem's block, then its commands; ``shown``: the commands earlier blocks of this screen
+    printed, said here as "above" instead of again (and this block's added to it)."""
     from rich.panel import Panel
     from rich.text import Text
 
-    body = _finding_body(f, verbose, title=not plain)
+    shown = set() if shown is None else shown
+    body = _finding_body(f, verbose, title=not plain, shown=shown)
     if plain:
         head = Text(f"\n{ICONS[f.status]} {f.status.value}: {f.id}", style=STYLES[f.status])
         head.append(" — " + safe(f.title) + _gpus(f), style="bold")
@@ -249,8 +253,9 @@ def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> N
         console.print(Panel(body, title=Text(f"{f.status.value}: {f.id}"), title_align="left",
                             border_style=STYLES[f.status].replace("bold ", ""), expand=True))
     # Commands go below the block, never wrapped (soft_wrap), so a copy-paste gets one line each.
-    for text, style in remedy_lines(f.remediation):
+    for text, style in remedy_lines(f.remediation, shown):
         console.print(Text(text, style=style), soft_wrap=True)
+    shown.update(all_commands(f.remediation))
 
 
 def _options(r: Any) -> list[Any]:
@@ -275,39 +280,50 @@ def all_commands(r: Any) -> list[str]:
     return out
 
 
-def remedy_lines(r: Any) -> list[tuple[str, str]]:
+def remedy_lines(r: Any, shown: Iterable[str] = ()) -> list[tuple[str, str]]:
     """(line, style) for a remediation's commands, each once and whole: its own steps in order,
-    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it."""
+    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it. A command
+    in ``shown`` (printed above on this screen) is not printed again: an alternative made only of
+    such commands says "(the command above)"."""
+    above = set(shown)
     lines: list[tuple[str, str]] = []
     for cmd in getattr(r, "commands", ()) or ():
-        lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+        if cmd not in above:
+            lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
     for n, option in enumerate(_options(r)):
         words = safe(getattr(option, "text", "") or "")
-        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":"), "bold green"))
-        for cmd in _commands_of(option):
+        fresh = [cmd for cmd in _commands_of(option) if cmd not in above]
+        note = " (the command above)" if _commands_of(option) and not fresh else ""
+        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":") + note, "bold green"))
+        for cmd in fresh:
             lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
     return lines
 
 
-def _without_commands(text: str, commands: Iterable[str]) -> str:
-    """Prose that quotes a command the block prints anyway says so instead: each command once."""
+def _without_commands(text: str, commands: Iterable[str], above: Iterable[str] = ()) -> str:
+    """Prose that quotes a command the block prints anyway says so instead: each command once. A
+    quoted command (`` `nvidia-smi -L` ``) is replaced with its quotes."""
+    above = set(above)
     for cmd in commands:
         if cmd and cmd in text:
-            text = text.replace(cmd, "the command below")
+            where = "the command above" if cmd in above else "the command below"
+            text = text.replace(f"`{cmd}`", where).replace(cmd, where)
     return text
 
 
-def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
+def _finding_body(f: Finding, verbose: bool, title: bool = True, shown: Iterable[str] = ()) -> Any:
     """Title, detail, the evidence (without ``verbose`` only its first entry: checks list the fact
-    that decided the verdict first), what to do and the links. Commands are not in here."""
+    that decided the verdict first), what to do and the links. Commands are not in here; those in
+    ``shown`` (printed by an earlier block) are pointed to as above."""
     from rich.text import Text
 
+    above = set(shown)
     commands = all_commands(f.remediation)
     body = Text()
     if title:
         body.append(safe(f.title) + "\n", style="bold")
     if f.detail:
-        body.append(safe(_without_commands(f.detail, commands)))
+        body.append(safe(_without_commands(f.detail, commands, above)))
     if f.evidence:
         shown = list(f.evidence.items()) if verbose else list(f.evidence.items())[:1]
         for key, value in shown:
@@ -319,9 +335,14 @@ def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
     if r:
         if r.text or commands:
             body.append("\nWhat to do: ", style="bold green")
-            body.append(safe(_without_commands(r.text, commands)) if r.text else "")
-            if commands:
-                body.append(" (commands below)" if len(commands) > 1 else " (command below)", style="dim")
+            body.append(safe(_without_commands(r.text, commands, above)) if r.text else "")
+            below = [c for c in commands if c not in above]
+            if below and len(below) < len(commands):
+                body.append(" (commands below, and above)", style="dim")
+            elif below:
+                body.append(" (commands below)" if len(below) > 1 else " (command below)", style="dim")
+            elif commands:
+                body.append(" (commands above)" if len(commands) > 1 else " (command above)", style="dim")
         for link in r.links:
             body.append("\n↗ " + safe(link), style="blue")
     return body
