@@ -333,3 +333,13 @@ def test_a_command_two_blocks_share_is_printed_once_and_pointed_to_after(tmp_pat
         text = console.export_text()
         assert text.count(dmesg) == 1, text
         assert "Read the kernel log. (command above)" in text, text
+
+
+def test_the_fabric_manager_remedy_pins_exactly_the_drivers_version():
+    """nv-fabricmanager's own mismatch line (Ubuntu/NVIDIA package nvidia-fabricmanager-<branch>,
+    versions <driver version>-1 / -0ubuntu…): the printed command installs that version, not the branch's latest."""
+    text = (b"Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version "
+            b"550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.\n")
+    out = run("diagnose", "-", stdin=text).stdout.decode()
+    assert "    sudo apt install 'nvidia-fabricmanager-550=550.120-*'   # exactly the driver's version 550.120\n" in out, out
+    assert "apt install nvidia-fabricmanager-550 " not in out and "apt install nvidia-fabricmanager-550\n" not in out

@@ -444,6 +444,32 @@ def fabric_manager_package(branch: str) -> str:
     return f"nvidia-fabricmanager-{branch}"
 
 
+#: Where the fabric manager's package names and versions come from: NVIDIA's packaging templates
+#: (``nvidia-fabricmanager-<branch>_<driver version>-1`` in NVIDIA's CUDA repository; "the version of
+#: fabricmanager must match the NVIDIA driver installed"); Ubuntu's archive builds the same package
+#: names as ``<driver version>-0ubuntu…`` (packages.ubuntu.com, source fabric-manager-<branch>).
+FABRIC_PACKAGING = "https://github.com/NVIDIA/apt-packaging-fabric-manager"
+
+#: The shell's answer for the driver version when none was read.
+_DRIVER_VERSION_SHELL = "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+
+
+def fabric_manager_install(driver: str | None) -> Line:
+    """``sudo apt install 'nvidia-fabricmanager-570=570.124.06-*'``: the fabric manager of exactly the
+    driver's version (a bare branch package installs the branch's latest, which then refuses to start
+    beside an older driver). The ``-*`` takes the packaging revision of either repository (NVIDIA's
+    ``-1``, Ubuntu's ``-0ubuntu…``); apt-get matches a version with ``*`` as a glob. Without a
+    driver version read, the shell asks ``nvidia-smi`` for it."""
+    import re as _re
+
+    if driver and _re.fullmatch(r"\d+(\.\d+)+", str(driver)):
+        version = str(driver)
+        return Line(AptInstall(f"'{fabric_manager_package(version.split('.')[0])}={version}-*'",
+                               note=f"exactly the driver's version {version}"))
+    return step("fabric-manager-install", f'V={_DRIVER_VERSION_SHELL}; sudo apt install '
+                f'"{fabric_manager_package("${V%%.*}")}=$V-*"', "exactly the driver's version")
+
+
 def gpu_reset(target: str | int | None, note: str = "") -> Line:
     """``sudo nvidia-smi -r -i GPU``: resets one GPU (NVML index or PCI address); nothing may run on it."""
     return Line(GpuReset(target, note=note))
