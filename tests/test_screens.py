@@ -343,3 +343,40 @@ def test_the_fabric_manager_remedy_pins_exactly_the_drivers_version():
     out = run("diagnose", "-", stdin=text).stdout.decode()
     assert "    sudo apt install 'nvidia-fabricmanager-550=550.120-*'   # exactly the driver's version 550.120\n" in out, out
     assert "apt install nvidia-fabricmanager-550 " not in out and "apt install nvidia-fabricmanager-550\n" not in out
+
+
+# -- PEP 668: an externally-managed system Python gets a venv, not a pip install that fails ----
+def test_the_python_probe_reads_whether_the_target_is_externally_managed(tmp_path):
+    target = "/usr/bin/python3"
+    if not os.path.exists(target):
+        target = sys.executable
+    probe = subprocess.run([target, "-c", "import sys, sysconfig; print(sysconfig.get_path('stdlib')); "
+                            "print(sys.prefix != sys.base_prefix)"], capture_output=True, text=True, timeout=60)
+    stdlib, in_venv = probe.stdout.split()
+    expected = in_venv == "False" and os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED"))
+    out = tmp_path / "r.json"
+    proc = run("report", "--python", target, "--no-micro", "--only", "torch-import", "-o", str(out))
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert json.loads(out.read_text())["facts"]["python.externally_managed"]["value"] is expected
+    venv = json.loads(run("check", "--json", "--no-micro", "--only", "torch-cpu-build").stdout)  # this venv: never
+    assert venv["facts"]["python.externally_managed"]["value"] is False
+
+
+def test_a_torch_install_for_an_externally_managed_python_goes_into_a_venv(tmp_path):
+    from envdoctor.report import Report, to_json
+    from tests.builders import facts
+
+    data = json.loads(to_json(Report(facts=facts(), findings=())))
+    data["facts"].update({
+        "python.executable": {"value": "/usr/bin/python3"}, "python.externally_managed": {"value": True},
+        "torch.version": {"value": None, "reason": "absent", "detail": "torch is not installed for /usr/bin/python3"}})
+    path = tmp_path / "debian12.json"
+    path.write_text(json.dumps(data))
+    out = run("diagnose", str(path), "--only", "torch-import").stdout.decode()
+    commands = [line.strip() for line in out.splitlines() if line.startswith("    ")]
+    assert commands and all(c.startswith("/usr/bin/python3 -m venv .venv && .venv/bin/python -m pip install ")
+                            for c in commands), out
+    assert "/usr/bin/python3 -m pip install" not in out and "PEP 668" in out
+    data["facts"]["python.externally_managed"] = {"value": False}
+    path.write_text(json.dumps(data))
+    assert "/usr/bin/python3 -m pip install" in run("diagnose", str(path), "--only", "torch-import").stdout.decode()

@@ -146,6 +146,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`"3.11.7"`'),
     _k('python.implementation', 'str', ('probe:python',),
        '`"CPython"`'),
+    _k('python.externally_managed', 'bool', ('probe:python',),
+       'PEP 668: true when the target interpreter is a distribution\'s (an `EXTERNALLY-MANAGED` file in its '
+       'stdlib folder, not a venv), where `pip install` is refused with "externally-managed-environment"'),
     _k('python.packages', 'object', ('probe:python', 'parser:collect_env', 'parser:packages'),
        'object dist name (normalised, lower-case, `-`) → version, relevant ones only'),
     _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements'),

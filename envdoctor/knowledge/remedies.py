@@ -380,6 +380,45 @@ def torch_install(python: str | None, version: str | None, variant: str | None, 
     return Line(torch_install_command(python, version, variant, extras, force, note))
 
 
+#: PEP 668: an interpreter whose installer is the distribution's (Debian 12, Ubuntu 23.04+, Fedora…)
+#: refuses ``pip install`` with "externally-managed-environment"; the PEP's own advice is a venv.
+PEP_668 = "https://peps.python.org/pep-0668/"
+#: Where the venv of a rewritten install goes (relative: envdoctor then finds it as "a .venv here").
+NEW_VENV = ".venv"
+
+
+class VenvCreate(Command):
+    """``PYTHON -m venv DIR``: a virtual environment of an interpreter."""
+
+    python: str
+    path: str = NEW_VENV
+
+    def words(self) -> str:
+        return f"{self.python} -m venv {self.path}"
+
+
+def into_venv(line: str, managed: str, path: str = NEW_VENV) -> str:
+    """``line`` with every ``pip install`` the externally-managed interpreter ``managed`` would run
+    (refused there, PEP 668) run by a new venv of it instead: ``/usr/bin/python3 -m venv .venv &&
+    .venv/bin/python -m pip install torch==…``; an uninstall in that interpreter has nothing to do in
+    the new venv and is left out of the chain. Any other line is returned as it was."""
+    command = line.command if isinstance(line, Line) else None
+    if command is None:
+        return line
+    steps = command.parts if isinstance(command, Chain) else (command,)
+    installs = [s for s in steps if isinstance(s, PipInstall) and s.python == managed]
+    if not installs:
+        return line
+    venv_python = f"{path}/bin/python"
+    kept: list[Command] = [VenvCreate(managed, path)]
+    for s in steps:
+        if isinstance(s, PipUninstall) and s.python == managed:
+            continue
+        kept.append(s.replace(python=venv_python) if isinstance(s, PipInstall) and s.python == managed else s)
+    note = command.note or (installs[0].note if len(steps) == 1 else "")
+    return Line(Chain(tuple(kept), note=(f"{note}; " if note else "") + f"then: envdoctor check --python {path}"))
+
+
 def elsewhere(prefix: str, command: str) -> Line:
     """A command for another machine or OS, commented out here (``# on macOS: pip install torch``)."""
     inner = command.command if isinstance(command, Line) else ShellStep("text", str(command))

@@ -15,7 +15,8 @@ from .spec import Options, ProbeSpec
 
 SOURCE = "child:torch_probe"
 
-PYTHON_KEYS = ("python.executable", "python.version", "python.implementation", "python.packages")
+PYTHON_KEYS = ("python.executable", "python.version", "python.implementation", "python.packages",
+               "python.externally_managed")
 TORCH_FIELDS = {
     # fact key suffix -> (child field, error field that explains its absence)
     "path": ("path", None),
@@ -91,6 +92,8 @@ def _readings(result: ChildResult) -> dict[str, Reading]:
                 out[key] = ok(result.data["packages"], SOURCE)
             else:
                 out[key] = failure or missing(Reason.FAILED, SOURCE, "child reported no packages")
+        elif field in py and py[field] is None and field == "externally_managed":
+            out[key] = missing(Reason.FAILED, SOURCE, "the child could not read the EXTERNALLY-MANAGED marker")
         elif field in py:
             out[key] = ok(py[field], SOURCE)
         else:
