@@ -433,8 +433,10 @@ def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
 
 
 def envdoctor_upgrade() -> Line:
-    """envdoctor itself, in its own environment (the distribution is ``gpu-envdoctor``)."""
-    return Line(PipInstall(None, ("gpu-envdoctor",), upgrade=True))
+    """envdoctor itself, in its own environment, from its source: the distribution (``gpu-envdoctor``)
+    is not published on a package index, so a bare ``pip install -U gpu-envdoctor`` finds nothing."""
+    return Line(Chain((ShellStep("git-pull", "git pull"), PipInstall(None, (".",), upgrade=True)),
+                      note="in your clone of envdoctor"))
 
 
 def nvml_bindings_in_envdoctor() -> Line:
