@@ -103,7 +103,7 @@ def externally_managed():
             return False  # a virtual environment: the marker does not apply (PEP 668)
         stdlib = sysconfig.get_path("stdlib")
         return bool(stdlib) and os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED"))
-    except Exception:  # noqa: BLE001 - a fact not read, never a crash of the child
+    except Exception:
         return None
 
 

@@ -29,7 +29,6 @@ from envdoctor.pipeline.plan import Plan
 from envdoctor.process import lifecycle
 from envdoctor.process.lifecycle import ExitCode
 
-
 #: The environment variable that skips the preflight (README "In a container").
 SKIP_VARIABLE = "ENVDOCTOR_SKIP_PREFLIGHT"
 

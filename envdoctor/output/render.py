@@ -241,7 +241,7 @@ def _render_block(f: Finding, console: Console, verbose: bool, plain: bool, show
     from rich.text import Text
 
     shown = set() if shown is None else shown
-    body = _finding_body(f, verbose, title=not plain, shown=shown)
+    body = _finding_body(f, verbose, title=not plain, printed=shown)
     if plain:
         head = Text(f"\n{ICONS[f.status]} {f.status.value}: {f.id}", style=STYLES[f.status])
         head.append(" — " + safe(f.title) + _gpus(f), style="bold")
@@ -311,13 +311,13 @@ def _without_commands(text: str, commands: Iterable[str], above: Iterable[str] =
     return text
 
 
-def _finding_body(f: Finding, verbose: bool, title: bool = True, shown: Iterable[str] = ()) -> Any:
+def _finding_body(f: Finding, verbose: bool, title: bool = True, printed: Iterable[str] = ()) -> Any:
     """Title, detail, the evidence (without ``verbose`` only its first entry: checks list the fact
     that decided the verdict first), what to do and the links. Commands are not in here; those in
-    ``shown`` (printed by an earlier block) are pointed to as above."""
+    ``printed`` (by an earlier block) are pointed to as above."""
     from rich.text import Text
 
-    above = set(shown)
+    above = set(printed)
     commands = all_commands(f.remediation)
     body = Text()
     if title:
