@@ -534,7 +534,7 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
         except TargetError as exc:
             from envdoctor.commands.execute import leave
 
-            leave(f"envdoctor exec: {exc}", ExitCode.USAGE)
+            leave(error_line(str(exc)), ExitCode.USAGE)  # the one usage-error format
         python = found.path
     plan = Plan(command="exec", fast=True, micro=micro, python=python, budget=max_seconds,
                 deadline=exec_deadline(max_seconds), expect_gpus=expect_gpus, fail_on=fail_on, output="terminal")
