@@ -689,7 +689,7 @@ _CUDA_INIT_FIX: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     304: (("ls -l /dev/nvidia*",), ()),
     800: (("ls -l /dev/nvidia*",), ()),
     802: (("systemctl status nvidia-fabricmanager",
-           remedies.apt_install(remedies.fabric_manager_package("<branch>"), note="exactly the driver's version"),
+           remedies.fabric_manager_install(None),
            remedies.service_enable("nvidia-fabricmanager")), (FABRIC_GUIDE,)),
     803: (_reload_commands(), ()),
     804: (("echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep compat   # remove these entries",

@@ -1,6 +1,7 @@
 """Exposure hints: Jupyter, TensorBoard or (in a container) sshd listening on every interface, a Jupyter
-server without a token or password, and a training container running as root. Each is a ``warn``
-with the flag that fixes it: none of them breaks training, all of them let someone else in."""
+server without a token or password, and a training container running as root where that matters
+(an exposed service, a host folder mounted writable). Each is a ``warn`` with the flag that fixes
+it: none of them breaks training, all of them let someone else in."""
 
 from __future__ import annotations
 
@@ -122,10 +123,40 @@ def _training_container(facts: Facts) -> str | None:
     return None
 
 
-@check("container-root", "A training container does not run as root",
-       needs=("host.is_root", "host.container", "driver.device_nodes"))
+def _why_root_matters(facts: Facts) -> tuple[list[str], list[str]]:
+    """(what makes root matter here, what could not be read to say so): a service listening on
+    every interface (someone else's way in) and a host or network folder mounted writable (what
+    root in the container can change on the host's disks)."""
+    reasons: list[str] = []
+    unread: list[str] = []
+    services = facts.get("exposure.services")
+    if services.ok and services.value is not None:
+        exposed = [f"{_NAMES.get(str(s.get('service')), s.get('service'))} listens on {_where(s)}"
+                   for s in _services(facts) if _everywhere(s)]
+        reasons += exposed
+    else:
+        unread.append(f"the listening services ({services.describe()})")
+    mounts = facts.get("host.shared_mounts")
+    if mounts.ok and isinstance(mounts.value, (list, tuple)):
+        shared = [m for m in mounts.value if isinstance(m, Mapping) and m.get("writable")]
+        if shared:
+            names = ", ".join(f"{m.get('mountpoint')} ({m.get('fstype')})" for m in shared[:5])
+            reasons.append(f"host folder(s) mounted writable: {names}" + (f" (+{len(shared) - 5} more)"
+                                                                          if len(shared) > 5 else ""))
+    else:
+        unread.append(f"the mounts ({mounts.describe()})")
+    return reasons, unread
+
+
+@check("container-root", "A training container runs as root only where nothing makes that matter",
+       needs=("host.is_root", "host.container", "driver.device_nodes", "exposure.services", "host.shared_mounts"))
 def container_root(facts: Facts) -> Finding:
-    ev = evidence(facts, "host.is_root", "host.container", "driver.device_nodes", "nvml.device_count")
+    """Root in a container matters where someone can reach it (a service listening on every
+    interface) or where it can change the host's files (a host or network folder mounted writable):
+    then a ``warn``. NGC and pytorch images run as root by design; without either, it is said at
+    ``ok`` level (``-v`` shows it), so ``--fail-on warn`` stays usable under torchrun."""
+    ev = evidence(facts, "host.is_root", "host.container", "driver.device_nodes", "nvml.device_count",
+                  "exposure.services", "host.shared_mounts")
     container = facts.value("host.container")
     if not facts.get("host.is_root").ok or facts.value("host.is_root") is None:
         return skip("Whether envdoctor runs as root was not read", detail=facts.get("host.is_root").describe(),
@@ -138,10 +169,19 @@ def container_root(facts: Facts) -> Finding:
     if why is None:
         return skip(f"This {container} container runs as root, but has no GPU and no launcher: not a training "
                     "container", evidence=ev)
-    return warn(f"This training container runs as root ({container})",
-                detail=f"envdoctor runs as uid 0 in a {container} container ({why}). Root in the container is root "
-                "over every mounted volume (datasets, checkpoints, the host paths bound in) and a shorter step to the "
-                "host if the runtime has a flaw; training needs no privilege.", evidence=ev,
-                remedy=Remediation("Run the container as an unprivileged user.", remedies.run_as_user(container),
-                                   (remedies.K8S_SECURITY_CONTEXT if container == "kubernetes" else
-                                    remedies.DOCKER_USER_DOC,)))
+    reasons, unread = _why_root_matters(facts)
+    remedy = Remediation("Run the container as an unprivileged user.", remedies.run_as_user(container),
+                         (remedies.K8S_SECURITY_CONTEXT if container == "kubernetes" else remedies.DOCKER_USER_DOC,))
+    if reasons:
+        return warn(f"This training container runs as root ({container}) with {'; '.join(reasons)}",
+                    detail=f"envdoctor runs as uid 0 in a {container} container ({why}) where " + "; ".join(reasons)
+                    + ". Root in the container is root over every mounted host folder (datasets, checkpoints) and "
+                    "behind an exposed service; training needs no privilege.", evidence=ev, remedy=remedy)
+    if unread:  # unknown is never ok: whether root matters here was not read
+        return skip(f"This {container} container runs as root; whether that matters was not read",
+                    detail="Not read: " + "; ".join(unread) + ".", evidence=ev)
+    return ok(f"This {container} container runs as root, with no exposed service and no host folder mounted "
+              "writable", detail=f"uid 0 in a {container} container ({why}), as NGC and pytorch images run by design; "
+              "nothing here makes root matter. An unprivileged user is still the safer default "
+              f"({remedies.DOCKER_USER_DOC if container != 'kubernetes' else remedies.K8S_SECURITY_CONTEXT}).",
+              evidence=ev)

@@ -537,15 +537,13 @@ def fabric_manager(facts: Facts) -> CheckResult:
     ev.update(evidence(facts, "cuda.init", "nvml.driver_version"))
     driver = (facts.value("nvml.driver_version") or facts.value("driver.kernel_module_version")
               or (mismatch or {}).get("driver"))
-    # Without a version read, let the shell ask the driver for its branch.
-    branch = (str(driver).split(".")[0] if driver
-              else "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)")
+    # Pinned to the driver's version (without one read, the shell asks the driver for it).
     remedy = Remediation(
         "Install nvidia-fabricmanager of exactly the driver's version and start it; CUDA works once the fabric state "
         "is 'completed'.",
-        (remedies.apt_install(remedies.fabric_manager_package(branch), note=f"must match the driver {driver or ''}".rstrip()),
+        (remedies.fabric_manager_install(str(driver) if driver else None),
          remedies.service_enable("nvidia-fabricmanager"), "systemctl status nvidia-fabricmanager",
-         "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE,))
+         "nvidia-smi -q | grep -A 3 -i fabric"), (FABRIC_GUIDE, remedies.FABRIC_PACKAGING))
     with_fabric = [g for g in gpus if (g.get("fabric") or {}).get("state", 0) != 0]
     not_started = [g for g in with_fabric if g["fabric"]["state"] == 1]
     failed = [g for g in with_fabric if g["fabric"]["state"] == 3 and g["fabric"].get("status")]

@@ -140,10 +140,8 @@ def env_vars(facts: Facts) -> CheckResult:
         problems.append(f"{switch['name']}={switch['value']} {switch['effect']} (often left over from debugging "
                         "a hang)")
         commands.append(switch["undo"])
-    if env.get("CUDA_VISIBLE_DEVICES") == "" or env.get("CUDA_VISIBLE_DEVICES") == "-1":
-        # Judged in detail by cuda-visible-devices; mention it here only as context.
-        problems.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r} hides every GPU from CUDA")
-        commands.append(remedies.env_unset("CUDA_VISIBLE_DEVICES"))
+    # CUDA_VISIBLE_DEVICES is cuda-visible-devices' to judge (with its remedy): said here too, the
+    # screen showed it twice, with `unset CUDA_VISIBLE_DEVICES` in two blocks.
     if not problems:
         return ok("No environment variables that slow down or hide the GPU", evidence=ev)
     return warn("Environment variables change how CUDA and torch behave", detail="; ".join(problems) + ".",

@@ -156,7 +156,8 @@ def test_command_lines_are_classified_by_their_program_not_by_their_arguments():
 def _container_report(tmp_path: Path, **facts: Any) -> dict[str, Any]:
     base = {"host.container": {"value": "docker"}, "host.is_root": {"value": True},
             "driver.device_nodes": {"value": {"/dev/nvidiactl": "ok", "/dev/nvidia-uvm": "ok"}},
-            "nvml.device_count": {"value": 8}}
+            "nvml.device_count": {"value": 8}, "exposure.services": {"value": []},
+            "host.shared_mounts": {"value": [{"mountpoint": "/data", "fstype": "ext4", "writable": True}]}}
     base.update(facts)
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "facts": base}))
@@ -172,6 +173,21 @@ def test_a_gpu_container_running_as_root_warns_with_the_user_flag(tmp_path):
     assert any(c.startswith('docker run --user "$(id -u):$(id -g)"') for c in found["remediation"]["commands"])
     k8s = _container_report(tmp_path, **{"host.container": {"value": "kubernetes"}})
     assert "runAsNonRoot: true" in k8s["remediation"]["commands"][0]
+
+
+def test_root_warns_where_it_matters_and_is_ok_level_elsewhere(tmp_path):
+    """An NGC/pytorch image under torchrun runs as root: a warn only with an exposed service or a host
+    folder mounted writable; without either an ok (shown with -v); unread, a skip (never ok)."""
+    shared = _container_report(tmp_path)
+    assert shared["status"] == "warn" and "/data (ext4)" in shared["title"]
+    plain = _container_report(tmp_path, **{"host.shared_mounts": {"value": [
+        {"mountpoint": "/datasets", "fstype": "nfs4", "writable": False}]}})
+    assert plain["status"] == "ok" and "runs as root, with no exposed service" in plain["title"]
+    exposed = _container_report(tmp_path, **{"host.shared_mounts": {"value": []}, "exposure.services": {"value": [
+        {"service": "jupyter", "pid": 7, "all_interfaces": True, "listen": [{"address": "0.0.0.0", "port": 8888}]}]}})
+    assert exposed["status"] == "warn" and "Jupyter listens on 0.0.0.0:8888" in exposed["title"]
+    unread = _container_report(tmp_path, **{"host.shared_mounts": {"value": None, "reason": "denied"}})
+    assert unread["status"] == "skip" and "was not read" in unread["title"]
 
 
 def test_root_is_only_a_hint_for_training_containers(tmp_path):

@@ -86,7 +86,8 @@ def subprocess_devnull() -> int:
     return subprocess.DEVNULL
 
 
-def test_a_reader_that_goes_away_is_a_clean_exit(tmp_path):
+def test_a_reader_that_goes_away_is_a_quiet_exit_141(tmp_path):
+    """As git, pip and coreutils: a closed pipe (`| head -1`) is no error of envdoctor's."""
     import subprocess
     import sys
 
@@ -95,8 +96,8 @@ def test_a_reader_that_goes_away_is_a_clean_exit(tmp_path):
                             stderr=subprocess.PIPE, env={**os.environ, "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"})
     proc.stdout.close()  # the reader left before the first line (`| head -0`)
     err = proc.stderr.read().decode()
-    assert proc.wait(30) == 3
-    assert "Traceback" not in err and "Exception ignored" not in err and len(err.strip().splitlines()) == 1
+    assert proc.wait(30) == 141
+    assert err == ""
 
 
 def test_healthcheck_with_stdout_closed_still_answers_by_its_exit_code(tmp_path):

@@ -125,8 +125,9 @@ def test_unreadable_kernel_log_skips():
 def test_fabric_not_started_and_cuda_802():
     f = nv_facts(gpus=[healthy_gpu(0, fabric={"state": 1, "status": 0})])
     finding = judge_one(h.fabric_manager, f)
-    assert finding.status is Status.FAIL and "sudo apt install nvidia-fabricmanager-570   # must match the driver " \
-        "570.124.06" in finding.remediation.commands
+    # Exactly the driver's version: a bare branch package installs the branch's latest.
+    assert finding.status is Status.FAIL and "sudo apt install 'nvidia-fabricmanager-570=570.124.06-*'   # exactly " \
+        "the driver's version 570.124.06" in finding.remediation.commands
     in_progress = nv_facts(gpus=[healthy_gpu(0, fabric={"state": 2, "status": 0})])
     assert judge_one(h.fabric_manager, in_progress).status is Status.WARN
     f802 = nv_facts(cuda__init={"code": 802, "name": "CUDA_ERROR_SYSTEM_NOT_READY", "message": "system not yet initialized"})
@@ -199,4 +200,4 @@ def test_fabric_remedy_uses_the_kernel_module_branch_when_nvml_gave_no_version()
                  nvml__driver_version=missing(Reason.FAILED, "child:nvml_probe", "x"))
     finding = judge_one(h.fabric_manager, f)
     assert finding.status is Status.FAIL
-    assert finding.remediation.commands[0].startswith("sudo apt install nvidia-fabricmanager-570 ")
+    assert finding.remediation.commands[0].startswith("sudo apt install 'nvidia-fabricmanager-570=570.")

@@ -99,3 +99,24 @@ def test_strange_files_and_environment_never_crash_the_probe(tmp_path):
     assert facts["host.distro"].value == "Caf\ufffd OS"
     assert facts["host.wsl"].value is False
     assert facts["env.vars"].value["PYTORCH_CUDA_ALLOC_CONF"] == "caf\u00e9"
+
+
+def test_shared_mounts_are_the_host_and_network_folders_bound_in(tmp_path):
+    """A Docker container's mountinfo (proc(5)): the overlay root, pseudo filesystems, tmpfs and the
+    files every runtime binds in are left out; a host folder and an NFS share are kept, with rw/ro."""
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/mountinfo").write_text(
+        "540 487 0:52 / / rw,relatime master:232 - overlay overlay rw,lowerdir=/var/lib/docker/l/A\n"
+        "541 540 0:55 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+        "545 540 0:58 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k\n"
+        "548 540 259:2 /home/ann/data /data rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
+        "549 540 259:2 /var/lib/docker/containers/x/resolv.conf /etc/resolv.conf rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
+        "550 540 259:2 /var/lib/docker/containers/x/hosts /etc/hosts rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
+        "551 540 0:60 / /mnt/my\\040share ro,relatime - nfs4 fs:/export ro,vers=4.2\n"
+        "552 540 0:61 / /s3 rw,relatime - fuse.s3fs s3fs rw\n")
+    reading = probe_host(Host(environ={}, root=tmp_path), Options())["host.shared_mounts"]
+    assert reading.ok and [dict(m) for m in reading.value] == [
+        {"mountpoint": "/data", "fstype": "ext4", "writable": True},
+        {"mountpoint": "/mnt/my share", "fstype": "nfs4", "writable": False},
+        {"mountpoint": "/s3", "fstype": "fuse.s3fs", "writable": True}]
+    assert not probe_host(Host(environ={}, root=tmp_path / "none"), Options())["host.shared_mounts"].ok

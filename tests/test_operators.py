@@ -176,5 +176,7 @@ def test_the_readme_shows_readiness_not_liveness_and_the_install_line():
     assert "readinessProbe:" in container and "startupProbe:" in container and "livenessProbe" not in readme
     assert "Why not a liveness probe" in container and "--max-seconds" in container
     dockerfile = container[container.index("```dockerfile"):container.index("```", container.index("```dockerfile") + 3)]
-    assert "pip install" in dockerfile and 'ENTRYPOINT ["envdoctor", "exec", "--"]' in dockerfile
+    # Installed from a wheel built from the source (not on any index), under tini (a Python PID 1).
+    assert "pip install --no-cache-dir /tmp/gpu_envdoctor-" in dockerfile
+    assert 'ENTRYPOINT ["tini", "--", "envdoctor", "exec", "--"]' in dockerfile
     assert f"| {int(ExitCode.PREFLIGHT)} | `exec`" in readme and f"values: [{int(ExitCode.PREFLIGHT)}]" in container

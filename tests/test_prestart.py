@@ -51,6 +51,7 @@ def _click_plan(argv: list[str]) -> Plan:
     ["report", "-o", "r.json", "--timeout=2.5"], ["check", "--micro-only"],
     ["check", "--no-micro", "--prometheus-textfile", "e.prom", "--prometheus-failures-only", "--nfd-features=.",
      "--nfd-expiry", "600"],
+    ["check", "--json", "-o", "r.json", "--expect-gpus", "2", "--no-micro"],
 ])
 def test_startup_reads_the_plan_click_builds(argv: list[str], tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -69,6 +69,14 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_slurm.py::test_the_readme_sbatch_script_runs",
     # CLI runs end to end through every probe (with a torch child), and deadlines waited out.
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
+    # Screens through the CLI that run `check`/`report` with the torch child, or torchrun.
+    "test_screens.py::test_check_json_prints_the_report_and_o_writes_it",
+    "test_screens.py::test_check_o_keeps_the_screen",
+    "test_screens.py::test_a_box_without_a_gpu_names_it_in_the_header_and_expect_gpus_fails",
+    "test_screens.py::test_the_header_on_a_terminal_names_no_gpu_too",
+    "test_screens.py::test_cluster_report_on_a_pipe_is_plain_lines_from_a_real_torchrun",
+    "test_screens.py::test_an_empty_cuda_visible_devices_prints_unset_once_and_no_template_leftover",
+    "test_screens.py::test_the_python_probe_reads_whether_the_target_is_externally_managed",
     "test_cli.py::test_report_json_validates_against_the_shipped_schema",
     "test_cli.py::test_markdown_report_is_ready_for_a_github_issue",
     "test_cpu_only.py::test_check_on_this_gpu_less_machine_passes_fail_on_warn",

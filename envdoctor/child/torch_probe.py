@@ -93,6 +93,20 @@ def _failed(opts, record):
         done(torch=record)
 
 
+def externally_managed():
+    """PEP 668: the distribution manages this interpreter's packages (``EXTERNALLY-MANAGED`` in its
+    stdlib folder) and pip refuses to install into it; never inside a venv. None: not read."""
+    try:
+        import sysconfig
+
+        if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+            return False  # a virtual environment: the marker does not apply (PEP 668)
+        stdlib = sysconfig.get_path("stdlib")
+        return bool(stdlib) and os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED"))
+    except Exception:
+        return None
+
+
 def main():
     opts = args()
     emit(python={
@@ -100,6 +114,7 @@ def main():
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),
         "prefix": sys.prefix,
+        "externally_managed": externally_managed(),
     })
     stage("packages")
     emit(packages=packages())

@@ -105,7 +105,9 @@ def run() -> None:
     code: int = ExitCode.OK
     try:
         try:
-            result = main.main(standalone_mode=False)
+            # One name, however it was started (`python -m envdoctor` too): the usage lines and the
+            # completion variable `_ENVDOCTOR_COMPLETE` are the command's.
+            result = main.main(prog_name="envdoctor", standalone_mode=False)
             code = result if isinstance(result, int) else ExitCode.OK
         except click.exceptions.Exit as exc:
             code = exc.exit_code
@@ -311,23 +313,26 @@ def _cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="--distributed: seconds the all-reduce may take on every rank."),
         click.option("--min-busbw", type=click.FloatRange(0), metavar="GBPS",
                      help="--distributed: fail when the all-reduce bus bandwidth is below this."),
-        click.option("--json", "as_json", is_flag=True, help="--distributed: print the cluster report as JSON."),
-        click.option("-o", "--output", type=click.Path(dir_okay=False), help="--distributed: rank 0 writes the "
-                     "cluster report (JSON) to FILE."),
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the screen "
+                     "(with --distributed: the cluster report, on rank 0)."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the report (JSON) to FILE, "
+                     "atomically; %N %j %t %n as for report (with --distributed: rank 0 writes the cluster report)."),
+        click.option("--expect-gpus", type=click.IntRange(0), metavar="N",
+                     help="Fail when fewer than N GPUs are visible (as healthcheck --expect-gpus)."),
     ]
     for deco in reversed(decorators):
         func = deco(func)
     return func
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="Probe this machine, judge it, print remedies.")
 @_options
 @_cluster_options
 @_engine_options
 def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, device: str | None,
           compile_: bool, only: tuple[str, ...], skip: tuple[str, ...], fail_on: str, verbose: bool,
           distributed: bool, init_timeout: float, collective_timeout: float, min_busbw: float | None,
-          as_json: bool, output: str | None, **engines: Any) -> None:
+          as_json: bool, output: str | None, expect_gpus: int | None, **engines: Any) -> None:
     """Probe this machine, judge it, and print every finding with its remedy.
 
     \b
@@ -349,7 +354,8 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
         plan = _live_plan("distributed", python=python or sys.executable, timeout=timeout, no_micro=True,
                           micro_only=False, device=device, compile_=False, only=only, skip=skip, fail_on=fail_on,
                           verbose=verbose, chosen_by=None if python else "started by the launcher",
-                          distributed=True, output="json" if as_json else "terminal", output_file=output)
+                          distributed=True, output="json" if as_json else "terminal", output_file=output,
+                          expect_gpus=expect_gpus)
         try:
             run_distributed(plan, init_timeout=init_timeout, collective_timeout=collective_timeout,
                             min_busbw=min_busbw, publish=Publish(as_json=as_json, output=output, verbose=verbose,
@@ -357,16 +363,23 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
         except NotLaunched as exc:
             raise InputError(str(exc)) from None
         return
-    if as_json or output or min_busbw is not None:
-        raise click.UsageError("--json, -o and --min-busbw belong to --distributed; for one machine use "
-                               "`envdoctor report --json -o FILE`")
+    if min_busbw is not None:
+        raise click.UsageError("--min-busbw measures the cluster's all-reduce: it needs --distributed")
+    _writable_output(output)
     plan = _live_plan("check", python=python, timeout=timeout, no_micro=no_micro, micro_only=micro_only, device=device,
                       compile_=compile_, only=only, skip=skip, fail_on=fail_on, verbose=verbose,
+                      output="json" if as_json else "terminal", output_file=output, expect_gpus=expect_gpus,
                       **_engine_fields(**engines))
     rep = _run(plan, progress=True)
-    from envdoctor.output.render import make_console, render_terminal
+    if as_json:  # the report on stdout, as `report --json` writes it (the file, too, with -o)
+        _emit_warnings(rep.warnings)
+        _write(rep, "json", None)
+    else:
+        from envdoctor.output.render import make_console, render_terminal
 
-    render_terminal(rep, make_console(), verbose=verbose)
+        render_terminal(rep, make_console(), verbose=verbose)
+    if output:
+        _write(rep, "json", output)
     if plan.prometheus_textfile or plan.nfd_features:
         from envdoctor.output.engines import hung_probes
 
@@ -374,7 +387,7 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
     sys.exit(rep.exit_code(fail_on))
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="The full report for a bug ticket (JSON or Markdown).")
 @click.option("--json", "fmt", flag_value="json", default=True, help="JSON (default).")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Markdown for a GitHub issue.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
@@ -423,7 +436,7 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
                 sys.stdout.write(piece[at:at + (1 << 20)])
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="Re-judge a saved report or a pasted text.")
 @click.argument("files", metavar="[FILE…|DIR]", nargs=-1)
 @click.option("--json", "fmt", flag_value="json", help="Print the re-judged report as JSON.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print it as Markdown.")
@@ -438,6 +451,10 @@ def diagnose(files: tuple[str, ...], fmt: str | None, only: tuple[str, ...], ski
     --json one object per file); the exit code is the worst of theirs."""
     files = files or (_diagnose_input(None),)
     _known_ids(only, skip)
+    if "-" in files and sys.stdin is not None and sys.stdin.isatty():
+        # A terminal waits for the paste: say so, or it looks hung.
+        click.echo("envdoctor: paste the text (a report, collect_env or nvidia-smi output, error lines), "
+                   "then Ctrl-D on an empty line", err=True)
     plan = Plan(command="diagnose", only=tuple(only), skip=tuple(skip), fail_on=fail_on, verbose=verbose,
                 output=fmt or "terminal")
     if len(files) == 1 and not os.path.isdir(files[0]):
@@ -506,7 +523,7 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
     sys.exit(worst_exit(codes))
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="One line, exit 0/1, for Docker and Kubernetes probes.")
 @click.option("--max-seconds", type=Seconds(0.5, 600), default=None,
               help="Hard time budget; exceeding it is unhealthy (default: 5; 4 with --npd).")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
@@ -586,7 +603,8 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
     lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
 
 
-@main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False})
+@main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False},
+              short_help="Container ENTRYPOINT: preflight, then become CMD.")
 @click.option("--fail-on", type=click.Choice(["fail", "warn"]), default="fail", show_default=True,
               help="Lowest status that keeps the command from starting.")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck (imports torch).")
@@ -598,8 +616,11 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     """Container ENTRYPOINT preflight: run the fast checks (the healthcheck's), print the findings
     to stderr, then become CMD (exec: same PID, signals and exit code are CMD's). When the
     environment fails, CMD is not started and the exit code is 78."""
-    from envdoctor.commands.execute import preflight
+    from envdoctor.commands.execute import preflight, skip_requested, start_unchecked
     from envdoctor.pipeline.startup import exec_deadline
+
+    if skip_requested():  # ENVDOCTOR_SKIP_PREFLIGHT=1: debugging a node whose preflight fails
+        start_unchecked(command)
 
     python = None
     if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
@@ -611,7 +632,7 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
         except TargetError as exc:
             from envdoctor.commands.execute import leave
 
-            leave(f"envdoctor exec: {exc}", ExitCode.USAGE)
+            leave(error_line(str(exc)), ExitCode.USAGE)  # the one usage-error format
         python = found.path
     plan = Plan(command="exec", fast=True, micro=micro, python=python, budget=max_seconds,
                 deadline=exec_deadline(max_seconds), expect_gpus=expect_gpus, fail_on=fail_on, output="terminal")
@@ -631,7 +652,7 @@ def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:
     getattr(fleet_render, renderer)(result, make_console())
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="What differs between two saved reports.")
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -653,7 +674,7 @@ def diff(a: str, b: str, as_json: bool) -> None:
     sys.exit(ExitCode.FAIL if result["differences"] or result["verdicts"] else ExitCode.OK)
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(context_settings=CONTEXT, short_help="Many saved reports: configurations, outliers, failures.")
 @click.argument("items", metavar="FILES|DIR", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--rejudge", is_flag=True, help="Judge every report with today's checks (slower) instead of "
@@ -677,7 +698,7 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
     sys.exit(fleet_exit(result))
 
 
-@main.command("list", context_settings=CONTEXT)
+@main.command("list", context_settings=CONTEXT, short_help="The registered checks and who provides them.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 def list_checks(as_json: bool) -> None:
     """The registered checks: id, title, what they verify, and who provides them."""

@@ -8,6 +8,11 @@ the GPU count a node must show (``--expect-gpus``, the expect-gpus check); no to
 :attr:`ExitCode.PREFLIGHT` (78, ``EX_CONFIG`` of sysexits.h), a code a training script rarely
 uses, so a Kubernetes ``podFailurePolicy`` can tell "this node's GPU stack is broken" from the
 job's own failures.
+
+Healthy, it says one line on stderr (a container log gets one line per start); with a problem,
+the problems and their remedies first. ``ENVDOCTOR_SKIP_PREFLIGHT=1`` skips the preflight (one
+line says so) and starts the command at once: ``docker run -it -e ENVDOCTOR_SKIP_PREFLIGHT=1 IMAGE
+bash`` opens a shell on a node whose preflight fails, to debug it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,23 @@ from envdoctor.model import Finding, Status
 from envdoctor.pipeline.plan import Plan
 from envdoctor.process import lifecycle
 from envdoctor.process.lifecycle import ExitCode
+
+#: The environment variable that skips the preflight (README "In a container").
+SKIP_VARIABLE = "ENVDOCTOR_SKIP_PREFLIGHT"
+
+
+def skip_requested(environ: Any = os.environ) -> bool:
+    """``ENVDOCTOR_SKIP_PREFLIGHT`` set to 1 (or true/yes): start the command without judging."""
+    return str(environ.get(SKIP_VARIABLE, "")).strip().lower() in ("1", "true", "yes")
+
+
+def start_unchecked(command: Sequence[str]) -> NoReturn:
+    """Become ``command`` without a preflight, saying so once (the log shows it was skipped)."""
+    from envdoctor.redact import redact_text
+
+    print(f"envdoctor exec: preflight skipped ({SKIP_VARIABLE}=1); starting {redact_text(command[0])}",
+          file=sys.stderr)
+    become(command)
 
 
 def failing(findings: Sequence[Finding], fail_on: str) -> list[Finding]:
@@ -94,11 +116,14 @@ def preflight(command: Sequence[str], plan: Plan, host: Any) -> NoReturn:
     from envdoctor.output.render import make_console, render_terminal
 
     bad = failing(report.findings, plan.fail_on)
-    render_terminal(report, make_console(stderr=True))
+    problems = [f for f in report.findings if f.status in (Status.FAIL, Status.ERROR, Status.WARN)]
+    if problems or hung:  # healthy: the one line below is all a container log gets
+        render_terminal(report, make_console(stderr=True), verbose_hint=False)  # exec has no -v
     seconds = time.monotonic() - began
     if bad or hung:
         names = [f"probe {h} hung" for h in hung] + list(dict.fromkeys(f.id for f in bad))
         leave(redact_text(f"envdoctor exec: preflight failed in {seconds:.1f}s ({', '.join(names)}); "
-                          f"not starting {command[0]} (exit {code})"), ExitCode.PREFLIGHT)
+                          f"not starting {command[0]} (exit {code}; {SKIP_VARIABLE}=1 starts it unchecked)"),
+              ExitCode.PREFLIGHT)
     print(f"envdoctor exec: preflight passed in {seconds:.1f}s; starting {redact_text(command[0])}", file=sys.stderr)
     become(command)

@@ -136,6 +136,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'bytes of `/dev/shm`'),
     _k('host.is_root', 'bool', ('probe:host',),
        'bool'),
+    _k('host.shared_mounts', 'list', ('probe:host',),
+       'mounts of host or network filesystems (ext4, xfs, nfs, …; not `/`, not the `/etc/hosts`-like files '
+       'runtimes bind in) from `/proc/self/mountinfo`: `[{"mountpoint", "fstype", "writable"}]` (at most 256)'),
     _k('env.vars', 'object', ('probe:host', 'parser:collect_env'),
        'object name → value, allow-listed and redacted (`"<redacted>"`)'),
     _k('python.executable', 'str', ('probe:python',),
@@ -147,6 +150,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`"3.11.7"`'),
     _k('python.implementation', 'str', ('probe:python',),
        '`"CPython"`'),
+    _k('python.externally_managed', 'bool', ('probe:python',),
+       'PEP 668: true when the target interpreter is a distribution\'s (an `EXTERNALLY-MANAGED` file in its '
+       'stdlib folder, not a venv), where `pip install` is refused with "externally-managed-environment"'),
     _k('python.packages', 'object', ('probe:python', 'parser:collect_env', 'parser:packages'),
        'object dist name (normalised, lower-case, `-`) → version, relevant ones only'),
     _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements'),
@@ -439,8 +445,8 @@ _ENTRIES: tuple[FactKey, ...] = (
        "rank → `envdoctor.knowledge.compare.signature` of that rank's facts (`aspects`, `env`, `packages`)"),
     _k('cluster.rank_findings', 'object', ('command:distributed',),
        'rank → `[{"id", "status", "title"}]` of that rank\'s own report'),
-    _k('plan.expect_gpus', 'int', ('command:healthcheck', 'command:exec'),
-       '`--expect-gpus N` of `healthcheck`/`exec`: the GPUs this node must show (absent when not asked)'),
+    _k('plan.expect_gpus', 'int', ('command:check', 'command:distributed', 'command:healthcheck', 'command:exec'),
+       '`--expect-gpus N` of `check`/`healthcheck`/`exec`: the GPUs this node must show (absent when not asked)'),
 )
 
 FACT_KEYS: Mapping[str, FactKey] = {entry.key: entry for entry in _ENTRIES}

@@ -381,6 +381,45 @@ def torch_install(python: str | None, version: str | None, variant: str | None, 
     return Line(torch_install_command(python, version, variant, extras, force, note))
 
 
+#: PEP 668: an interpreter whose installer is the distribution's (Debian 12, Ubuntu 23.04+, Fedora…)
+#: refuses ``pip install`` with "externally-managed-environment"; the PEP's own advice is a venv.
+PEP_668 = "https://peps.python.org/pep-0668/"
+#: Where the venv of a rewritten install goes (relative: envdoctor then finds it as "a .venv here").
+NEW_VENV = ".venv"
+
+
+class VenvCreate(Command):
+    """``PYTHON -m venv DIR``: a virtual environment of an interpreter."""
+
+    python: str
+    path: str = NEW_VENV
+
+    def words(self) -> str:
+        return f"{self.python} -m venv {self.path}"
+
+
+def into_venv(line: str, managed: str, path: str = NEW_VENV) -> str:
+    """``line`` with every ``pip install`` the externally-managed interpreter ``managed`` would run
+    (refused there, PEP 668) run by a new venv of it instead: ``/usr/bin/python3 -m venv .venv &&
+    .venv/bin/python -m pip install torch==…``; an uninstall in that interpreter has nothing to do in
+    the new venv and is left out of the chain. Any other line is returned as it was."""
+    command = line.command if isinstance(line, Line) else None
+    if command is None:
+        return line
+    steps = command.parts if isinstance(command, Chain) else (command,)
+    installs = [s for s in steps if isinstance(s, PipInstall) and s.python == managed]
+    if not installs:
+        return line
+    venv_python = f"{path}/bin/python"
+    kept: list[Command] = [VenvCreate(managed, path)]
+    for s in steps:
+        if isinstance(s, PipUninstall) and s.python == managed:
+            continue
+        kept.append(s.replace(python=venv_python) if isinstance(s, PipInstall) and s.python == managed else s)
+    note = command.note or (installs[0].note if len(steps) == 1 else "")
+    return Line(Chain(tuple(kept), note=(f"{note}; " if note else "") + f"then: envdoctor check --python {path}"))
+
+
 def elsewhere(prefix: str, command: str) -> Line:
     """A command for another machine or OS, commented out here (``# on macOS: pip install torch``)."""
     inner = command.command if isinstance(command, Line) else ShellStep("text", str(command))
@@ -395,8 +434,10 @@ def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
 
 
 def envdoctor_upgrade() -> Line:
-    """envdoctor itself, in its own environment (the distribution is ``gpu-envdoctor``)."""
-    return Line(PipInstall(None, ("gpu-envdoctor",), upgrade=True))
+    """envdoctor itself, in its own environment, from its source: the distribution (``gpu-envdoctor``)
+    is not published on a package index, so a bare ``pip install -U gpu-envdoctor`` finds nothing."""
+    return Line(Chain((ShellStep("git-pull", "git pull"), PipInstall(None, (".",), upgrade=True)),
+                      note="in your clone of envdoctor"))
 
 
 def nvml_bindings_in_envdoctor() -> Line:
@@ -443,6 +484,32 @@ def compute_library_package(branch: str) -> str:
 
 def fabric_manager_package(branch: str) -> str:
     return f"nvidia-fabricmanager-{branch}"
+
+
+#: Where the fabric manager's package names and versions come from: NVIDIA's packaging templates
+#: (``nvidia-fabricmanager-<branch>_<driver version>-1`` in NVIDIA's CUDA repository; "the version of
+#: fabricmanager must match the NVIDIA driver installed"); Ubuntu's archive builds the same package
+#: names as ``<driver version>-0ubuntu…`` (packages.ubuntu.com, source fabric-manager-<branch>).
+FABRIC_PACKAGING = "https://github.com/NVIDIA/apt-packaging-fabric-manager"
+
+#: The shell's answer for the driver version when none was read.
+_DRIVER_VERSION_SHELL = "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+
+
+def fabric_manager_install(driver: str | None) -> Line:
+    """``sudo apt install 'nvidia-fabricmanager-570=570.124.06-*'``: the fabric manager of exactly the
+    driver's version (a bare branch package installs the branch's latest, which then refuses to start
+    beside an older driver). The ``-*`` takes the packaging revision of either repository (NVIDIA's
+    ``-1``, Ubuntu's ``-0ubuntu…``); apt-get matches a version with ``*`` as a glob. Without a
+    driver version read, the shell asks ``nvidia-smi`` for it."""
+    import re as _re
+
+    if driver and _re.fullmatch(r"\d+(\.\d+)+", str(driver)):
+        version = str(driver)
+        return Line(AptInstall(f"'{fabric_manager_package(version.split('.')[0])}={version}-*'",
+                               note=f"exactly the driver's version {version}"))
+    return step("fabric-manager-install", f'V={_DRIVER_VERSION_SHELL}; sudo apt install '
+                f'"{fabric_manager_package("${V%%.*}")}=$V-*"', "exactly the driver's version")
 
 
 def gpu_reset(target: str | int | None, note: str = "") -> Line:

@@ -84,6 +84,7 @@ def render_fleet(result: Mapping[str, Any], console: Console, limit: int = 20) -
                        f"{result['healthy_nodes']} without failures · {len(result['corrupt'])} unreadable",
                        style="bold"), soft_wrap=plain)
     rows: list[tuple[Cell, ...]] = []
+    differing: list[tuple[str, str]] = []
     for c in configs[:limit]:
         asp = c["aspects"]
         differs = "; ".join(f"{d['label']}: {_v(d['this'])} (majority {_v(d['majority'])})"
@@ -94,8 +95,19 @@ def render_fleet(result: Mapping[str, Any], console: Console, limit: int = 20) -
                      (f"{c['count']}: {nodes}", ""),
                      *((_v(asp.get(k)), "") for k in ("driver", "torch", "torch_build", "cudnn", "nccl", "gpus")),
                      (safe(differs) + (f" (+{more} more)" if more > 0 else ""), "yellow")))
-    _table(console, ("#", "nodes", "driver", "torch", "CUDA", "cuDNN", "NCCL", "GPUs", "differs from the majority"),
-           rows, title="Configurations")
+        if differs:
+            differing.append((str(c["id"]), rows[-1][-1][0]))
+    heads = ("#", "nodes", "driver", "torch", "CUDA", "cuDNN", "NCCL", "GPUs", "differs from the majority")
+    if plain:  # one tab-separated line per configuration (`| cut -f9`)
+        _table(console, heads, rows, title="Configurations")
+    else:
+        # On a terminal the differences are lines under the table: as its last column, a narrow
+        # terminal broke them to one word per line.
+        _table(console, heads[:-1], [row[:-1] for row in rows], title="Configurations")
+        for cid, words in differing:
+            line = Text(f"#{cid} differs from the majority: ", style="bold")
+            line.append(words, style="yellow")
+            console.print(line, soft_wrap=True)
     if len(configs) > limit:
         console.print(Text(f"… {len(configs) - limit} more configuration(s) in --json", style="dim"), soft_wrap=plain)
     if result["failures_by_check"]:

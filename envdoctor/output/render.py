@@ -64,15 +64,9 @@ def _headline(report: Report) -> str:
         parts.append("torch: " + f.get("torch.version").describe().split(":")[0])
     if f.value("nvml.driver_version"):
         parts.append(f"driver {f.value('nvml.driver_version')}")
-    gpus = f.value("nvml.gpus") or f.value("torch.devices") or []
-    # A saved report is untrusted input: only well-formed GPU entries make the header.
-    gpus = [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, (list, tuple)) else []
-    if gpus:
-        counts: dict[str, int] = {}
-        for g in gpus:
-            name = str(g.get("name", "?"))
-            counts[name] = counts.get(name, 0) + 1
-        parts.append(", ".join(f"{n}× {name}" for name, n in sorted(counts.items())))
+    gpu_part = gpu_words(f)
+    if gpu_part:
+        parts.append(gpu_part)
     if report.compat_as_of:
         parts.append(f"compat table as of {report.compat_as_of}")
         from envdoctor.knowledge import compat  # a report's torch newer than the table says so (issue 22)
@@ -80,6 +74,36 @@ def _headline(report: Report) -> str:
         if newer := compat.torch_newer_than_table(f.value("torch.version")):
             parts.append(newer)
     return " · ".join(safe(p) for p in parts)
+
+
+def gpu_words(facts: Any) -> str:
+    """The GPUs of the header: ``8× NVIDIA H100 80GB HBM3``, or, when none was found, ``no NVIDIA
+    GPU`` with what said so, so a box without one never shows only a green screen. Unknown is not
+    none: GPUs that could not be read say so; a text that does not show them says nothing here
+    (the headline says what it does not show)."""
+    gpus = facts.value("nvml.gpus") or facts.value("torch.devices") or []
+    # A saved report is untrusted input: only well-formed GPU entries make the header.
+    gpus = [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, (list, tuple)) else []
+    if gpus:
+        counts: dict[str, int] = {}
+        for g in gpus:
+            name = str(g.get("name", "?"))
+            counts[name] = counts.get(name, 0) + 1
+        return ", ".join(f"{n}× {name}" for name, n in sorted(counts.items()))
+    nvml, pci = facts.get("nvml.gpus"), facts.get("driver.pci_gpus")
+    on_bus = [g for g in pci.value if isinstance(g, Mapping)] if pci.ok and isinstance(pci.value, (list, tuple)) else []
+    if on_bus:  # on the bus, but no driver reading names them
+        why = nvml.reason.value if nvml.reason is not None else "it lists none"
+        return f"{len(on_bus)} NVIDIA GPU(s) on the PCI bus, none answering NVML ({why})"
+    if nvml.ok or (nvml.reason is Reason.ABSENT and pci.ok):  # NVML and the bus show none
+        return "no NVIDIA GPU" + (" (no NVIDIA driver)" if nvml.reason is Reason.ABSENT else "")
+    if nvml.reason is Reason.ABSENT:  # no NVIDIA driver at all, the bus not read
+        return "no NVIDIA GPU found (no NVIDIA driver)"
+    if pci.ok:  # the bus was read and shows none, whatever NVML said
+        return "no NVIDIA GPU (none on the PCI bus)"
+    if nvml.reason in (None, Reason.NOT_COLLECTED, Reason.NOT_IN_REPORT):
+        return ""
+    return f"GPUs not read (NVML: {nvml.reason.value})"
 
 
 def target_line(report: Report) -> str | None:
@@ -145,16 +169,16 @@ def what_was_examined(report: Report) -> Examined:
     return Examined.of(report.findings, report.facts, report.origin)
 
 
-def _count_line(report: Report, verbose: bool) -> str:
+def _count_line(report: Report, verbose: bool, hint: bool = True) -> str:
     """``13 ok · 40 could not be judged: not in the text · 5 not applicable here``: what passed kept
     apart from what the report does not show."""
     parts = what_was_examined(report).counts()
     if not parts:
         return ""
-    return " · ".join(parts) + ("" if verbose else " — -v lists them with why")
+    return " · ".join(parts) + ("" if verbose or not hint else " — -v lists them with why")
 
 
-def render_terminal(report: Report, console: Console, verbose: bool = False) -> None:
+def render_terminal(report: Report, console: Console, verbose: bool = False, verbose_hint: bool = True) -> None:
     """Problems first: the fail/error/warn rows, one line counting the rest (the rows with ``-v``),
     a block per problem in the same order with its commands outside any box, and a summary naming
     the failing checks. On a terminal the rows and blocks are a rich table and panels; on a pipe
@@ -179,12 +203,13 @@ def render_terminal(report: Report, console: Console, verbose: bool = False) -> 
         _plain_rows(rows, console)
     elif rows:
         console.print(findings_table(ordered, verbose, problems_only=not verbose))
-    count = _count_line(report, verbose)
+    count = _count_line(report, verbose, verbose_hint)
     if count:
         console.print(Text(count, style="dim"), soft_wrap=plain)
+    shown: set[str] = set()  # each command once per screen: a later block points above
     for f in ordered:
         if f.status in PROBLEMS or (verbose and f.status is Status.OK):
-            _render_block(f, console, verbose, plain)
+            _render_block(f, console, verbose, plain, shown)
     if verbose:
         render_facts(report, console)
     console.print(summary_text(report), soft_wrap=plain)
@@ -213,11 +238,14 @@ def _some(names: list[str], most: int = 10) -> str:
     return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "")
 
 
-def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> None:
+def _render_block(f: Finding, console: Console, verbose: bool, plain: bool, shown: set[str] | None = None) -> None:
+    """One problem's block, then its commands; ``shown``: the commands earlier blocks of this screen
+    printed, said here as "above" instead of again (and this block's added to it)."""
     from rich.panel import Panel
     from rich.text import Text
 
-    body = _finding_body(f, verbose, title=not plain)
+    shown = set() if shown is None else shown
+    body = _finding_body(f, verbose, title=not plain, printed=shown)
     if plain:
         head = Text(f"\n{ICONS[f.status]} {f.status.value}: {f.id}", style=STYLES[f.status])
         head.append(" — " + safe(f.title) + _gpus(f), style="bold")
@@ -229,8 +257,9 @@ def _render_block(f: Finding, console: Console, verbose: bool, plain: bool) -> N
         console.print(Panel(body, title=Text(f"{f.status.value}: {f.id}"), title_align="left",
                             border_style=STYLES[f.status].replace("bold ", ""), expand=True))
     # Commands go below the block, never wrapped (soft_wrap), so a copy-paste gets one line each.
-    for text, style in remedy_lines(f.remediation):
+    for text, style in remedy_lines(f.remediation, shown):
         console.print(Text(text, style=style), soft_wrap=True)
+    shown.update(all_commands(f.remediation))
 
 
 def _options(r: Any) -> list[Any]:
@@ -255,39 +284,50 @@ def all_commands(r: Any) -> list[str]:
     return out
 
 
-def remedy_lines(r: Any) -> list[tuple[str, str]]:
+def remedy_lines(r: Any, shown: Iterable[str] = ()) -> list[tuple[str, str]]:
     """(line, style) for a remediation's commands, each once and whole: its own steps in order,
-    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it."""
+    then its alternatives as ``either: …`` / ``or: …`` with each one's commands under it. A command
+    in ``shown`` (printed above on this screen) is not printed again: an alternative made only of
+    such commands says "(the command above)"."""
+    above = set(shown)
     lines: list[tuple[str, str]] = []
     for cmd in getattr(r, "commands", ()) or ():
-        lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
+        if cmd not in above:
+            lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
     for n, option in enumerate(_options(r)):
         words = safe(getattr(option, "text", "") or "")
-        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":"), "bold green"))
-        for cmd in _commands_of(option):
+        fresh = [cmd for cmd in _commands_of(option) if cmd not in above]
+        note = " (the command above)" if _commands_of(option) and not fresh else ""
+        lines.append(("  " + ("either" if n == 0 else "or") + (f": {words}" if words else ":") + note, "bold green"))
+        for cmd in fresh:
             lines += [("    " + cmd_line, "bold") for cmd_line in safe(cmd).splitlines() or [""]]
     return lines
 
 
-def _without_commands(text: str, commands: Iterable[str]) -> str:
-    """Prose that quotes a command the block prints anyway says so instead: each command once."""
+def _without_commands(text: str, commands: Iterable[str], above: Iterable[str] = ()) -> str:
+    """Prose that quotes a command the block prints anyway says so instead: each command once. A
+    quoted command (`` `nvidia-smi -L` ``) is replaced with its quotes."""
+    above = set(above)
     for cmd in commands:
         if cmd and cmd in text:
-            text = text.replace(cmd, "the command below")
+            where = "the command above" if cmd in above else "the command below"
+            text = text.replace(f"`{cmd}`", where).replace(cmd, where)
     return text
 
 
-def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
+def _finding_body(f: Finding, verbose: bool, title: bool = True, printed: Iterable[str] = ()) -> Any:
     """Title, detail, the evidence (without ``verbose`` only its first entry: checks list the fact
-    that decided the verdict first), what to do and the links. Commands are not in here."""
+    that decided the verdict first), what to do and the links. Commands are not in here; those in
+    ``printed`` (by an earlier block) are pointed to as above."""
     from rich.text import Text
 
+    above = set(printed)
     commands = all_commands(f.remediation)
     body = Text()
     if title:
         body.append(safe(f.title) + "\n", style="bold")
     if f.detail:
-        body.append(safe(_without_commands(f.detail, commands)))
+        body.append(safe(_without_commands(f.detail, commands, above)))
     if f.evidence:
         shown = list(f.evidence.items()) if verbose else list(f.evidence.items())[:1]
         for key, value in shown:
@@ -299,42 +339,37 @@ def _finding_body(f: Finding, verbose: bool, title: bool = True) -> Any:
     if r:
         if r.text or commands:
             body.append("\nWhat to do: ", style="bold green")
-            body.append(safe(_without_commands(r.text, commands)) if r.text else "")
-            if commands:
-                body.append(" (commands below)" if len(commands) > 1 else " (command below)", style="dim")
+            body.append(safe(_without_commands(r.text, commands, above)) if r.text else "")
+            below = [c for c in commands if c not in above]
+            if below and len(below) < len(commands):
+                body.append(" (commands below, and above)", style="dim")
+            elif below:
+                body.append(" (commands below)" if len(below) > 1 else " (command below)", style="dim")
+            elif commands:
+                body.append(" (commands above)" if len(commands) > 1 else " (command above)", style="dim")
         for link in r.links:
             body.append("\n↗ " + safe(link), style="blue")
     return body
 
 
 def render_facts(report: Report, console: Console) -> None:
-    from rich import box
-    from rich.table import Table
+    """``-v``: every fact as a ``key = value  (source)`` line, the value whole (JSON for a list or an
+    object), never cut and never wrapped by envdoctor, at any width, on a terminal and on a pipe:
+    the facts are the evidence, and a table squeezes them into a narrow column."""
     from rich.text import Text
 
-    plain = not console.is_terminal  # on a pipe: one line per fact, never wrapped (render_terminal)
-    table = Table(title="Facts", box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column("fact", style="cyan", no_wrap=True)
-    table.add_column("value")
-    table.add_column("source", style="dim")
-    if plain:
-        console.print(Text("\nFacts", style="bold"))
+    console.print(Text("\nFacts", style="bold"))
     for key in sorted(report.facts):
         r = report.facts[key]
-        value = Text(_value_text(r.value)[:300]) if r.ok else Text(safe(r.describe()), style="yellow")
-        if plain:
-            line = Text(f"  {key} = ", style="cyan") + value
-            if r.source:
-                line.append(f"  ({safe(r.source)})", style="dim")
-            console.print(line, soft_wrap=True)
-        else:
-            table.add_row(Text(key), value, Text(safe(r.source)))
-    if not plain:
-        console.print(table)
+        value = Text(_value_text(r.value)) if r.ok else Text(safe(r.describe()), style="yellow")
+        line = Text(f"  {key} = ", style="cyan") + value
+        if r.source:
+            line.append(f"  ({safe(r.source)})", style="dim")
+        console.print(line, soft_wrap=True)
     probes = [p for p in report.probes]
     if probes:
         console.print(Text("Probes: " + ", ".join(f"{p.name} {p.status} {p.seconds:.2f}s" for p in probes),
-                           style="dim"), soft_wrap=plain)
+                           style="dim"), soft_wrap=True)
 
 
 # -- Markdown ----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from .plan import Plan
 #: The facts a Plan itself gives (envdoctor/knowledge/factkeys.py: written for the commands that take them).
 PLAN_SOURCE = "plan"
 PLAN_KEYS = ("plan.expect_gpus",)
-PLAN_COMMANDS = ("healthcheck", "exec")
+PLAN_COMMANDS = ("check", "distributed", "healthcheck", "exec")
 for _command in PLAN_COMMANDS:
     validate_fact_keys(PLAN_KEYS, "envdoctor.pipeline.collect PLAN_KEYS", producer=f"command:{_command}")
 

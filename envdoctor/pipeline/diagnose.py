@@ -70,7 +70,35 @@ def diagnose(facts: Facts, checks: Iterable[CheckSpec]) -> list[Finding]:
     findings: list[Finding] = []
     for spec in checks:
         findings.extend(run_check(spec, facts))
-    return cohere(findings)
+    return outside_managed_python(cohere(findings), facts)
+
+
+def _into_venv(rem: Remediation, managed: str) -> Remediation:
+    commands = tuple(remedies.into_venv(c, managed) for c in rem.commands)
+    alternatives = tuple(_into_venv(a, managed) for a in rem.alternatives)
+    if commands == rem.commands and alternatives == rem.alternatives:
+        return rem
+    return dataclasses.replace(rem, commands=commands, alternatives=alternatives,
+                               links=tuple(dict.fromkeys((*rem.links, remedies.PEP_668))))
+
+
+def outside_managed_python(findings: list[Finding], facts: Facts) -> list[Finding]:
+    """On an externally-managed interpreter (PEP 668: Debian 12's /usr/bin/python3) ``pip install``
+    is refused, so every install a remedy runs there goes into a new venv of it instead
+    (:func:`envdoctor.knowledge.remedies.into_venv`), said once in the remedy's words."""
+    managed = facts.value("python.executable")
+    if facts.value("python.externally_managed") is not True or not isinstance(managed, str):
+        return findings
+    out = []
+    for f in findings:
+        new = _into_venv(f.remediation, managed)
+        if new is not f.remediation:
+            why = (f"{managed} is externally managed (PEP 668: pip refuses to install into it): the command makes "
+                   f"a venv of it ({remedies.NEW_VENV}) and installs there (on Debian and Ubuntu the venv module is "
+                   "the python3-venv package).")
+            f = dataclasses.replace(f, remediation=dataclasses.replace(new, text=f"{new.text} {why}".strip()))
+        out.append(f)
+    return out
 
 
 # -- coherent remedies ----------------------------------------------------------------------------

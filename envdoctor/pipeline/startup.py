@@ -112,7 +112,8 @@ _ENGINES: dict[str, tuple[str, str, Any]] = {
     "--nfd-features": ("nfd_features", _VALUE, str), "--nfd-expiry": ("nfd_expiry", _VALUE, float),
 }
 _OPTIONS: dict[str, dict[str, tuple[str, str, Any]]] = {
-    "check": {**_COLLECT, **_ENGINES},
+    "check": {**_COLLECT, **_ENGINES, "--json": ("output", _FLAG, "json"), "-o": ("output_file", _VALUE, str),
+              "--output": ("output_file", _VALUE, str), "--expect-gpus": ("expect_gpus", _VALUE, int)},
     "report": {**_COLLECT, "--json": ("output", _FLAG, "json"), "--markdown": ("output", _FLAG, "markdown"),
                "-o": ("output_file", _VALUE, str), "--output": ("output_file", _VALUE, str)},
     "healthcheck": {"--max-seconds": ("budget", _VALUE, float), "--micro": ("micro", _FLAG, True),

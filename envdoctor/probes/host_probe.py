@@ -16,7 +16,7 @@ from .spec import Options, ProbeSpec
 KEYS = (
     "host.os", "host.distro", "host.kernel", "host.arch", "host.glibc", "host.cpu_count",
     "host.cgroup_cpu_limit", "host.cgroup_memory_limit", "host.memory_total", "host.container",
-    "host.container_evidence", "host.wsl", "host.shm_size", "host.is_root", "env.vars",
+    "host.container_evidence", "host.wsl", "host.shm_size", "host.is_root", "host.shared_mounts", "env.vars",
 )
 
 # cgroup v1 reports "no limit" as a huge page-aligned number.
@@ -133,6 +133,42 @@ def _shm(host: Host) -> Reading:
     return ok(st.f_frsize * st.f_blocks, "statvfs(/dev/shm)")
 
 
+#: Filesystems that hold a host's (or a network's) files: a mount of one of these inside a container
+#: shares those files with the host. The container's own root (overlay), the kernel's pseudo
+#: filesystems and tmpfs are not listed.
+_SHARED_FS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "jfs", "reiserfs", "nfs", "nfs4",
+                        "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "9p", "virtiofs", "vboxsf",
+                        "fuse", "fuseblk", "drvfs"})
+#: Files every runtime binds in from the host (Docker, Podman, Kubernetes): no shared folder.
+_RUNTIME_FILES = frozenset({"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/dev/termination-log",
+                            "/run/.containerenv", "/etc/.pwd.lock"})
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes (``\\040``)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _shared_mounts(host: Host) -> Reading:
+    """``/proc/self/mountinfo``'s mounts of host or network filesystems other than ``/`` and the
+    files runtimes bind in: ``{"mountpoint", "fstype", "writable"}`` each (proc(5) "mountinfo")."""
+    text, reason, detail = host.read_text("/proc/self/mountinfo", 1 << 20)
+    if text is None:
+        return missing(reason or Reason.FAILED, "/proc/self/mountinfo", detail)
+    mounts: list[dict[str, object]] = []
+    for line in text.splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, rest = head.split(), tail.split()
+        if not sep or len(fields) < 6 or not rest:
+            continue
+        mountpoint, options, fstype = _unescape(fields[4]), fields[5].split(","), rest[0]
+        base = fstype.split(".")[0]  # fuse.sshfs, fuse.s3fs …
+        if mountpoint == "/" or mountpoint in _RUNTIME_FILES or base not in _SHARED_FS:
+            continue
+        mounts.append({"mountpoint": mountpoint, "fstype": fstype, "writable": "rw" in options})
+    return ok(mounts[:256], "/proc/self/mountinfo")
+
+
 def probe_host(host: Host, options: Options) -> dict[str, Reading]:
     uname = platform.uname()
     container, evidence = _container(host)
@@ -155,6 +191,7 @@ def probe_host(host: Host, options: Options) -> dict[str, Reading]:
         "host.wsl": _wsl(host),
         "host.shm_size": _shm(host),
         "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED, "geteuid", "this platform has no user ids"),
+        "host.shared_mounts": _shared_mounts(host),
         "env.vars": ok(select_env({k: _capped(v) for k, v in host.environ.items()}), "environment"),
     }
 

@@ -15,7 +15,8 @@ from .spec import Options, ProbeSpec
 
 SOURCE = "child:torch_probe"
 
-PYTHON_KEYS = ("python.executable", "python.version", "python.implementation", "python.packages")
+PYTHON_KEYS = ("python.executable", "python.version", "python.implementation", "python.packages",
+               "python.externally_managed")
 TORCH_FIELDS = {
     # fact key suffix -> (child field, error field that explains its absence)
     "path": ("path", None),
@@ -76,6 +77,12 @@ def _loader_failures(out: Mapping[str, Reading]) -> Reading:
     return ok(found, SOURCE, "the loader failures in torch's own error texts")
 
 
+def _python_reading(field: str, value: Any) -> Reading:
+    if value is None and field == "externally_managed":  # the child could not tell
+        return missing(Reason.FAILED, SOURCE, "the child could not read the EXTERNALLY-MANAGED marker")
+    return ok(value, SOURCE)
+
+
 def _readings(result: ChildResult) -> dict[str, Reading]:
     out: dict[str, Reading] = {}
     failure = None if result.ok else missing(result.reason or Reason.FAILED, SOURCE, result.explain())
@@ -88,7 +95,7 @@ def _readings(result: ChildResult) -> dict[str, Reading]:
             else:
                 out[key] = failure or missing(Reason.FAILED, SOURCE, "child reported no packages")
         elif field in py:
-            out[key] = ok(py[field], SOURCE)
+            out[key] = _python_reading(field, py[field])
         else:
             out[key] = failure or missing(Reason.FAILED, SOURCE, "child reported no Python facts")
 

@@ -11,8 +11,10 @@ probe that was abandoned past its deadline never outlives the run.
 Output: stdout and stderr are wrapped once at start (:func:`guard_streams`). A write to stdout
 that fails (a full disk, a closed stream, a reader that went away: ``EPIPE``) raises
 :class:`OutputError`, which the entry point turns into one line on stderr and exit 3
-(:attr:`ExitCode.INCOMPLETE`: the output is incomplete). A failing stderr is dropped silently: there is
-nowhere left to say it.
+(:attr:`ExitCode.INCOMPLETE`: the output is incomplete). A reader that went away (``EPIPE``:
+``envdoctor list | head -1``) is no failure of envdoctor's: the run stops quietly, nothing on
+stderr, exit 141 (128 + SIGPIPE), as git, pip and coreutils do. A failing stderr is dropped
+silently: there is nowhere left to say it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 127  # exec: no such command (the shell's code)
     SIGHUP = 129  # the signal path: 128 + the signal number, as shells report them
     SIGINT = 130
+    SIGPIPE = 141  # the reader of stdout went away (`| head -1`): quiet, as git and coreutils are
     SIGTERM = 143
 
 
@@ -223,7 +226,12 @@ def install_signal_handlers() -> None:
 
 # -- output streams ------------------------------------------------------------------------------
 class OutputError(Exception):
-    """stdout cannot take the output; ``str()`` is the one line shown."""
+    """stdout cannot take the output; ``str()`` is the one line shown. ``quiet``: the reader
+    closed the pipe (EPIPE), which is said with exit 141 only."""
+
+    def __init__(self, message: str, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 def _write_fd(fd: int, text: str) -> None:
@@ -250,6 +258,8 @@ class GuardedStream(io.TextIOBase):
         self._name = name
         self._strict = strict
         self.broken = stream is None
+        self._pipe_gone = False
+        self._why: str | None = None
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
@@ -261,19 +271,53 @@ class GuardedStream(io.TextIOBase):
 
     def _fail(self, exc: BaseException | None) -> None:
         self.broken = True
+        if exc is not None and isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+            self._pipe_gone = True
+        if exc is not None and self._why is None:
+            # The first failure's cause is the one said: a probe that swallowed it (click tries
+            # ``write("")``) must not turn a full disk into "it is closed".
+            self._why = _describe(exc)
         if self._strict:
-            why = "it is closed" if exc is None else _describe(exc)
-            raise OutputError(f"cannot write to {self._name} ({why}); the output is incomplete") from None
+            why = self._why or "it is closed"
+            raise OutputError(f"cannot write to {self._name} ({why}); the output is incomplete",
+                              quiet=self._pipe_gone) from None
 
     def write(self, text: str) -> int:
         if self.broken:
             self._fail(None)
             return 0
+        if not isinstance(text, str):  # a text stream, as click's probes expect (bytes go to .buffer)
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         try:
-            return self._stream.write(text)
+            return int(self._stream.write(text))
         except (OSError, ValueError) as exc:
             self._fail(exc)
             return 0
+
+    def write_bytes(self, data: bytes) -> int:
+        """Bytes for the real stream's buffer (click writes shell completion scripts as bytes),
+        after the text already written, with the same guard."""
+        if self.broken:
+            self._fail(None)
+            return 0
+        if not data:
+            return 0
+        try:
+            buffer = getattr(self._stream, "buffer", None)
+            if buffer is None:
+                return int(self._stream.write(data.decode(self.encoding, "replace")))
+            self._stream.flush()
+            written = int(buffer.write(data))
+            buffer.flush()
+            return written
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return 0
+
+    @property
+    def buffer(self) -> Any:
+        """Bytes go through :meth:`write` too, so their failures are guarded the same way."""
+        return _BytesView(self)
 
     def flush(self) -> None:
         if self.broken:
@@ -303,6 +347,26 @@ class GuardedStream(io.TextIOBase):
         pass
 
 
+class _BytesView(io.RawIOBase):
+    """``GuardedStream.buffer``: a binary view whose writes are the guarded stream's."""
+
+    def __init__(self, owner: GuardedStream) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return self._owner.write_bytes(bytes(data))
+
+    def flush(self) -> None:
+        self._owner.flush()
+
+    def close(self) -> None:
+        pass
+
+
 def guard_streams() -> None:
     """Wrap stdout/stderr once. A closed fd 0/1/2 is reopened on /dev/null first, so a file we
     open later can never land on it (and get the report written into it)."""
@@ -324,6 +388,9 @@ def guard_streams() -> None:
 
 
 def report_output_error(exc: OutputError) -> int:
+    if exc.quiet:  # the reader went away: nothing to say, as a coreutils tool would
+        _reported.set()
+        return ExitCode.SIGPIPE
     if not _reported.is_set():
         _reported.set()
         _write_fd(2, f"envdoctor: error: {exc}\n")
