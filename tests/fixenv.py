@@ -153,9 +153,10 @@ def site_packages(venv: Path) -> Path:
     return venv / rel
 
 
-def pip_install(python: Path, index: Path, *requirements: str, no_deps: bool = True) -> None:
+def pip_install(python: Path, index: Path, *requirements: str, no_deps: bool = True, system: bool = False) -> None:
+    """Seed ``python`` (the test's own seeding of a stand-in system prefix may break PEP 668; fix never does)."""
     args = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(index),
-            "--disable-pip-version-check", "--no-warn-conflicts"]
+            "--disable-pip-version-check", "--no-warn-conflicts", *(["--break-system-packages"] if system else [])]
     subprocess.run(args + (["--no-deps"] if no_deps else []) + list(requirements), check=True,
                    capture_output=True, env={**os.environ, "PIP_NO_INPUT": "1"})
 
@@ -163,3 +164,22 @@ def pip_install(python: Path, index: Path, *requirements: str, no_deps: bool = T
 def freeze(python: Path) -> bytes:
     return subprocess.run([str(python), "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
                           check=True, capture_output=True).stdout
+
+
+def make_system_prefix(path: Path, pip_dir: Path) -> Path:
+    """An interpreter that is no venv (its own prefix, the stdlib linked in) whose stdlib folder holds
+    PEP 668's EXTERNALLY-MANAGED: what a distribution's /usr/bin/python3 is."""
+    real = Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    (path / "bin").mkdir(parents=True)
+    lib = path / "lib" / version
+    lib.mkdir(parents=True)
+    shutil.copy2(real, path / "bin" / "python3")
+    for entry in stdlib.iterdir():
+        if entry.name not in ("site-packages", "EXTERNALLY-MANAGED"):
+            (lib / entry.name).symlink_to(entry)
+    (lib / "site-packages").mkdir()
+    (lib / "site-packages" / "_envdoctor_tests_pip.pth").write_text(str(pip_dir) + "\n")
+    (lib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use a venv\n")
+    return path / "bin" / "python3"
