@@ -385,3 +385,40 @@ def test_a_kill_mid_install_leaves_a_byte_identical_freeze(world: World, signum:
     doc = json.loads(out.stdout)
     assert doc["outcome"]["restored"]["identical"] is True
     assert doc["outcome"]["status"] == "rolled-back"
+
+
+def _installers(python: Path) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(python).encode() in cmd and b"install" in cmd:
+                found.append(int(pid))
+    return found
+
+
+def test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back(world: World) -> None:
+    case = Case("killed-envdoctor-9", ("torch==2.5.1+cpu",), False, index="slow")
+    python = _seed(world, case)
+    before = fixenv.freeze(python)
+    payload = fixenv.site_packages(python.parent.parent) / "torch" / "lib" / "payload.bin"
+    out = run_cli(["fix", "--yes", "--python", str(python), "--torch-index", str(world.slow_index)],
+                  env=_env(world, case, _nvml_cfg(world, case)), timeout=240, signal_after=(payload.exists, signal.SIGKILL))
+    assert out.rc == -signal.SIGKILL, out.text
+    for pid in _installers(python):  # the installer leads its own group: it outlives a kill -9 of envdoctor
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 30
+    while _installers(python) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    snapshots = list((python.parent.parent / ".envdoctor-fix").iterdir())
+    assert len(snapshots) == 1
+    restored = run_cli(["fix", "--restore", str(snapshots[0])], timeout=120)
+    assert restored.rc == 0, restored.text
+    assert "byte-identical" in restored.text
+    assert fixenv.freeze(python) == before

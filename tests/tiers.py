@@ -55,6 +55,13 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_distributed.py::test_two_nodes_one_with_another_environment",
     "test_distributed.py::test_port_in_use_is_reported_not_hung",
     # CLI runs end to end through every probe (with a torch child), and deadlines waited out.
+    # envdoctor fix on seeded venvs: pip installs and two probe runs per venv (~20 venvs, a module fixture).
+    "test_fix.py::test_seeded_venvs_are_fixed_and_verified_or_restored_byte_for_byte",
+    "test_fix.py::test_the_constrained_companion_keeps_the_cuda_torch",
+    "test_fix.py::test_the_refusal_of_an_externally_managed_interpreter_advises_a_venv",
+    "test_fix.py::test_without_yes_the_plan_is_printed_and_nothing_changes",
+    "test_fix.py::test_a_kill_mid_install_leaves_a_byte_identical_freeze",
+    "test_fix.py::test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back",
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
     "test_cli.py::test_report_json_validates_against_the_shipped_schema",
     "test_cli.py::test_markdown_report_is_ready_for_a_github_issue",

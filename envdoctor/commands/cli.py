@@ -529,7 +529,10 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
 @click.option("--torch-index", metavar="URL|DIR", help="Base of the PyTorch variant indexes instead of PyTorch's "
               "(a mirror URL, or a folder of <variant>/ wheel folders read offline).")
 @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True, help="Deadline in seconds per probe.")
-def fix(python: str | None, yes: bool, as_json: bool, torch_index: str | None, timeout: float) -> None:
+@click.option("--restore", metavar="DIR", help="Put the environment back as the snapshot DIR holds it "
+              "(<venv>/.envdoctor-fix/<time>/), e.g. after envdoctor was killed mid-fix.")
+def fix(python: str | None, yes: bool, as_json: bool, torch_index: str | None, timeout: float,
+        restore: str | None) -> None:
     """Fix the Python environment: plan, snapshot, apply, verify, roll back.
 
     \b
@@ -539,8 +542,10 @@ def fix(python: str | None, yes: bool, as_json: bool, torch_index: str | None, t
     freeze and the installed files are kept in <venv>/.envdoctor-fix/<time>/; a failed step, a
     failed verification or Ctrl-C puts them back. Exit 0 fixed and verified, 1 nothing to fix or
     not all fixed (rolled back), 2 usage, 3 could not complete."""
-    from envdoctor.commands.fix import run_fix
+    from envdoctor.commands.fix import restore_snapshot, run_fix
 
+    if restore:
+        sys.exit(restore_snapshot(restore, echo=click.echo))
     path, chosen_by = _target(python)
     plan = Plan(command="fix", python=path, python_chosen_by=chosen_by, timeout=timeout, micro=False)
     sys.exit(run_fix(plan, yes=yes, as_json=as_json, torch_index=torch_index, echo=click.echo))

@@ -177,30 +177,30 @@ def restore_tree(folders: list[str], tree: Path) -> int:
             rel = os.path.relpath(root, folder)
             kept = src / rel if rel != "." else src
             for name in list(dirs) + files:
-                live, snap = os.path.join(root, name), kept / name
+                live, snap = os.path.join(root, name), str(kept / name)
                 if not os.path.lexists(snap) or os.path.isdir(snap) != (os.path.isdir(live) and not os.path.islink(live)):
                     _remove(live)
                     changed += 1
             dirs[:] = [d for d in dirs if os.path.isdir(os.path.join(root, d)) and not os.path.islink(os.path.join(root, d))]
-        for root, dirs, files in os.walk(src):
-            rel = os.path.relpath(root, src)
+        for root, dirs, files in os.walk(str(src)):
+            rel = os.path.relpath(root, str(src))
             live_root = os.path.join(folder, rel) if rel != "." else folder
             for d in dirs:
-                snap, live = os.path.join(root, d), os.path.join(live_root, d)
-                if os.path.islink(snap):
-                    if not _same(snap, live):
+                snap_dir, live = os.path.join(root, d), os.path.join(live_root, d)
+                if os.path.islink(snap_dir):
+                    if not _same(snap_dir, live):
                         _remove(live)
-                        os.symlink(os.readlink(snap), live)
+                        os.symlink(os.readlink(snap_dir), live)
                         changed += 1
                 elif not os.path.isdir(live):
                     os.mkdir(live)
                     changed += 1
             dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
             for name in files:
-                snap, live = os.path.join(root, name), os.path.join(live_root, name)
-                if not _same(snap, live):
+                snap_file, live = os.path.join(root, name), os.path.join(live_root, name)
+                if not _same(snap_file, live):
                     _remove(live)
-                    _link_or_copy(snap, live)
+                    _link_or_copy(snap_file, live)
                     changed += 1
     return changed
 
@@ -214,10 +214,10 @@ class Guard:
         self.child: subprocess.Popen[bytes] | None = None
         self.signum: int | None = None
         self.holding = False
-        self._saved: dict[int, Any] = {}
+        self._saved: dict[signal.Signals, Any] = {}
 
     def _on(self, signum: int, frame: Any) -> None:
-        self.signum = self.signum or signum
+        self.signum = self.signum or int(signum)
         if self.child is not None:
             lifecycle.end_group(self.child)
         if not self.holding:
@@ -334,6 +334,31 @@ def run_fix(plan: Plan, *, yes: bool, as_json: bool, torch_index: str | None,
     return code
 
 
+def restore_snapshot(folder: str, echo: Callable[[str], None] = print) -> int:
+    """``envdoctor fix --restore DIR``: put an environment back as a snapshot holds it (after envdoctor
+    itself was killed mid-fix, or to undo a fix that was verified); exit 0 when the freeze is identical."""
+    where = Path(folder)
+    try:
+        target = json.loads((where / "target.json").read_text())
+        folders = [f for f in (where / "folders.txt").read_text().splitlines() if f]
+        original = (where / "freeze.txt").read_bytes()
+    except (OSError, ValueError) as exc:
+        echo(f"envdoctor fix: {folder} is not a snapshot fix wrote (no target.json, folders.txt, freeze.txt): {exc}")
+        return int(ExitCode.USAGE)
+    if not (where / "tree").is_dir():
+        echo(f"envdoctor fix: {folder} keeps no installed files (tree/ is removed after a verified fix); "
+             f"reinstall from {where / 'freeze.txt'}: {target['python']} -m pip install -r {where / 'freeze.txt'}")
+        return int(ExitCode.INCOMPLETE)
+    env = Environment(python=str(target["python"]), prefix=str(target["prefix"]), installer=str(target["installer"]))
+    out = Outcome()
+    guard = Guard()
+    with guard.installed(), guard.hold():
+        identical = _rollback(env, folders, where, original, out)
+    for line in out.lines:
+        echo(line)
+    return int(ExitCode.OK) if identical else int(ExitCode.INCOMPLETE)
+
+
 def _print_plan(fp: FixPlan, env: Environment, out: Outcome) -> None:
     titles = dict(fp.titles)
     if fp.steps:
@@ -445,6 +470,7 @@ def _snapshot(env: Environment, fp: FixPlan, folders: list[str], folder: Path, d
             (folder / "constraints.txt").write_text(f"torch=={env.torch}\n")
         _write(folder / "plan.json", doc.get("plan"))
         (folder / "folders.txt").write_text("".join(f + "\n" for f in folders))
+        _write(folder / "target.json", {"python": env.python, "installer": env.installer, "prefix": env.prefix})
         take_tree(folders, folder / "tree")
     except OSError as exc:
         shutil.rmtree(folder / "tree", ignore_errors=True)
@@ -483,8 +509,8 @@ def _verify(plan: Plan, fp: FixPlan, env: Environment, out: Outcome) -> str | No
             bad.append(f"{fid} is {status}")
     torch_after = _torch_of(after)
     if "+cu" in (env.torch or "") and torch_after != env.torch:
-        wanted = {c.variant for s in fp.steps for c in [s.command]
-                  if any(requirement_name(p) == "torch" for p in getattr(c, "packages", ()))}
+        wanted = {getattr(s.command, "variant", None) for s in fp.steps
+                  if any(requirement_name(p) == "torch" for p in getattr(s.command, "packages", ()))}
         if not wanted or _local(torch_after) not in wanted:
             bad.append(f"the CUDA torch {env.torch} became {torch_after or 'nothing'}")
     if bad:

@@ -100,7 +100,8 @@ def _changes(command: remedies.Command) -> str:
         return "removes " + ", ".join(command.packages)
     if isinstance(command, remedies.PipInstall):
         what = ", ".join(p.strip("'\"") for p in command.packages)
-        where = f" from {command.index or remedies.index_url(command.variant)}" if command.index or command.variant else ""
+        source = command.index or (remedies.index_url(command.variant) if command.variant else "")
+        where = f" from {source}" if source else ""
         how = " (reinstalled)" if command.force_reinstall else " (upgraded)" if command.upgrade else ""
         kept = f"; keeps the installed torch (constraints {command.constraints})" if command.constraints else ""
         return f"installs {what}{where}{how}{kept}"
