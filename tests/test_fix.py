@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor.commands.fix import restore_tree, take_tree
+from envdoctor.commands.fix import _uv, restore_tree, take_tree
 from envdoctor.knowledge import remedies
 from envdoctor.model import Finding, Remediation, Status
 from envdoctor.pipeline.fixplan import Environment, plan_fix
@@ -234,7 +234,7 @@ def _index(world: World, case: Case) -> Path:
 
 def _env(world: World, case: Case, cfg: Path, pypi: Path | None = None) -> dict[str, str]:
     return {"FAKE_NVML_CONFIG": str(cfg), "LD_LIBRARY_PATH": world.nvml_dir, "ENVDOCTOR_STANDIN_CC": case.cc,
-            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(pypi or world.pypi), "UV_NO_INDEX": "1",
+            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(pypi or world.pypi), "UV_OFFLINE": "1",
             "UV_FIND_LINKS": str(pypi or world.pypi)}
 
 
@@ -279,7 +279,7 @@ def results(world: World) -> list[dict[str, Any]]:
 def test_seeded_venvs_are_fixed_and_verified_or_restored_byte_for_byte(results: list[dict[str, Any]]) -> None:
     fixable = [r for r in results if r["case"].fixable]
     others = [r for r in results if not r["case"].fixable]
-    uv_missing = shutil.which("uv") is None
+    uv_missing = _uv() is None
     fixed = [r for r in fixable if r["rc"] == 0 and r["doc"].get("outcome", {}).get("status") == "fixed"]
     identical = [r for r in others if r["after"] == r["before"]]
     lines = [f"{r['case'].name}: rc={r['rc']} {r['doc'].get('outcome', {}).get('status')}" for r in results]
@@ -322,6 +322,14 @@ def test_the_constrained_companion_keeps_the_cuda_torch(results: list[dict[str, 
     assert b"cupy-cuda12x==13.2.0" in r["after"], r["after"]  # the release that pairs with the installed torch
     step = r["doc"]["plan"]["steps"][-1]
     assert step["argv"][-2] == "-c" and "torch==2.5.1+cu121" in Path(step["argv"][-1]).read_text()
+
+
+def test_a_uv_managed_venv_is_changed_by_uv(results: list[dict[str, Any]]) -> None:
+    r = next(r for r in results if r["case"].name == "uv-managed-venv")
+    steps = r["doc"]["plan"]["steps"]
+    assert steps and all(s["installer"] == "uv" and s["argv"][:3] == ["uv", "pip", s["argv"][2]] for s in steps)
+    if _uv() is not None:
+        assert r["doc"]["outcome"]["status"] == "fixed", r["text"]
 
 
 def test_the_refusal_of_an_externally_managed_interpreter_advises_a_venv(results: list[dict[str, Any]]) -> None:

@@ -59,6 +59,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_fix.py::test_seeded_venvs_are_fixed_and_verified_or_restored_byte_for_byte",
     "test_fix.py::test_the_constrained_companion_keeps_the_cuda_torch",
     "test_fix.py::test_the_refusal_of_an_externally_managed_interpreter_advises_a_venv",
+    "test_fix.py::test_a_uv_managed_venv_is_changed_by_uv",
     "test_fix.py::test_without_yes_the_plan_is_printed_and_nothing_changes",
     "test_fix.py::test_a_kill_mid_install_leaves_a_byte_identical_freeze",
     "test_fix.py::test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back",

@@ -95,7 +95,9 @@ def conda_owned(prefix: str) -> tuple[str, ...]:
 
 
 def _uv() -> str | None:
-    return shutil.which("uv")
+    """uv on PATH, or installed beside envdoctor (its own venv's bin)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")
+    return shutil.which("uv") or (beside if os.access(beside, os.X_OK) else None)
 
 
 def _child_env() -> dict[str, str]:
