@@ -275,9 +275,13 @@ def examine(plan: Plan) -> Any:
     from envdoctor.pipeline.collect import collect
     from envdoctor.pipeline.judge import judge
     from envdoctor.process.host import Host
+    from envdoctor.registry import RegistryError
 
     facts, runs = collect(plan, Host(python=plan.python), progress=False)
-    return judge(facts, runs, "live", plan)
+    try:
+        return judge(facts, runs, "live", plan)
+    except RegistryError as exc:
+        raise FixError(str(exc)) from None
 
 
 def _torch_of(report: Any) -> str | None:
@@ -429,6 +433,8 @@ def _apply(plan: Plan, fp: FixPlan, env: Environment, folders: list[str], out: O
         try:
             with guard.hold():
                 original = _snapshot(env, fp, folders, folder, doc)
+            if guard.signum:  # a signal while the snapshot was written: nothing has changed yet
+                raise Interrupted(guard.signum)
             out.say(f"Snapshot: {folder} (freeze.txt: pip freeze --all; tree/: the installed files, hard-linked)")
             failed = _run_steps(fp, env, guard, folder, out)
             if failed is None:
@@ -532,7 +538,12 @@ def _rollback(env: Environment, folders: list[str], folder: Path, original: byte
         out.restored = {"identical": False, "error": str(exc)}
         out.say(f"Rollback failed: {exc}; the snapshot is in {folder}.")
         return False
-    now = freeze(env)
+    try:
+        now = freeze(env)
+    except FixError as exc:
+        out.restored = {"identical": False, "files_restored": changed, "error": str(exc)}
+        out.say(f"Rollback incomplete: {exc}; the snapshot is kept in {folder}.")
+        return False
     identical = now == original
     gone = sorted(set(current.decode().splitlines()) - set(original.decode().splitlines()))
     back = sorted(set(original.decode().splitlines()) - set(current.decode().splitlines()))
