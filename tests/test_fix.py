@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor.commands.fix import _uv, restore_tree, take_tree
+from envdoctor.commands.fix import _uv, restore_snapshot, restore_tree, take_tree
 from envdoctor.knowledge import remedies
 from envdoctor.model import Finding, Remediation, Status
 from envdoctor.pipeline.fixplan import Environment, plan_fix
@@ -110,6 +110,12 @@ def test_the_tree_restores_removed_changed_and_added_files_and_links(tmp_path: P
     assert (site / "torch" / "__init__.py").read_text() == "old"
     assert not (site / "added").exists() and os.readlink(site / "link") == "keep.txt"
     assert sorted(p.name for p in site.iterdir()) == ["keep.txt", "link", "torch"]
+
+
+def test_restore_of_a_folder_that_is_no_snapshot_is_a_usage_error(tmp_path: Path) -> None:
+    said: list[str] = []
+    assert restore_snapshot(str(tmp_path), echo=said.append) == 2
+    assert "not a snapshot" in said[0]
 
 
 # -- seeded venvs (slow) ---------------------------------------------------------------------------
