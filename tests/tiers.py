@@ -68,6 +68,14 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_slurm.py::test_srun_two_tasks_check_distributed",
     "test_slurm.py::test_the_readme_sbatch_script_runs",
     # CLI runs end to end through every probe (with a torch child), and deadlines waited out.
+    # envdoctor fix on seeded venvs: pip installs and two probe runs per venv (~20 venvs, a module fixture).
+    "test_fix.py::test_seeded_venvs_are_fixed_and_verified_or_restored_byte_for_byte",
+    "test_fix.py::test_the_constrained_companion_keeps_the_cuda_torch",
+    "test_fix.py::test_the_refusal_of_an_externally_managed_interpreter_advises_a_venv",
+    "test_fix.py::test_a_uv_managed_venv_is_changed_by_uv",
+    "test_fix.py::test_without_yes_the_plan_is_printed_and_nothing_changes",
+    "test_fix.py::test_a_kill_mid_install_leaves_a_byte_identical_freeze",
+    "test_fix.py::test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back",
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
     # Screens through the CLI that run `check`/`report` with the torch child, or torchrun.
     "test_screens.py::test_check_json_prints_the_report_and_o_writes_it",

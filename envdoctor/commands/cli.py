@@ -173,6 +173,7 @@ def main() -> None:
     envdoctor diff A B               what differs between two saved reports
     envdoctor fleet DIR              many saved reports: configurations, outliers, failures
     envdoctor list                   the registered checks
+    envdoctor fix [--yes]            plan, snapshot, apply, verify, roll back (the Python environment)
 
     Exit codes: 0 no failure, 1 a failure, 2 usage error, 3 envdoctor could not complete.
     """
@@ -637,6 +638,36 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     plan = Plan(command="exec", fast=True, micro=micro, python=python, budget=max_seconds,
                 deadline=exec_deadline(max_seconds), expect_gpus=expect_gpus, fail_on=fail_on, output="terminal")
     preflight(command, plan, _host(plan))
+
+
+@main.command(context_settings=CONTEXT, short_help="Plan, snapshot, apply, verify, roll back the Python env.")
+@click.option("--python", "python", metavar="PATH", type=Interpreter(),
+              help="Interpreter (or venv/conda folder) to fix (default: found as `check` finds it).")
+@click.option("--yes", is_flag=True, help="Apply the plan (without it, fix only prints the plan).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan and the outcome as JSON.")
+@click.option("--torch-index", metavar="URL|DIR", help="Base of the PyTorch variant indexes instead of PyTorch's "
+              "(a mirror URL, or a folder of <variant>/ wheel folders read offline).")
+@click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True, help="Deadline in seconds per probe.")
+@click.option("--restore", metavar="DIR", help="Put the environment back as the snapshot DIR holds it "
+              "(<venv>/.envdoctor-fix/<time>/), e.g. after envdoctor was killed mid-fix.")
+def fix(python: str | None, yes: bool, as_json: bool, torch_index: str | None, timeout: float,
+        restore: str | None) -> None:
+    """Fix the Python environment: plan, snapshot, apply, verify, roll back.
+
+    \b
+    The failing findings whose remedies act inside the environment become a plan (each step: the
+    finding, the exact command, the interpreter and installer); driver, toolkit, container and
+    system steps are printed, never run. Nothing changes without --yes. Before any change the
+    freeze and the installed files are kept in <venv>/.envdoctor-fix/<time>/; a failed step, a
+    failed verification or Ctrl-C puts them back. Exit 0 fixed and verified, 1 nothing to fix or
+    not all fixed (rolled back), 2 usage, 3 could not complete."""
+    from envdoctor.commands.fix import restore_snapshot, run_fix
+
+    if restore:
+        sys.exit(restore_snapshot(restore, echo=click.echo))
+    path, chosen_by = _target(python)
+    plan = Plan(command="fix", python=path, python_chosen_by=chosen_by, timeout=timeout, micro=False)
+    sys.exit(run_fix(plan, yes=yes, as_json=as_json, torch_index=torch_index, echo=click.echo))
 
 
 def _show(result: dict[str, Any], as_json: bool, renderer: str) -> None:

@@ -122,8 +122,30 @@ def _names(packages: str | Iterable[str]) -> tuple[str, ...]:
     return (packages,) if isinstance(packages, str) else tuple(packages)
 
 
-def _runner(python: str | None) -> str:
-    return f"{python} -m pip" if python else "pip"
+def _runner(python: str | None, installer: str = "pip", sub: str = "") -> str:
+    """``PY -m pip SUB`` (plain ``pip`` when the interpreter is not known), or ``uv pip SUB --python PY``."""
+    return " ".join(shlex.quote(a) if installer == "uv" else a for a in _runner_argv(python, installer, sub))
+
+
+def _runner_argv(python: str | None, installer: str, sub: str) -> list[str]:
+    if installer == "uv":
+        return ["uv", "pip", sub, *(["--python", python] if python else [])]
+    return [*([python, "-m", "pip"] if python else ["pip"]), sub]
+
+
+def _is_folder_index(index: str) -> bool:
+    """An index given as a local folder of wheels (read with ``--find-links``), not a URL."""
+    return "://" not in index
+
+
+def _package_argv(package: str, quoted: bool) -> list[str]:
+    """A requirement as pip receives it: a printed one may carry the shell's quotes (``'jax[cuda12]'``)."""
+    if quoted:
+        return [package]
+    try:
+        return shlex.split(package)
+    except ValueError:
+        return [package]
 
 
 class Pip(Command):
@@ -133,7 +155,7 @@ class Pip(Command):
     args: str
 
     def words(self) -> str:
-        return f"{_runner(self.python)} {self.args}"
+        return f"{_runner(self.python, 'pip', '')}{self.args}"
 
 
 class PipInstall(Command):
@@ -148,13 +170,37 @@ class PipInstall(Command):
     no_deps: bool = False
     upgrade: bool = False
     quote: bool = False
+    #: How ``envdoctor fix`` runs it (none of these is set in a printed remedy, so its line is unchanged):
+    #: the installer (``pip``, or ``uv`` for a uv-managed venv), the index the variant's wheels come from
+    #: instead of PyTorch's (a mirror URL, or a local folder read with ``--no-index --find-links``), and a
+    #: constraints file (``torch==2.5.1+cu121``: the installed CUDA torch kept).
+    installer: str = field(default="pip", kw_only=True)
+    index: str | None = field(default=None, kw_only=True)
+    constraints: str | None = field(default=None, kw_only=True)
+
+    def _flags(self) -> list[str]:
+        uv = self.installer == "uv"
+        return [f for f, on in (("--reinstall" if uv else "--force-reinstall", self.force_reinstall),
+                                ("--no-deps", self.no_deps), ("--upgrade" if uv else "-U", self.upgrade)) if on]
+
+    def _index_argv(self) -> list[str]:
+        if self.index:
+            return ["--no-index", "--find-links", self.index] if _is_folder_index(self.index) else ["--index-url",
+                                                                                                    self.index]
+        return ["--index-url", index_url(self.variant)] if self.variant else []
 
     def words(self) -> str:
         names = [shlex.quote(n) for n in self.packages] if self.quote else list(self.packages)
-        flags = [f for f, on in (("--force-reinstall", self.force_reinstall), ("--no-deps", self.no_deps),
-                                 ("-U", self.upgrade)) if on]
-        tail = f" --index-url {index_url(self.variant)}" if self.variant else ""
-        return " ".join([f"{_runner(self.python)} install", *flags, *names]) + tail
+        tail = f" {' '.join(shlex.quote(a) for a in self._index_argv())}" if self.index or self.variant else ""
+        if self.constraints:
+            tail += f" -c {shlex.quote(self.constraints)}"
+        return " ".join([_runner(self.python, self.installer, "install"), *self._flags(), *names]) + tail
+
+    def argv(self) -> list[str]:
+        """The command as run (no shell): the same words, unquoted."""
+        names = [a for n in self.packages for a in _package_argv(n, self.quote)]
+        return [*_runner_argv(self.python, self.installer, "install"), *self._flags(), *names, *self._index_argv(),
+                *(["-c", self.constraints] if self.constraints else [])]
 
     def torch_targets(self) -> tuple[Target, ...]:
         pin = next((p for p in self.packages if p == "torch" or p.startswith("torch==")), None)
@@ -166,9 +212,15 @@ class PipInstall(Command):
 class PipUninstall(Command):
     python: str | None
     packages: tuple[str, ...]
+    installer: str = field(default="pip", kw_only=True)  # uv's uninstall never asks: no -y
 
     def words(self) -> str:
-        return f"{_runner(self.python)} uninstall -y " + " ".join(self.packages)
+        return f"{_runner(self.python, self.installer, 'uninstall')} {'' if self.installer == 'uv' else '-y '}" + \
+            " ".join(self.packages)
+
+    def argv(self) -> list[str]:
+        return [*_runner_argv(self.python, self.installer, "uninstall"), *([] if self.installer == "uv" else ["-y"]),
+                *self.packages]
 
     @property
     def uninstalls_torch(self) -> bool:
