@@ -394,16 +394,17 @@ def _fix(plan: Plan, yes: bool, torch_index: str | None, out: Outcome, doc: dict
         fp = plan_fix(before.findings, env.replace(constraints=str(_snapshot_dir(env) / "constraints.txt")))
     doc["plan"] = fp.as_dict()
     _print_plan(fp, env, out)
-    if not fp.steps:
-        out.status = "nothing-to-fix"
-        out.say("Nothing for fix to change in this Python environment"
-                + (" (the steps above are yours to run)." if fp.manual else "."))
-        return int(ExitCode.FAIL)
-    if env.externally_managed:
+    if env.externally_managed and (fp.steps or fp.manual):
+        # Its remedies already install into a new venv (remedies.into_venv), printed as the user's steps.
         out.status = "refused"
         out.say(f"Refused: {python} is an externally managed interpreter (PEP 668: the distribution's packages). "
                 f"Create a venv and install there: {python} -m venv ~/venvs/gpu && ~/venvs/gpu/bin/python -m pip "
                 "install torch …; envdoctor never uses --break-system-packages.")
+        return int(ExitCode.FAIL)
+    if not fp.steps:
+        out.status = "nothing-to-fix"
+        out.say("Nothing for fix to change in this Python environment"
+                + (" (the steps above are yours to run)." if fp.manual else "."))
         return int(ExitCode.FAIL)
     if env.installer == "uv" and _uv() is None:
         raise FixError(f"{env.prefix} is a uv-managed venv and uv is not on PATH: install uv "
