@@ -36,13 +36,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.faults import (  # noqa: E402
+    AT_SLASH,
     AWS,
     GH,
     HF,
+    HF_API,
     JWT,
     PROXY_PASSWORD,
     SK,
+    TF_VAR,
     TORCH_VARIANTS,
+    URL_USER,
     Outcome,
     alive,
     canary_env,
@@ -74,6 +78,8 @@ class Scenario:
     check: Callable[[Outcome, Path], str] | None = None  # "" when fine, else why not
     fast: bool = False  # part of the test suite's run
     concurrent: int = 0  # run this many copies at once
+    limits: dict[str, int] = field(default_factory=dict)  # resource limits (RLIMIT_<name>: soft and hard)
+    cwd_gone: bool = False  # started in a working directory deleted before envdoctor runs
 
     @property
     def id(self) -> str:
@@ -102,6 +108,13 @@ def _one_line_stderr(prefix: str) -> Callable[[Outcome, Path], str]:
         if len(lines) != 1 or not lines[0].startswith(prefix):
             return f"stderr is not one {prefix!r} line: {lines[:3]}"
         return ""
+    return check
+
+
+def _lacks(*needles: str) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        found = [n for n in needles if n in out.text]
+        return f"output holds {found}" if found else ""
     return check
 
 
@@ -184,6 +197,15 @@ def _hostile_files() -> dict[str, bytes]:
                               "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF}"},
             "python.executable": {"value": f"/home/a/{GH}/bin/python"},
             "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}}}),
+        # Secrets no pattern knows: values of variables envdoctor does not judge, a URL user part,
+        # a URL password with "@" and "/" (issue 26, item 10).
+        "secrets-in-env": _report({
+            "torch.version": {"value": None, "reason": "failed",
+                              "detail": f"OSError: https://{URL_USER}@hf.example/m via http://u:{AT_SLASH}@proxy:3128"},
+            "env.vars": {"value": {"TF_VAR_db_pass": TF_VAR, "HF_API": HF_API, "NVIDIA_API_KEY": f"nvapi-{TF_VAR}",
+                                   "HF_ENDPOINT": f"https://{URL_USER}@hf.example",
+                                   "LD_LIBRARY_PATH": f"/usr/lib:https://bob:{AT_SLASH}@p.example/l",
+                                   "CUDA_VISIBLE_DEVICES": "0"}}}),
         "secrets-in-paste": (f"PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\n"
                              f"Python platform: Linux /home/{GH}\nOSError: https://u:{PROXY_PASSWORD}@h/ {SK}\n").encode(),
         "gpus-20000": _report({**HEALTHY_FACTS, "nvml.gpus": {"value": [dict(gpu, index=i) for i in range(20000)]},
@@ -259,11 +281,11 @@ def scenarios() -> list[Scenario]:
     # hostile report files
     for name in _hostile_files():
         ok_codes = {0, 1, 3} if name in ("utf16-report", "utf16-bomless-paste", "utf32-report", "invalid-utf8",
-                                        "control-chars", "markup", "secrets-in-report", "secrets-in-paste", "gpus-20000",
+                                        "control-chars", "markup", "secrets-in-report", "secrets-in-paste", "secrets-in-env", "gpus-20000",
                                         "wrong-types", "gpu-entries-wrong", "findings-garbage", "huge-string",
                                         "paste-nvidia-smi-garbage") else {1, 2, 3}
         for fmt in (["-v"], ["--json"], ["--markdown"]) if name in ("secrets-in-report", "secrets-in-paste",
-                                                                     "control-chars") else ([],):
+                                                                     "secrets-in-env", "control-chars") else ([],):
             check = None
             if name == "control-chars":
                 def check(o, f):
@@ -275,6 +297,19 @@ def scenarios() -> list[Scenario]:
             add(Scenario("report-file", name + ("" if not fmt else fmt[0].replace("-", "_")),
                          ["diagnose", "{files}/" + name, *fmt], frozenset(ok_codes), 20, files={name: b""}, check=check,
                          fast=name == "utf16-report"))
+    # secrets no name or shape pattern knows, in every command that shows an environment (issue 26, item 10);
+    # canary_env plants them in every scenario's environment too
+    secret_files = {"secrets-in-env": b"", "secrets-in-report": b""}
+    for name, args in (("check-v", ["check", "--no-micro", "-v"]), ("report-json", ["report", "--no-micro"]),
+                       ("report-markdown", ["report", "--no-micro", "--markdown"]),
+                       ("report-o", ["report", "--no-micro", "-o", "{files}/out.json"]),
+                       ("diff", ["diff", "{files}/secrets-in-env", "{files}/secrets-in-report"]),
+                       ("diff-json", ["diff", "{files}/secrets-in-env", "{files}/secrets-in-report", "--json"]),
+                       ("fleet-json", ["fleet", "{files}/secrets-in-env", "{files}/secrets-in-report", "--json"]),
+                       ("fleet", ["fleet", "{files}"]), ("diagnose-dir", ["diagnose", "{files}", "--json"])):
+        add(Scenario("secrets", name, args, frozenset({0, 1, 2, 3}), 25, torch="secret-in-error", files=secret_files,
+                     check=_contains("<redacted>") if not name.startswith("fleet") else None,
+                     fast=name in ("check-v", "fleet-json")))
     add(Scenario("report-file", "fifo", ["diagnose", "{files}/fifo"], frozenset({2}), 10, files={"fifo": b"FIFO"}))
     add(Scenario("report-file", "directory", ["diagnose", "{files}"], frozenset({2}), 10))
     add(Scenario("report-file", "dev-zero", ["diagnose", "/dev/zero"], frozenset({2}), 10))
@@ -330,6 +365,32 @@ def scenarios() -> list[Scenario]:
                      nvml=hung["nvml"], signal_at=("1.0", sig)))
         add(Scenario("signals", f"{name}-diagnose-big", ["diagnose", "{files}/gpus-20000"], frozenset({code, 0, 1}), 15,
                      files={"gpus-20000": b""}, signal_at=("0.5", sig)))
+    # starved of file descriptors / processes, and children that cannot start (issue 26, items 1-2):
+    # could-not-run is `error` (exit 3), never a fail of what was examined
+    never_a_fail = _lacks("fail: torch-import", "fail   torch-import", "No GPU could be counted", "_edchild")
+    add(Scenario("starved", "nofile-8-check", ["check", "--no-micro", "-v"], frozenset({3}), 30, limits={"NOFILE": 8},
+                 check=never_a_fail, fast=True))
+    add(Scenario("starved", "nofile-12-check", ["check", "--no-micro", "-v"], frozenset({0, 1, 3}), 30,
+                 limits={"NOFILE": 12}, check=never_a_fail))
+    add(Scenario("starved", "as-400mb-check", ["check", "--no-micro"], frozenset({0, 1, 3}), 40,
+                 limits={"AS": 400_000 << 10}))
+    add(Scenario("starved", "nofile-12-fleet-300", ["fleet", "{files}"], frozenset({0, 1, 3}), 40, limits={"NOFILE": 12},
+                 files={f"r{i:03}.json": _report(HEALTHY_FACTS) for i in range(300)}))
+    for args, name in ((["check", "--no-micro"], "check"), (["report", "--no-micro"], "report"),
+                       (["healthcheck", "--max-seconds", "8", "--expect-gpus", "2"], "healthcheck")):
+        add(Scenario("starved", f"pythonsafepath-{name}", args, frozenset({0, 1}), 30, env={"PYTHONSAFEPATH": "1"},
+                     nvml={"count": 2}, check=never_a_fail if name != "report" else lambda o, f: "" if o.stdout.count(
+                         b'"uuid"') >= 2 else "the 2 GPUs were not listed", fast=name == "healthcheck"))
+    # OS errors before probing, and exec's environment (issue 26, items 3 and 9)
+    add(Scenario("preflight", "cwd-deleted-check", ["check", "--no-micro"], frozenset({0, 1}), 30, cwd_gone=True,
+                 check=_lacks("⁉ error", "error:"), fast=True))
+    add(Scenario("preflight", "cwd-deleted-report-o", ["report", "--no-micro", "-o", "r.json"], frozenset({2}), 30,
+                 cwd_gone=True, check=_one_line_stderr("envdoctor: error: cannot write r.json")))
+    add(Scenario("preflight", "exec-empty-command", ["exec", "--", ""], frozenset({127}), 20,
+                 check=_contains("envdoctor exec: '': command not found")))
+    add(Scenario("preflight", "exec-env-no-coercion", ["exec", "--", "sh", "-c", "echo LC_CTYPE=${LC_CTYPE-unset}"],
+                 frozenset({0}), 20, env={"LC_ALL": "", "LANG": "C", "LC_CTYPE": "C"},
+                 check=_contains("LC_CTYPE=C\n")))
     # concurrent writers
     add(Scenario("concurrency", "4-writers-one-file", ["report", "--no-micro", "-o", "{files}/shared.json"],
                  frozenset({0, 1}), 40, concurrent=4,
@@ -397,6 +458,18 @@ def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -
     cwd.mkdir(exist_ok=True)
     preexec = None
     stdout = None
+    if s.cwd_gone:
+        cwd = folder / f"gone-{SK}"
+        cwd.mkdir(exist_ok=True)
+
+        def preexec() -> None:
+            os.rmdir(os.getcwd())  # in the child, after Popen's chdir: envdoctor starts in a deleted folder
+    if s.limits:
+        def preexec() -> None:
+            import resource
+
+            for name, value in s.limits.items():
+                resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     if s.stdout == "closed":
         preexec = lambda: os.close(1)  # noqa: E731
         stdout = subprocess.DEVNULL

@@ -22,7 +22,7 @@ from envdoctor.process.lifecycle import ExitCode
 from . import __version__
 from .kit import EVIDENCE_ITEMS, capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
-from .redact import UnchangedMemo, json_blob, may_hold_secret, redact_text, redact_tree
+from .redact import UnchangedMemo, json_blob, mask_env, may_hold_secret, redact_text, redact_tree
 
 
 class ReportError(Exception):
@@ -139,7 +139,18 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
 _CLEAN: list[Facts] = []
 
 
+def mask_env_facts(facts: Facts) -> Facts:
+    """``facts`` with the values of ``env.vars`` that envdoctor does not judge replaced by
+    ``<redacted>`` (:func:`envdoctor.redact.mask_env`); the same object when nothing changes."""
+    r = facts.get("env.vars")
+    value = mask_env(r.value) if r is not None else None
+    if r is None or value is r.value:
+        return facts
+    return facts.merged({"env.vars": Reading(value, r.reason, r.source, r.detail)})
+
+
 def _redact_facts(facts: Facts) -> Facts:
+    facts = mask_env_facts(facts)  # even in a report found clean: a plain word can be a secret's value
     if any(f is facts for f in _CLEAN):
         return facts
     changed: dict[str, Reading] = {}

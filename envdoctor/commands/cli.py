@@ -88,10 +88,10 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
     if python:
         return python, chosen_by or "--python"
     from envdoctor.process.host import Host
-    from envdoctor.process.target import TargetError, choose
+    from envdoctor.process.target import TargetError, choose, working_dir
 
     try:
-        target = choose(Host(), None, os.getcwd())
+        target = choose(Host(), None, working_dir())
     except TargetError as exc:
         raise InputError(str(exc)) from None
     return target.path, target.chosen_by
@@ -121,6 +121,14 @@ def run() -> None:
             code = exc.code if isinstance(exc.code, int) else (ExitCode.OK if exc.code is None else ExitCode.FAIL)
     except lifecycle.OutputError as exc:
         code = lifecycle.report_output_error(exc)
+    except (MemoryError, RuntimeError, OSError) as exc:
+        from envdoctor.process.starved import limit_hit
+
+        line = limit_hit(exc)
+        if line is None:
+            raise
+        lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
+        code = ExitCode.INCOMPLETE
     lifecycle.finish(code)
 
 
@@ -207,7 +215,10 @@ def _writable_output(output: str | None) -> None:
         from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
-    folder = os.path.dirname(os.path.abspath(output))
+    try:
+        folder = os.path.dirname(os.path.abspath(output))
+    except OSError:  # a relative name, and the working directory was deleted
+        raise InputError(f"cannot write {output}: the working directory no longer exists") from None
     if not os.path.isdir(folder):
         raise InputError(f"cannot write {output}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -506,10 +517,10 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     python = None
     if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
         from envdoctor.process.host import Host
-        from envdoctor.process.target import TargetError, choose
+        from envdoctor.process.target import TargetError, choose, working_dir
 
         try:
-            found = choose(Host(), None, os.getcwd())
+            found = choose(Host(), None, working_dir())
         except TargetError as exc:
             from envdoctor.commands.execute import leave
 

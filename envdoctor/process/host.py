@@ -340,6 +340,7 @@ class Host:
                 stderr=subprocess.PIPE,
                 env=full_env,
                 close_fds=True,
+                cwd=lifecycle.child_cwd(),
                 **lifecycle.own_group(),
             )
         except FileNotFoundError:
@@ -397,6 +398,14 @@ class Host:
         stderr = result.stderr[-20000:]
         if result.status == "absent":
             return ChildResult("absent", detail=f"interpreter {interpreter} not found")
+        if result.status == "failed" or (result.status == "ok" and not done and not data and not stage):
+            # Never started (no process, no thread, no file descriptor left) or died before its
+            # first record (an interpreter or ``_edchild`` that cannot start): the child never ran
+            # its probe, so nothing of what it examines failed. Could-not-run is an error.
+            return ChildResult("crashed", data, stage, result.returncode, stderr, result.seconds,
+                               not_started(script, result.detail or _last_line(stderr) or
+                                           f"it exited with code {result.returncode} before its first record"),
+                               noise=noise, dropped=dropped)
         cleanup = records.cleanup if not done else ""
         if result.status in ("timeout", "crashed", "denied"):
             return ChildResult(result.status, data, stage, result.returncode, stderr, result.seconds, result.detail,
@@ -410,6 +419,11 @@ class Host:
                                result.returncode, stderr, result.seconds, f"{detail}: {tail}" if tail else detail,
                                cleanup=cleanup, noise=noise, dropped=dropped)
         return ChildResult("ok", data, stage, result.returncode, stderr, result.seconds, noise=noise, dropped=dropped)
+
+
+def not_started(script: str, why: str) -> str:
+    """The detail of a child that never ran its probe (one home for the wording)."""
+    return f"the {script} child could not start ({why}): nothing it examines was read"
 
 
 class Records:
@@ -796,7 +810,7 @@ def start_live_child(host: Host, script: str, args: Any, env: Mapping[str, str] 
         full_env.update(env)
     argv = [host.python, str(CHILD_DIR / f"{script}.py"), json.dumps(args)]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=lifecycle.child_cwd(),
                                 env=full_env, close_fds=True, **lifecycle.own_group())
     except (OSError, ValueError) as exc:
         return f"cannot start {host.python}: {getattr(exc, 'strerror', None) or exc}"

@@ -99,7 +99,7 @@ class Early:
         """Start ``command`` in a group of its own for a probe to take (:meth:`take`)."""
         try:
             proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    close_fds=True, **own_group())
+                                    close_fds=True, cwd=child_cwd(), **own_group())
         except (OSError, ValueError):
             return
         register(proc)
@@ -215,6 +215,21 @@ def install_signal_handlers() -> None:
 # -- output streams ------------------------------------------------------------------------------
 class OutputError(Exception):
     """stdout cannot take the output; ``str()`` is the one line shown."""
+
+
+def child_cwd() -> str | None:
+    """Where a child starts: here (None), or ``/`` when this working directory was deleted or
+    cannot be read (an interpreter started there fails in ways that read like a broken install)."""
+    try:
+        os.getcwd()
+        return None
+    except OSError:
+        return "/"
+
+
+def write_line(text: str) -> None:
+    """One line on stderr through the file descriptor (the Python stream may be what failed)."""
+    _write_fd(2, text.rstrip("\n") + "\n")
 
 
 def _write_fd(fd: int, text: str) -> None:
