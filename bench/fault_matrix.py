@@ -334,6 +334,22 @@ def scenarios() -> list[Scenario]:
                  files={"real.json": b"old", "link": b"LINK:real.json"},
                  check=lambda o, f: "" if (f / "files/link").is_symlink() and (f / "files/real.json").read_bytes().startswith(b"{")
                  else "the link was replaced or the file not written"))
+    # -o writes (issue 26, item 6)
+    long_name = "r" * 245 + ".json"
+    add(Scenario("output", "-o-250-character-name", ["report", "--no-micro", "-o", "{files}/" + long_name],
+                 frozenset({0, 1}), 25, check=lambda o, f: "" if (f / "files" / long_name).is_file() else "not written"))
+    add(Scenario("output", "-o-keeps-mode", ["report", "--no-micro", "-o", "{files}/shared.json"], frozenset({0, 1}),
+                 25, files={"shared.json": b"MODE664"}, check=lambda o, f: "" if (
+                     (f / "files/shared.json").stat().st_mode & 0o777) == 0o664 else "the file's mode was not kept"))
+    add(Scenario("output", "-o-dev-stdout", ["report", "--no-micro", "-o", "/dev/stdout"], frozenset({0, 1}), 25,
+                 check=lambda o, f: "" if o.stdout.startswith(b"{") else "no report on standard output", fast=True))
+    add(Scenario("output", "-o-distributed-missing-dir", ["check", "--distributed", "-o", "/nonexistent/dir/c.json"],
+                 frozenset({2}), 15, env={"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                                          "MASTER_PORT": "1"},
+                 check=_one_line_stderr("envdoctor: error: cannot write /nonexistent/dir/c.json")))
+    add(Scenario("output", "-o-distributed-fifo", ["check", "--distributed", "-o", "{files}/fifo"], frozenset({2}), 15,
+                 files={"fifo": b"FIFO"}, env={"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+                                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, check=_children_gone))
     add(Scenario("output", "-o-missing-dir", ["report", "--no-micro", "-o", "{files}/no/such/dir/r.json"], frozenset({2}), 25))
     # options
     for name, args in (("timeout-nan", ["check", "--timeout", "nan"]), ("timeout-inf", ["check", "--timeout", "inf"]),
@@ -411,6 +427,9 @@ def _prepare(s: Scenario, folder: Path) -> tuple[list[str], dict[str, str]]:
         path = files / name
         if content == b"FIFO":
             os.mkfifo(path)
+        elif content == b"MODE664":
+            path.write_bytes(b"old")
+            path.chmod(0o664)
         elif content == b"DIR":
             path.mkdir()
         elif content == b"LOOP":

@@ -215,6 +215,16 @@ def _writable_output(output: str | None) -> None:
         from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
+    from envdoctor.report import OutputTargetError, check_target, standard_stream
+
+    if standard_stream(output) is not None:
+        return
+    try:
+        check_target(output)
+    except OutputTargetError as exc:
+        raise InputError(str(exc)) from None
+    except OSError:
+        pass  # said when it is written
     try:
         folder = os.path.dirname(os.path.abspath(output))
     except OSError:  # a relative name, and the working directory was deleted
@@ -312,6 +322,7 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
                           micro_only=False, device=device, compile_=False, only=only, skip=skip, fail_on=fail_on,
                           verbose=verbose, chosen_by=None if python else "started by the launcher",
                           distributed=True, output="json" if as_json else "terminal", output_file=output)
+        _writable_output(output)  # a missing folder is exit 2 on every rank, before any probing
         try:
             run_distributed(plan, init_timeout=init_timeout, collective_timeout=collective_timeout,
                             min_busbw=min_busbw, publish=Publish(as_json=as_json, output=output, verbose=verbose,
@@ -352,7 +363,7 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
 
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
-    from envdoctor.report import OutputTargetError, to_json_chunks, write_atomic
+    from envdoctor.report import OutputTargetError, standard_stream, to_json_chunks, write_atomic
 
     if fmt == "json":
         text: Iterable[str] = to_json_chunks(rep)
@@ -366,6 +377,13 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
         from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
+    stream = standard_stream(output) if output else None
+    if stream is not None:  # `-o /dev/stdout`: the stream itself
+        output = None
+        if stream == 2:
+            for piece in text:
+                sys.stderr.write(piece)
+            return
     if output:
         try:
             write_atomic(output, text)
