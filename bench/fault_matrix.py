@@ -397,6 +397,30 @@ def scenarios() -> list[Scenario]:
         add(Scenario("starved", f"pythonsafepath-{name}", args, frozenset({0, 1}), 30, env={"PYTHONSAFEPATH": "1"},
                      nvml={"count": 2}, check=never_a_fail if name != "report" else lambda o, f: "" if o.stdout.count(
                          b'"uuid"') >= 2 else "the 2 GPUs were not listed", fast=name == "healthcheck"))
+    # encodings and widths (issue 26, items 4-5): output degrades, never fails; JSON stays valid
+    def _json_stdout(o: Outcome, f: Path) -> str:
+        try:
+            json.loads(o.stdout.decode("utf-8"))
+        except ValueError as exc:
+            return f"stdout is not valid UTF-8 JSON: {exc}"
+        return ""
+    for name, env in (("ascii", {"PYTHONIOENCODING": "ascii"}), ("latin-1", {"PYTHONIOENCODING": "latin-1"}),
+                      ("c-locale", {"LC_ALL": "C", "PYTHONUTF8": "0"})):
+        add(Scenario("encoding", f"{name}-check", ["check", "--no-micro"], frozenset({0, 1}), 25, env=env,
+                     check=_contains("Summary:"), fast=name == "ascii"))
+        add(Scenario("encoding", f"{name}-report-json", ["report", "--no-micro"], frozenset({0, 1}), 25, env=env,
+                     check=_json_stdout))
+    for var in ("SLURM_JOB_NAME", "PATH", "LD_LIBRARY_PATH"):
+        extra = {"PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":/opt/caf\udce9"} if var == "PATH" else {
+            var: "/opt/caf\udce9\udcff"}
+        add(Scenario("encoding", f"not-utf8-{var}", ["report", "--no-micro"], frozenset({0, 1, 3}), 25, env=extra,
+                     check=_json_stdout))
+        add(Scenario("encoding", f"not-utf8-{var}-o", ["report", "--no-micro", "-o", "{files}/r.json"],
+                     frozenset({0, 1, 3}), 25, env=extra, check=lambda o, f: "" if json.loads(
+                         (f / "files/r.json").read_bytes().decode("utf-8")) else "no report"))
+    for args in (["check", "--no-micro"], ["diagnose", "{files}/r.json"]):
+        add(Scenario("width", f"columns-0-{args[0]}", args, frozenset({0, 1}), 25, env={"COLUMNS": "0"},
+                     files=report_file, check=_contains("Summary"), fast=args[0] == "diagnose"))
     # OS errors before probing, and exec's environment (issue 26, items 3 and 9)
     add(Scenario("preflight", "cwd-deleted-check", ["check", "--no-micro"], frozenset({0, 1}), 30, cwd_gone=True,
                  check=_lacks("⁉ error", "error:"), fast=True))

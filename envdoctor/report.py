@@ -406,7 +406,9 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Non
     # The temporary name stays within NAME_MAX (255) whatever the target's: a 250-character name is legal.
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        from envdoctor.process.encoding import NAME as DEGRADE  # a lone surrogate: U+FFFD, the file stays UTF-8
+
+        with os.fdopen(fd, "w", encoding="utf-8", errors=DEGRADE) as fh:
             for piece in ((text,) if isinstance(text, str) else text):
                 fh.write(piece)
             fh.flush()

@@ -99,6 +99,8 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_fault_matrix.py::test_fast_scenario[secrets/fleet-json]",
     "test_fault_matrix.py::test_fast_scenario[preflight/cwd-deleted-check]",
     "test_fault_matrix.py::test_fast_scenario[output/-o-dev-stdout]",
+    "test_fault_matrix.py::test_fast_scenario[encoding/ascii-check]",
+    "test_fault_matrix.py::test_fast_scenario[width/columns-0-diagnose]",
     "test_fault_matrix.py::test_fast_scenario[starved/nofile-8-check]",
     "test_fault_matrix.py::test_fast_scenario[starved/pythonsafepath-healthcheck]",
     "test_starved.py::test_pythonsafepath_still_runs_the_children",
@@ -106,6 +108,9 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_before_probing.py::test_exec_env_is_exactly_the_given_environment",
     "test_before_probing.py::test_exec_of_an_empty_command_is_127",
     "test_output_writes.py::test_report_o_dev_stdout_prints_the_report",
+    "test_encodings.py::test_columns_zero_still_prints",
+    "test_encodings.py::test_a_value_that_is_not_utf8_keeps_the_json_valid",
+    "test_encodings.py::test_a_narrow_encoding_prints_the_whole_report",
     "test_before_probing.py::test_a_deleted_working_directory_is_no_traceback",
     # The large hypothesis runs.
     "test_fuzz.py::test_any_report_shaped_json_loads_or_is_refused_in_one_line",

@@ -323,6 +323,11 @@ def guard_streams() -> None:
                     os.close(null)
             except OSError:
                 pass
+    from envdoctor.process.encoding import degrade
+
+    for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, GuardedStream):
+            degrade(stream)  # an encoding that cannot hold a character degrades, never fails the run
     if not isinstance(sys.stdout, GuardedStream):
         sys.stdout = GuardedStream(sys.stdout, "standard output", strict=True)
     if not isinstance(sys.stderr, GuardedStream):
