@@ -291,8 +291,10 @@ def scenarios() -> list[Scenario]:
                 def check(o, f):
                     return "raw control character in output" if any(
                                     c in o.stdout.decode("utf-8", "replace") for c in ("\x1b", "\x9b", "\u202e", "\x07")) else ""
+            if name in ("json-nan", "json-huge-number"):
+                ok_codes = {0, 1}  # read with that value missing, the rest of the report kept (issue 26, item 8)
             if name in ("fact-bad-reason", "findings-garbage", "probes-garbage", "paste-150k-gpu-lines",
-                        "paste-one-long-line", "json-nan", "json-huge-number"):
+                        "paste-one-long-line"):
                 ok_codes = {2}  # refused with one line: not an envdoctor report / larger than a paste can be
             add(Scenario("report-file", name + ("" if not fmt else fmt[0].replace("-", "_")),
                          ["diagnose", "{files}/" + name, *fmt], frozenset(ok_codes), 20, files={name: b""}, check=check,
@@ -397,6 +399,27 @@ def scenarios() -> list[Scenario]:
         add(Scenario("starved", f"pythonsafepath-{name}", args, frozenset({0, 1}), 30, env={"PYTHONSAFEPATH": "1"},
                      nvml={"count": 2}, check=never_a_fail if name != "report" else lambda o, f: "" if o.stdout.count(
                          b'"uuid"') >= 2 else "the 2 GPUs were not listed", fast=name == "healthcheck"))
+    # fleet, diff and diagnose of a folder (issue 26, item 8)
+    schemas = {f"schema-{n}.json": f'{{"schema_version": {v}, "facts": {{}}}}'.encode()
+               for n, v in (("2", "2"), ("99", "99"), ("true", "true"), ("0", "0"))}
+    add(Scenario("folder", "fleet-counts-only-readable-schemas", ["fleet", "{files}", "--json"], frozenset({1}), 20,
+                 files={**schemas, "good.json": _report(HEALTHY_FACTS)},
+                 check=lambda o, f: "" if json.loads(o.stdout)["reports"] == 1 else "a report of another schema counted",
+                 fast=True))
+    evil = "bad\x1b]0;pwned\x07\x1b[2Jname.json"
+    no_raw = _lacks("\x1b", "\x07")
+    add(Scenario("folder", "diagnose-dir-control-chars", ["diagnose", "{files}"], frozenset({0, 1, 2}), 20,
+                 files={evil: _report(HEALTHY_FACTS)}, check=no_raw))
+    add(Scenario("folder", "diff-control-chars", ["diff", "{files}/" + evil, "{files}/nope.json"], frozenset({2}), 20,
+                 files={evil: b"not json {"}, check=no_raw))
+    add(Scenario("folder", "fleet-control-chars", ["fleet", "{files}"], frozenset({2}), 20,
+                 files={evil: b"\x00\x01binary"}, check=no_raw))
+    add(Scenario("folder", "diagnose-empty-dir", ["diagnose", "{files}"], frozenset({2}), 20,
+                 check=_one_line_stderr("envdoctor: error: no reports in")))
+    add(Scenario("folder", "fleet-empty-dir", ["fleet", "{files}"], frozenset({2}), 20,
+                 check=_one_line_stderr("envdoctor: error: no reports in")))
+    add(Scenario("folder", "diagnose-random-1mb", ["diagnose", "{files}/random"], frozenset({2}), 20,
+                 files={"random": os.urandom(1 << 20)}, check=_one_line_stderr("envdoctor: error: ")))
     # encodings and widths (issue 26, items 4-5): output degrades, never fails; JSON stays valid
     def _json_stdout(o: Outcome, f: Path) -> str:
         try:

@@ -46,7 +46,9 @@ def error_line(message: str, ctx: click.Context | None = None) -> str:
     """The one format of every usage error and unusable input: one line, ``envdoctor: error: …``;
     click's own usage errors name the command's help."""
     hint = f" (`{ctx.command_path} -h` lists the options)" if ctx is not None else ""
-    return f"envdoctor: error: {redact_text(message)}{hint}"
+    from envdoctor.inputs import shown_name  # a file name's ESC/BEL never reaches the terminal raw
+
+    return f"envdoctor: error: {shown_name(redact_text(message))}{hint}"
 
 
 class Seconds(click.FloatRange):
@@ -468,7 +470,10 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
         import json
 
         sys.stdout.write("[")
-    for i, path in enumerate(expand(items)):
+    paths = list(expand(items))
+    if not paths:  # only empty folders: said, not an empty result
+        raise InputError(f"no reports in {' '.join(items)}")
+    for i, path in enumerate(paths):
         judged = judge_path(path, plan)
         codes.append(judged.exit_code(plan.fail_on))
         if as_json:
@@ -604,6 +609,8 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
         result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs))
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
+    if not result["reports"] and not result["corrupt"]:
+        raise InputError(f"no reports in {' '.join(items)}")
     _show(result, as_json, "render_fleet")
     sys.exit(fleet_exit(result))
 
