@@ -444,6 +444,11 @@ def scenarios() -> list[Scenario]:
     for args in (["check", "--no-micro"], ["diagnose", "{files}/r.json"]):
         add(Scenario("width", f"columns-0-{args[0]}", args, frozenset({0, 1}), 25, env={"COLUMNS": "0"},
                      files=report_file, check=_contains("Summary"), fast=args[0] == "diagnose"))
+    # PYTHONWARNINGS=error: no "Exception ignored … ResourceWarning" (every child pipe is closed; item 9)
+    for name, args in (("check", ["check", "--no-micro"]), ("healthcheck", hc), ("exec", ["exec", "--", "true"]),
+                       ("report", ["report", "--no-micro"])):
+        add(Scenario("warnings", f"pythonwarnings-error-{name}", args, frozenset({0, 1, 3, 78}), 25,
+                     env={"PYTHONWARNINGS": "error"}, nvml={"count": 1}, fast=name == "healthcheck"))
     # OS errors before probing, and exec's environment (issue 26, items 3 and 9)
     add(Scenario("preflight", "cwd-deleted-check", ["check", "--no-micro"], frozenset({0, 1}), 30, cwd_gone=True,
                  check=_lacks("⁉ error", "error:"), fast=True))

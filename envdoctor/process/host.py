@@ -545,8 +545,17 @@ def _pump_out(stream: Any, head: list[bytes], records: Records | None) -> None:
             total += len(block)
     except (OSError, ValueError):
         pass
+    _close(stream)
     if records is not None:
         records.close()
+
+
+def _close(stream: Any) -> None:
+    """The pipe's reader closes it at its end (its only user): no ResourceWarning, no fd left."""
+    try:
+        stream.close()
+    except (OSError, ValueError):
+        pass
 
 
 def _pump_err(stream: Any, tail: list[bytes]) -> None:
@@ -560,6 +569,7 @@ def _pump_err(stream: Any, tail: list[bytes]) -> None:
                 size -= len(tail.pop(0))
     except (OSError, ValueError):
         pass
+    _close(stream)
 
 
 def _kill_and_abandon(proc: subprocess.Popen[bytes]) -> None:
@@ -741,6 +751,7 @@ class LiveChild:
                     self.records.put(record)
         except (OSError, ValueError):
             pass
+        _close(self.proc.stdout)
         with self._side_ready:
             self._side["_eof"] = True
             self._side_ready.notify_all()
@@ -767,6 +778,7 @@ class LiveChild:
                 del self.stderr_tail[:-40]
         except (OSError, ValueError):
             pass
+        _close(self.proc.stderr)
 
     def stderr_lines(self, wait: float = 0.5) -> list[str]:
         """The last stderr lines; waits up to ``wait`` s for the child's stderr to close first."""
