@@ -444,6 +444,14 @@ def scenarios() -> list[Scenario]:
     for args in (["check", "--no-micro"], ["diagnose", "{files}/r.json"]):
         add(Scenario("width", f"columns-0-{args[0]}", args, frozenset({0, 1}), 25, env={"COLUMNS": "0"},
                      files=report_file, check=_contains("Summary"), fast=args[0] == "diagnose"))
+    # children and their messages (issue 26, item 11): --python validation within the run's deadline
+    add(Scenario("children", "python-hangs-ignoring-sigterm", ["check", "--no-micro", "--timeout", "1", "--python",
+                                                                "{files}/python"], frozenset({2}), 6,
+                 files={"python": b"EXE:trap '' TERM; sleep 60"}, check=_contains("did not answer within 1 s"), fast=True))
+    add(Scenario("children", "python-prints-50mb", ["check", "--no-micro", "--python", "{files}/python"], frozenset({2}),
+                 15, files={"python": b"EXE:head -c 50000000 /dev/zero; exit 0"}, check=_contains("not a Python interpreter")))
+    add(Scenario("children", "python-not-executable", ["check", "--no-micro", "--python", "{files}/plain"],
+                 frozenset({2}), 10, files={"plain": b"x"}, check=_contains("not executable")))
     # PYTHONWARNINGS=error: no "Exception ignored … ResourceWarning" (every child pipe is closed; item 9)
     for name, args in (("check", ["check", "--no-micro"]), ("healthcheck", hc), ("exec", ["exec", "--", "true"]),
                        ("report", ["report", "--no-micro"])):
@@ -479,6 +487,9 @@ def _prepare(s: Scenario, folder: Path) -> tuple[list[str], dict[str, str]]:
         path = files / name
         if content == b"FIFO":
             os.mkfifo(path)
+        elif content.startswith(b"EXE:"):
+            path.write_bytes(b"#!/bin/sh\n" + content[4:] + b"\n")
+            path.chmod(0o755)
         elif content == b"MODE664":
             path.write_bytes(b"old")
             path.chmod(0o664)

@@ -76,9 +76,12 @@ class Interpreter(click.ParamType):
         from envdoctor.process.target import TargetError, explicit, verify
 
         host = Host()
+        # The run's own deadline (--timeout / --max-seconds are eager: read before --python wherever
+        # they are written), so a target that hangs is named within it, not after 15 s.
+        given = (ctx.params.get("timeout") or ctx.params.get("max_seconds")) if ctx is not None else None
         try:
             target = explicit(host, str(value))
-            verify(host, target)
+            verify(host, target, timeout=given)
         except TargetError as exc:
             raise InputError(str(exc)) from None
         return target.path
@@ -140,7 +143,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--python", "python", metavar="PATH", type=Interpreter(),
                      help="Interpreter (or venv/conda folder) whose torch is examined (default: $VIRTUAL_ENV, "
                      "$CONDA_PREFIX, a .venv here or above, envdoctor's own when torch is beside it, python3)."),
-        click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
+        click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True, is_eager=True,
                      help="Deadline in seconds per probe (the torch probe gets 6x)."),
         click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
         click.option("--micro-only", is_flag=True, help="Run only the microchecks."),
@@ -487,7 +490,7 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
 
 
 @main.command(context_settings=CONTEXT)
-@click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True,
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=5.0, show_default=True, is_eager=True,
               help="Hard time budget; exceeding it is unhealthy.")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")

@@ -147,15 +147,17 @@ def discover(host: Host, cwd: str | None, torch_beside: bool | None = None) -> T
     return Target(sys.executable, OWN_FALLBACK, own=True)
 
 
-def verify(host: Host, target: Target) -> None:
+def verify(host: Host, target: Target, timeout: float | None = None) -> None:
     """Run the target once with ``-E -s -S`` (flags Python 2 knows too, so an old Python is named
-    as such): it must say it is a Python of at least :data:`OLDEST`."""
+    as such): it must say it is a Python of at least :data:`OLDEST`. ``timeout``: the run's own
+    deadline (``--timeout``), at least 1 s and at most :data:`VERIFY_TIMEOUT`."""
     if target.own or os.path.realpath(target.path) == os.path.realpath(sys.executable):
         return
     where = f"--python {target.path}" if target.chosen_by == "--python" else f"{target.path} ({target.chosen_by})"
-    result = host.run([target.path, "-E", "-s", "-S", "-c", _PROBE_CODE], timeout=VERIFY_TIMEOUT)
+    limit = VERIFY_TIMEOUT if timeout is None else min(VERIFY_TIMEOUT, max(1.0, float(timeout)))
+    result = host.run([target.path, "-E", "-s", "-S", "-c", _PROBE_CODE], timeout=limit)
     if result.status == "timeout":
-        raise TargetError(f"{where} did not answer within {VERIFY_TIMEOUT:g} s; is it a Python interpreter?")
+        raise TargetError(f"{where} did not answer within {limit:g} s; is it a Python interpreter?")
     if result.status != "ok":
         raise TargetError(f"{where} cannot be run: {result.detail}")
     match = _ANSWER.search(result.stdout)
