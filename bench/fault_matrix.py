@@ -80,6 +80,7 @@ class Scenario:
     concurrent: int = 0  # run this many copies at once
     limits: dict[str, int] = field(default_factory=dict)  # resource limits (RLIMIT_<name>: soft and hard)
     cwd_gone: bool = False  # started in a working directory deleted before envdoctor runs
+    listener: bool = False  # MASTER_PORT: a port where something accepts connections and never answers
 
     @property
     def id(self) -> str:
@@ -452,6 +453,15 @@ def scenarios() -> list[Scenario]:
                  15, files={"python": b"EXE:head -c 50000000 /dev/zero; exit 0"}, check=_contains("not a Python interpreter")))
     add(Scenario("children", "python-not-executable", ["check", "--no-micro", "--python", "{files}/plain"],
                  frozenset({2}), 10, files={"plain": b"x"}, check=_contains("not executable")))
+    # the distributed edges (issue 26, item 7); the real torch, Gloo on 127.0.0.1
+    launch = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    add(Scenario("distributed", "store-listener-never-answers", ["check", "--distributed", "--init-timeout", "3"],
+                 frozenset({1}), 60, torch=None, env={**launch, "RANK": "1", "LOCAL_RANK": "1"}, listener=True,
+                 check=_contains("did not answer within --init-timeout 3 s")))
+    add(Scenario("distributed", "rank0-agent-store-never-answers", ["check", "--distributed", "--init-timeout", "3"],
+                 frozenset({1}), 60, torch=None, listener=True,
+                 env={**launch, "RANK": "0", "LOCAL_RANK": "0", "TORCHELASTIC_USE_AGENT_STORE": "True"},
+                 check=_contains("could not reach the rendezvous store")))
     # PYTHONWARNINGS=error: no "Exception ignored … ResourceWarning" (every child pipe is closed; item 9)
     for name, args in (("check", ["check", "--no-micro"]), ("healthcheck", hc), ("exec", ["exec", "--", "true"]),
                        ("report", ["report", "--no-micro"])):
@@ -565,6 +575,17 @@ def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -
             signal_after = (lambda: pid_file.exists(), signum)
         else:
             signal_after = (float(when), signum)
+    if s.listener:
+        import socket
+
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)  # accepted by the kernel, never answered
+        env = {**env, "MASTER_PORT": str(server.getsockname()[1])}
+        try:
+            return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, cwd=str(cwd))
+        finally:
+            server.close()
     if s.stdout == "full":
         with open("/dev/full", "wb") as full:
             return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, preexec=preexec, cwd=str(cwd),

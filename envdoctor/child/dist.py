@@ -343,6 +343,9 @@ def read_stdin():
                 emit(facts_error=error_text(exc))
         else:
             INBOX.put(msg)
+    # The end of stdin: our envdoctor process is gone (killed with SIGKILL, or it crashed), and no
+    # one will read what this rank finds; a rank child never outlives it.
+    os._exit(70)
 
 
 def allreduce_sizes(torch, dist, device, decision, progress):
