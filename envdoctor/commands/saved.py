@@ -273,7 +273,13 @@ def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) 
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(jobs) as pool:
+    try:
+        pool = ctx.Pool(jobs)
+    except OSError:  # no process or file descriptor left for workers (ulimit -u/-n): read them here
+        for p in paths:
+            yield from summarize_all(p, rejudge)
+        return
+    with pool:
         for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
             yield from found
 
