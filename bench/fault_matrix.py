@@ -457,7 +457,7 @@ def scenarios() -> list[Scenario]:
     launch = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
     add(Scenario("distributed", "store-listener-never-answers", ["check", "--distributed", "--init-timeout", "3"],
                  frozenset({1}), 60, torch=None, env={**launch, "RANK": "1", "LOCAL_RANK": "1"}, listener=True,
-                 check=_contains("did not answer within --init-timeout 3 s")))
+                 check=_contains("did not answer within --init-timeout 3 s"), fast=True))
     add(Scenario("distributed", "rank0-agent-store-never-answers", ["check", "--distributed", "--init-timeout", "3"],
                  frozenset({1}), 60, torch=None, listener=True,
                  env={**launch, "RANK": "0", "LOCAL_RANK": "0", "TORCHELASTIC_USE_AGENT_STORE": "True"},

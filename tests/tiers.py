@@ -104,6 +104,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_fault_matrix.py::test_fast_scenario[folder/fleet-counts-only-readable-schemas]",
     "test_fault_matrix.py::test_fast_scenario[warnings/pythonwarnings-error-healthcheck]",
     "test_fault_matrix.py::test_fast_scenario[children/python-hangs-ignoring-sigterm]",
+    "test_fault_matrix.py::test_fast_scenario[distributed/store-listener-never-answers]",
     "test_fault_matrix.py::test_fast_scenario[starved/nofile-8-check]",
     "test_fault_matrix.py::test_fast_scenario[starved/pythonsafepath-healthcheck]",
     "test_starved.py::test_pythonsafepath_still_runs_the_children",
