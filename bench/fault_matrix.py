@@ -237,6 +237,8 @@ def scenarios() -> list[Scenario]:
                          nvml={"count": 2, f"gpu0.rc.{fn}": code}, fast=(fn, code) == ("nvmlDeviceGetMemoryInfo", 15)))
     add(Scenario("nvml", "init-hang", hc, frozenset({1}), 6, nvml={"init_hang": 1}, check=_contains("hung"), fast=True))
     add(Scenario("nvml", "init-crash", hc, frozenset({1}), 8, nvml={"init_crash": 1}))
+    add(Scenario("nvml", "init-exits-0", ["check", "--no-micro", "-v"], frozenset({1, 3}), 20, nvml={"init_exit": 1},
+                 check=_contains("before finishing")))  # libnvidia-ml calling _exit(0) inside nvmlInit (issue 26, 11)
     add(Scenario("nvml", "shutdown-hang", ["check", "--no-micro", "-v"], frozenset({0, 1}), 20,
                  nvml={"count": 2, "shutdown_hang": 1}, check=_contains("nvmlShutdown hung")))
     add(Scenario("nvml", "128-gpus", ["report", "--no-micro"], frozenset({0, 1, 3}), 30, nvml={"count": 128},

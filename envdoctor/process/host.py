@@ -415,7 +415,9 @@ class Host:
         if not done:
             tail = _last_line(stderr)
             detail = f"child {script} exited with code {result.returncode} before finishing"
-            return ChildResult("crashed" if result.returncode not in (0, 1) else "failed", data, stage,
+            # Exit 0 before the final record is no normal end (a library calling _exit(0) inside
+            # nvmlInit): the child died while reading, as with a signal. Exit 1 is its own error.
+            return ChildResult("crashed" if result.returncode != 1 else "failed", data, stage,
                                result.returncode, stderr, result.seconds, f"{detail}: {tail}" if tail else detail,
                                cleanup=cleanup, noise=noise, dropped=dropped)
         return ChildResult("ok", data, stage, result.returncode, stderr, result.seconds, noise=noise, dropped=dropped)
