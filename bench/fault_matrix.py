@@ -36,13 +36,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.faults import (  # noqa: E402
+    AT_SLASH,
     AWS,
     GH,
     HF,
+    HF_API,
     JWT,
     PROXY_PASSWORD,
     SK,
+    TF_VAR,
     TORCH_VARIANTS,
+    URL_USER,
     Outcome,
     alive,
     canary_env,
@@ -74,6 +78,9 @@ class Scenario:
     check: Callable[[Outcome, Path], str] | None = None  # "" when fine, else why not
     fast: bool = False  # part of the test suite's run
     concurrent: int = 0  # run this many copies at once
+    limits: dict[str, int] = field(default_factory=dict)  # resource limits (RLIMIT_<name>: soft and hard)
+    cwd_gone: bool = False  # started in a working directory deleted before envdoctor runs
+    listener: bool = False  # MASTER_PORT: a port where something accepts connections and never answers
 
     @property
     def id(self) -> str:
@@ -106,6 +113,13 @@ def _one_line_stderr(prefix: str) -> Callable[[Outcome, Path], str]:
         if len(lines) != 1 or not lines[0].startswith(prefix):
             return f"stderr is not one {prefix!r} line: {lines[:3]}"
         return ""
+    return check
+
+
+def _lacks(*needles: str) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        found = [n for n in needles if n in out.text]
+        return f"output holds {found}" if found else ""
     return check
 
 
@@ -188,6 +202,15 @@ def _hostile_files() -> dict[str, bytes]:
                               "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF}"},
             "python.executable": {"value": f"/home/a/{GH}/bin/python"},
             "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}}}),
+        # Secrets no pattern knows: values of variables envdoctor does not judge, a URL user part,
+        # a URL password with "@" and "/" (issue 26, item 10).
+        "secrets-in-env": _report({
+            "torch.version": {"value": None, "reason": "failed",
+                              "detail": f"OSError: https://{URL_USER}@hf.example/m via http://u:{AT_SLASH}@proxy:3128"},
+            "env.vars": {"value": {"TF_VAR_db_pass": TF_VAR, "HF_API": HF_API, "NVIDIA_API_KEY": f"nvapi-{TF_VAR}",
+                                   "HF_ENDPOINT": f"https://{URL_USER}@hf.example",
+                                   "LD_LIBRARY_PATH": f"/usr/lib:https://bob:{AT_SLASH}@p.example/l",
+                                   "CUDA_VISIBLE_DEVICES": "0"}}}),
         "secrets-in-paste": (f"PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\n"
                              f"Python platform: Linux /home/{GH}\nOSError: https://u:{PROXY_PASSWORD}@h/ {SK}\n").encode(),
         "gpus-20000": _report({**HEALTHY_FACTS, "nvml.gpus": {"value": [dict(gpu, index=i) for i in range(20000)]},
@@ -218,6 +241,8 @@ def scenarios() -> list[Scenario]:
                          nvml={"count": 2, f"gpu0.rc.{fn}": code}, fast=(fn, code) == ("nvmlDeviceGetMemoryInfo", 15)))
     add(Scenario("nvml", "init-hang", hc, frozenset({1}), 6, nvml={"init_hang": 1}, check=_contains("hung"), fast=True))
     add(Scenario("nvml", "init-crash", hc, frozenset({1}), 8, nvml={"init_crash": 1}))
+    add(Scenario("nvml", "init-exits-0", ["check", "--no-micro", "-v"], frozenset({1, 3}), 20, nvml={"init_exit": 1},
+                 check=_contains("before finishing")))  # libnvidia-ml calling _exit(0) inside nvmlInit (issue 26, 11)
     add(Scenario("nvml", "shutdown-hang", ["check", "--no-micro", "-v"], frozenset({0, 1}), 20,
                  nvml={"count": 2, "shutdown_hang": 1}, check=_contains("nvmlShutdown hung")))
     add(Scenario("nvml", "128-gpus", ["report", "--no-micro"], frozenset({0, 1, 3}), 30, nvml={"count": 128},
@@ -263,22 +288,37 @@ def scenarios() -> list[Scenario]:
     # hostile report files
     for name in _hostile_files():
         ok_codes = {0, 1, 3} if name in ("utf16-report", "utf16-bomless-paste", "utf32-report", "invalid-utf8",
-                                        "control-chars", "markup", "secrets-in-report", "secrets-in-paste", "gpus-20000",
+                                        "control-chars", "markup", "secrets-in-report", "secrets-in-paste", "secrets-in-env", "gpus-20000",
                                         "wrong-types", "gpu-entries-wrong", "findings-garbage", "huge-string",
                                         "paste-nvidia-smi-garbage") else {1, 2, 3}
         for fmt in (["-v"], ["--json"], ["--markdown"]) if name in ("secrets-in-report", "secrets-in-paste",
-                                                                     "control-chars") else ([],):
+                                                                     "secrets-in-env", "control-chars") else ([],):
             check = None
             if name == "control-chars":
                 def check(o, f):
                     return "raw control character in output" if any(
                                     c in o.stdout.decode("utf-8", "replace") for c in ("\x1b", "\x9b", "\u202e", "\x07")) else ""
+            if name in ("json-nan", "json-huge-number"):
+                ok_codes = {0, 1}  # read with that value missing, the rest of the report kept (issue 26, item 8)
             if name in ("fact-bad-reason", "findings-garbage", "probes-garbage", "paste-150k-gpu-lines",
-                        "paste-one-long-line", "json-nan", "json-huge-number"):
+                        "paste-one-long-line"):
                 ok_codes = {2}  # refused with one line: not an envdoctor report / larger than a paste can be
             add(Scenario("report-file", name + ("" if not fmt else fmt[0].replace("-", "_")),
                          ["diagnose", "{files}/" + name, *fmt], frozenset(ok_codes), 20, files={name: b""}, check=check,
                          fast=name == "utf16-report"))
+    # secrets no name or shape pattern knows, in every command that shows an environment (issue 26, item 10);
+    # canary_env plants them in every scenario's environment too
+    secret_files = {"secrets-in-env": b"", "secrets-in-report": b""}
+    for name, args in (("check-v", ["check", "--no-micro", "-v"]), ("report-json", ["report", "--no-micro"]),
+                       ("report-markdown", ["report", "--no-micro", "--markdown"]),
+                       ("report-o", ["report", "--no-micro", "-o", "{files}/out.json"]),
+                       ("diff", ["diff", "{files}/secrets-in-env", "{files}/secrets-in-report"]),
+                       ("diff-json", ["diff", "{files}/secrets-in-env", "{files}/secrets-in-report", "--json"]),
+                       ("fleet-json", ["fleet", "{files}/secrets-in-env", "{files}/secrets-in-report", "--json"]),
+                       ("fleet", ["fleet", "{files}"]), ("diagnose-dir", ["diagnose", "{files}", "--json"])):
+        add(Scenario("secrets", name, args, frozenset({0, 1, 2, 3}), 25, torch="secret-in-error", files=secret_files,
+                     check=_contains("<redacted>") if not name.startswith("fleet") else None,
+                     fast=name in ("check-v", "fleet-json")))
     add(Scenario("report-file", "fifo", ["diagnose", "{files}/fifo"], frozenset({2}), 10, files={"fifo": b"FIFO"}))
     add(Scenario("report-file", "directory", ["diagnose", "{files}"], frozenset({2}), 10))
     add(Scenario("report-file", "dev-zero", ["diagnose", "/dev/zero"], frozenset({2}), 10))
@@ -306,6 +346,22 @@ def scenarios() -> list[Scenario]:
                  files={"real.json": b"old", "link": b"LINK:real.json"},
                  check=lambda o, f: "" if (f / "files/link").is_symlink() and (f / "files/real.json").read_bytes().startswith(b"{")
                  else "the link was replaced or the file not written"))
+    # -o writes (issue 26, item 6)
+    long_name = "r" * 245 + ".json"
+    add(Scenario("output", "-o-250-character-name", ["report", "--no-micro", "-o", "{files}/" + long_name],
+                 frozenset({0, 1}), 25, check=lambda o, f: "" if (f / "files" / long_name).is_file() else "not written"))
+    add(Scenario("output", "-o-keeps-mode", ["report", "--no-micro", "-o", "{files}/shared.json"], frozenset({0, 1}),
+                 25, files={"shared.json": b"MODE664"}, check=lambda o, f: "" if (
+                     (f / "files/shared.json").stat().st_mode & 0o777) == 0o664 else "the file's mode was not kept"))
+    add(Scenario("output", "-o-dev-stdout", ["report", "--no-micro", "-o", "/dev/stdout"], frozenset({0, 1}), 25,
+                 check=lambda o, f: "" if o.stdout.startswith(b"{") else "no report on standard output", fast=True))
+    add(Scenario("output", "-o-distributed-missing-dir", ["check", "--distributed", "-o", "/nonexistent/dir/c.json"],
+                 frozenset({2}), 15, env={"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                                          "MASTER_PORT": "1"},
+                 check=_one_line_stderr("envdoctor: error: cannot write /nonexistent/dir/c.json")))
+    add(Scenario("output", "-o-distributed-fifo", ["check", "--distributed", "-o", "{files}/fifo"], frozenset({2}), 15,
+                 files={"fifo": b"FIFO"}, env={"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+                                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, check=_children_gone))
     add(Scenario("output", "-o-missing-dir", ["report", "--no-micro", "-o", "{files}/no/such/dir/r.json"], frozenset({2}), 25))
     # options
     for name, args in (("timeout-nan", ["check", "--timeout", "nan"]), ("timeout-inf", ["check", "--timeout", "inf"]),
@@ -337,6 +393,99 @@ def scenarios() -> list[Scenario]:
                      nvml=hung["nvml"], signal_at=("1.0", sig)))
         add(Scenario("signals", f"{name}-diagnose-big", ["diagnose", "{files}/gpus-20000"], frozenset({code, 0, 1}), 15,
                      files={"gpus-20000": b""}, signal_at=("0.5", sig)))
+    # starved of file descriptors / processes, and children that cannot start (issue 26, items 1-2):
+    # could-not-run is `error` (exit 3), never a fail of what was examined
+    never_a_fail = _lacks("fail: torch-import", "fail   torch-import", "No GPU could be counted", "_edchild")
+    add(Scenario("starved", "nofile-8-check", ["check", "--no-micro", "-v"], frozenset({3}), 30, limits={"NOFILE": 8},
+                 check=never_a_fail, fast=True))
+    add(Scenario("starved", "nofile-12-check", ["check", "--no-micro", "-v"], frozenset({0, 1, 3}), 30,
+                 limits={"NOFILE": 12}, check=never_a_fail))
+    add(Scenario("starved", "as-400mb-check", ["check", "--no-micro"], frozenset({0, 1, 3}), 40,
+                 limits={"AS": 400_000 << 10}))
+    add(Scenario("starved", "nofile-12-fleet-300", ["fleet", "{files}"], frozenset({0}), 40, limits={"NOFILE": 12},
+                 files={f"r{i:03}.json": _report(HEALTHY_FACTS) for i in range(300)}))
+    for args, name in ((["check", "--no-micro"], "check"), (["report", "--no-micro"], "report"),
+                       (["healthcheck", "--max-seconds", "8", "--expect-gpus", "2"], "healthcheck")):
+        add(Scenario("starved", f"pythonsafepath-{name}", args, frozenset({0, 1}), 30, env={"PYTHONSAFEPATH": "1"},
+                     nvml={"count": 2}, check=never_a_fail if name != "report" else lambda o, f: "" if o.stdout.count(
+                         b'"uuid"') >= 2 else "the 2 GPUs were not listed", fast=name == "healthcheck"))
+    # fleet, diff and diagnose of a folder (issue 26, item 8)
+    schemas = {f"schema-{n}.json": f'{{"schema_version": {v}, "facts": {{}}}}'.encode()
+               for n, v in (("2", "2"), ("99", "99"), ("true", "true"), ("0", "0"))}
+    add(Scenario("folder", "fleet-counts-only-readable-schemas", ["fleet", "{files}", "--json"], frozenset({1}), 20,
+                 files={**schemas, "good.json": _report(HEALTHY_FACTS)},
+                 check=lambda o, f: "" if json.loads(o.stdout)["reports"] == 1 else "a report of another schema counted",
+                 fast=True))
+    evil = "bad\x1b]0;pwned\x07\x1b[2Jname.json"
+    no_raw = _lacks("\x1b", "\x07")
+    add(Scenario("folder", "diagnose-dir-control-chars", ["diagnose", "{files}"], frozenset({0, 1, 2}), 20,
+                 files={evil: _report(HEALTHY_FACTS)}, check=no_raw))
+    add(Scenario("folder", "diff-control-chars", ["diff", "{files}/" + evil, "{files}/nope.json"], frozenset({2}), 20,
+                 files={evil: b"not json {"}, check=no_raw))
+    add(Scenario("folder", "fleet-control-chars", ["fleet", "{files}"], frozenset({2}), 20,
+                 files={evil: b"\x00\x01binary"}, check=no_raw))
+    add(Scenario("folder", "diagnose-empty-dir", ["diagnose", "{files}"], frozenset({2}), 20,
+                 check=_one_line_stderr("envdoctor: error: no reports in")))
+    add(Scenario("folder", "fleet-empty-dir", ["fleet", "{files}"], frozenset({2}), 20,
+                 check=_one_line_stderr("envdoctor: error: no reports in")))
+    add(Scenario("folder", "diagnose-random-1mb", ["diagnose", "{files}/random"], frozenset({2}), 20,
+                 files={"random": os.urandom(1 << 20)}, check=_one_line_stderr("envdoctor: error: ")))
+    # encodings and widths (issue 26, items 4-5): output degrades, never fails; JSON stays valid
+    def _json_stdout(o: Outcome, f: Path) -> str:
+        try:
+            json.loads(o.stdout.decode("utf-8"))
+        except ValueError as exc:
+            return f"stdout is not valid UTF-8 JSON: {exc}"
+        return ""
+    for name, env in (("ascii", {"PYTHONIOENCODING": "ascii"}), ("latin-1", {"PYTHONIOENCODING": "latin-1"}),
+                      ("c-locale", {"LC_ALL": "C", "PYTHONUTF8": "0"})):
+        add(Scenario("encoding", f"{name}-check", ["check", "--no-micro"], frozenset({0, 1}), 25, env=env,
+                     check=_contains("Summary:"), fast=name == "ascii"))
+        add(Scenario("encoding", f"{name}-report-json", ["report", "--no-micro"], frozenset({0, 1}), 25, env=env,
+                     check=_json_stdout))
+    for var in ("SLURM_JOB_NAME", "PATH", "LD_LIBRARY_PATH"):
+        extra = {"PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":/opt/caf\udce9"} if var == "PATH" else {
+            var: "/opt/caf\udce9\udcff"}
+        add(Scenario("encoding", f"not-utf8-{var}", ["report", "--no-micro"], frozenset({0, 1, 3}), 25, env=extra,
+                     check=_json_stdout))
+        add(Scenario("encoding", f"not-utf8-{var}-o", ["report", "--no-micro", "-o", "{files}/r.json"],
+                     frozenset({0, 1, 3}), 25, env=extra, check=lambda o, f: "" if json.loads(
+                         (f / "files/r.json").read_bytes().decode("utf-8")) else "no report"))
+    for args in (["check", "--no-micro"], ["diagnose", "{files}/r.json"]):
+        add(Scenario("width", f"columns-0-{args[0]}", args, frozenset({0, 1}), 25, env={"COLUMNS": "0"},
+                     files=report_file, check=_contains("Summary"), fast=args[0] == "diagnose"))
+    # children and their messages (issue 26, item 11): --python validation within the run's deadline
+    add(Scenario("children", "python-hangs-ignoring-sigterm", ["check", "--no-micro", "--timeout", "1", "--python",
+                                                                "{files}/python"], frozenset({2}), 6,
+                 files={"python": b"EXE:trap '' TERM; sleep 60"}, check=_contains("did not answer within 1 s"), fast=True))
+    add(Scenario("children", "python-prints-50mb", ["check", "--no-micro", "--python", "{files}/python"], frozenset({2}),
+                 15, files={"python": b"EXE:head -c 50000000 /dev/zero; exit 0"}, check=_contains("not a Python interpreter")))
+    add(Scenario("children", "python-not-executable", ["check", "--no-micro", "--python", "{files}/plain"],
+                 frozenset({2}), 10, files={"plain": b"x"}, check=_contains("not executable")))
+    # the distributed edges (issue 26, item 7); the real torch, Gloo on 127.0.0.1
+    launch = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    add(Scenario("distributed", "store-listener-never-answers", ["check", "--distributed", "--init-timeout", "3"],
+                 frozenset({1}), 60, torch=None, env={**launch, "RANK": "1", "LOCAL_RANK": "1"}, listener=True,
+                 check=_contains("did not answer within --init-timeout 3 s"), fast=True))
+    add(Scenario("distributed", "rank0-agent-store-never-answers", ["check", "--distributed", "--init-timeout", "3"],
+                 frozenset({1}), 60, torch=None, listener=True,
+                 env={**launch, "RANK": "0", "LOCAL_RANK": "0", "TORCHELASTIC_USE_AGENT_STORE": "True"},
+                 check=_contains("could not reach the rendezvous store")))
+    # PYTHONWARNINGS=error: no "Exception ignored … ResourceWarning" (every child pipe is closed; item 9)
+    for name, args in (("check", ["check", "--no-micro"]), ("healthcheck", hc), ("exec", ["exec", "--", "true"]),
+                       ("report", ["report", "--no-micro"])):
+        add(Scenario("warnings", f"pythonwarnings-error-{name}", args, frozenset({0, 1, 3, 78}), 25,
+                     env={"PYTHONWARNINGS": "error"}, nvml={"count": 1}, fast=name == "healthcheck"))
+    # OS errors before probing, and exec's environment (issue 26, items 3 and 9)
+    add(Scenario("preflight", "cwd-deleted-check", ["check", "--no-micro"], frozenset({0, 1}), 30, cwd_gone=True,
+                 check=_lacks("⁉ error", "error:"), fast=True))
+    add(Scenario("preflight", "cwd-deleted-report-o", ["report", "--no-micro", "-o", "r.json"], frozenset({2}), 30,
+                 cwd_gone=True, check=_one_line_stderr("envdoctor: error: cannot write r.json")))
+    add(Scenario("preflight", "exec-empty-command", ["exec", "--", ""], frozenset({127}), 20,
+                 check=_contains("envdoctor exec: '': command not found")))
+    add(Scenario("preflight", "exec-env-no-coercion", ["exec", "--", "sh", "-c", "echo LC_CTYPE=${LC_CTYPE-unset}"],
+                 frozenset({0}), 20, env={"LC_ALL": "", "LANG": "C", "LC_CTYPE": "C"},
+                 check=_contains("LC_CTYPE=C\n")))
     # concurrent writers
     add(Scenario("concurrency", "4-writers-one-file", ["report", "--no-micro", "-o", "{files}/shared.json"],
                  frozenset({0, 1}), 40, concurrent=4,
@@ -357,6 +506,12 @@ def _prepare(s: Scenario, folder: Path) -> tuple[list[str], dict[str, str]]:
         path = files / name
         if content == b"FIFO":
             os.mkfifo(path)
+        elif content.startswith(b"EXE:"):
+            path.write_bytes(b"#!/bin/sh\n" + content[4:] + b"\n")
+            path.chmod(0o755)
+        elif content == b"MODE664":
+            path.write_bytes(b"old")
+            path.chmod(0o664)
         elif content == b"DIR":
             path.mkdir()
         elif content == b"LOOP":
@@ -404,6 +559,18 @@ def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -
     cwd.mkdir(exist_ok=True)
     preexec = None
     stdout = None
+    if s.cwd_gone:
+        cwd = folder / f"gone-{SK}"
+        cwd.mkdir(exist_ok=True)
+
+        def preexec() -> None:
+            os.rmdir(os.getcwd())  # in the child, after Popen's chdir: envdoctor starts in a deleted folder
+    if s.limits:
+        def preexec() -> None:
+            import resource
+
+            for name, value in s.limits.items():
+                resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     if s.stdout == "closed":
         preexec = lambda: os.close(1)  # noqa: E731
         stdout = subprocess.DEVNULL
@@ -417,6 +584,17 @@ def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -
             signal_after = (lambda: pid_file.exists(), signum)
         else:
             signal_after = (float(when), signum)
+    if s.listener:
+        import socket
+
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)  # accepted by the kernel, never answered
+        env = {**env, "MASTER_PORT": str(server.getsockname()[1])}
+        try:
+            return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, cwd=str(cwd))
+        finally:
+            server.close()
     if s.stdout == "full":
         with open("/dev/full", "wb") as full:
             return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, preexec=preexec, cwd=str(cwd),

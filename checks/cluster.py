@@ -95,6 +95,15 @@ def rendezvous(facts: Facts) -> Finding:
     world = facts.value("cluster.world_size")
     missing = list(decision.get("missing") or [])
     limit = (facts.value("cluster.options") or {}).get("init_timeout")
+    stopped = facts.value("cluster.stopped")
+    if missing and isinstance(stopped, str) and stopped:
+        # Stopped (SIGTERM from the launcher, Ctrl-C) while waiting: the missing ranks were not given
+        # their --init-timeout, so "never arrived within N s" would not be true.
+        signame = stopped.split(" received", 1)[0]
+        return fail(f"Stopped early: {signame}, while {len(missing)} of {world} rank(s) had not arrived: "
+                    f"rank{'s' if len(missing) > 1 else ''} {member_ranges(missing)}",
+                    detail="The cluster check was stopped before its --init-timeout"
+                    + (f" ({limit:g} s)" if isinstance(limit, (int, float)) else "") + f" ran out: {stopped}.", evidence={"missing": missing, "arrived": sorted(_ranks(facts)), "stopped": stopped})
     if missing:
         names = "; ".join(f"rank {r} ({_expected_host(facts, r)})" for r in missing)
         return fail(f"{len(missing)} of {world} rank(s) never arrived within {limit:g} s: "

@@ -11,6 +11,7 @@ and Notepad write, with or without a BOM); text becomes a Report (JSON) or Facts
 from __future__ import annotations
 
 import json
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -131,8 +132,10 @@ def parse_report(text: str, name: str = "input", findings: bool = True) -> Repor
     limits (README, "Limits") and JSON that envdoctor never writes (NaN, Infinity) are refused."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
+        nan: list[str] = []
         try:
-            data = json.loads(stripped, parse_constant=_not_json, parse_float=_finite_float)
+            data = json.loads(stripped, parse_constant=lambda t: _not_a_number(t, nan),
+                              parse_float=lambda t: _finite_float(t, nan))
         except json.JSONDecodeError as exc:
             if stripped.startswith("{"):
                 raise ReportError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
@@ -146,6 +149,8 @@ def parse_report(text: str, name: str = "input", findings: bool = True) -> Repor
             # could spell one): then the loaded facts need no redaction scan of their own.
             clean = "\\" not in stripped and not may_hold_secret(stripped)
             del stripped, text
+            if nan:
+                data = _missing_numbers(data, nan[0])
             return report_from_json(data, name, clean, findings)
     lines = text.count("\n")
     if lines > MAX_LINES:
@@ -176,34 +181,94 @@ class _NotJsonValue(ValueError):
     pass
 
 
-def _not_json(token: str) -> Any:
-    # NaN and Infinity are not JSON (json.dumps writes them, strict readers refuse them): a
-    # report carrying them was not written by envdoctor, and a NaN would pass every range check.
-    raise _NotJsonValue(token)
+class _NotANumber:
+    """Where a report held NaN, Infinity or a number out of range (1e999)."""
 
 
-def _finite_float(token: str) -> float:
+_NAN = _NotANumber()
+
+
+def _not_a_number(token: str, seen: list[str]) -> Any:
+    # NaN and Infinity are not JSON (json.dumps writes them, strict readers refuse them), and a
+    # NaN would pass every range check: each is read as a missing value, the rest of the report kept.
+    seen.append(token)
+    return _NAN
+
+
+def _finite_float(token: str, seen: list[str]) -> Any:
     value = float(token)
     if value - value != 0.0:  # 1e999 reads as inf
-        raise _NotJsonValue(f"{token[:40]} (out of range)")
+        seen.append(f"{token[:40]} (out of range)")
+        return _NAN
     return value
+
+
+def _has_nan(value: Any) -> bool:
+    if value is _NAN:
+        return True
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    return isinstance(value, list) and any(_has_nan(v) for v in value)
+
+
+def _scrub(value: Any) -> Any:
+    if value is _NAN:
+        return None
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _missing_numbers(data: Any, token: str) -> Any:
+    """A report with NaN/Infinity: each fact holding one becomes missing (``failed``, saying so),
+    every other NaN (in findings, probes) a null."""
+    if isinstance(data, dict) and isinstance(data.get("facts"), dict):
+        facts = {}
+        for key, entry in data["facts"].items():
+            if _has_nan(entry):
+                source = entry.get("source") if isinstance(entry, dict) and isinstance(entry.get("source"), str) else None
+                entry = {"value": None, "reason": "not_in_report", "source": source or "report",
+                         "detail": f"the report holds {token}, which is not a JSON value, here: read as missing"}
+            facts[key] = entry
+        data = {**data, "facts": facts}
+    return _scrub(data)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown_name(text: str) -> str:
+    """A file name (or a message naming one) as it may reach a terminal: control characters
+    (ESC, BEL, an OSC sequence's parts, C1, bidi overrides) as escapes, never raw."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def schema_problem(data: Any, name: str) -> str | None:
+    """Why ``data`` is no report this envdoctor reads (the one test ``diagnose``, ``diff`` and
+    ``fleet`` share), or None."""
+    if not isinstance(data, dict):
+        return f"{name} is JSON but not an envdoctor report (expected an object)"
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        return f"{name} has no integer 'schema_version'; it is not an envdoctor report"
+    if version > SCHEMA_VERSION:
+        return (f"{name} uses report schema {version}, newer than this envdoctor understands "
+                f"({SCHEMA_VERSION}); upgrade envdoctor: {remedies.envdoctor_upgrade()}")
+    if version < 1:
+        return f"{name} has an invalid schema_version {version}"
+    if not isinstance(data.get("facts"), dict):
+        return f"{name} has no 'facts' object; it is not an envdoctor report"
+    return None
 
 
 def report_from_json(data: Any, name: str = "input", clean: bool = False, findings: bool = True) -> Report:
     """A parsed JSON value -> Report; ``clean``: the text held nothing a secret could be (no redaction
     scan needed)."""
-    if not isinstance(data, dict):
-        raise ReportError(f"{name} is JSON but not an envdoctor report (expected an object)")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportError(f"{name} has no integer 'schema_version'; it is not an envdoctor report")
-    if version > SCHEMA_VERSION:
-        raise ReportError(f"{name} uses report schema {version}, newer than this envdoctor understands "
-                          f"({SCHEMA_VERSION}); upgrade envdoctor: {remedies.envdoctor_upgrade()}")
-    if version < 1:
-        raise ReportError(f"{name} has an invalid schema_version {version}")
-    if not isinstance(data.get("facts"), dict):
-        raise ReportError(f"{name} has no 'facts' object; it is not an envdoctor report")
+    problem = schema_problem(data, name)
+    if problem is not None:
+        raise ReportError(problem)
     saved = data.get("findings")
     if isinstance(saved, list) and len(saved) > MAX_FINDINGS:
         raise ReportError(f"{name} has {len(saved):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")

@@ -1,8 +1,9 @@
 """Secrets never leave the machine: which environment variables are reported, and redaction.
 
-Only allow-listed variables are collected at all; of those, any whose *name* looks secret is
-replaced by ``<redacted>``, and credential-shaped *values* (tokens, ``user:pass@`` in URLs) are
-masked wherever they appear in a report.
+Only allow-listed variables are collected at all; of those, a value is shown only when its name
+is on the exact list of variables envdoctor judges (:mod:`envdoctor.knowledge.envvars`), every
+other value is ``<redacted>``; and credential-shaped *values* (tokens, a URL's ``user@`` or
+``user:pass@``, a password holding ``@`` or ``/`` included) are masked wherever they appear in a report.
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ _SECRET_VALUE = [
 ]
 # Bounded and anchored (no scheme character before it): an unbounded scheme/credential run
 # backtracks quadratically, and whole reports pass through here (64 KB took seconds).
+# The credentials are a user part (``https://TOKEN@host``) or ``user:password`` where the password
+# may hold "@" and "/" unencoded (``https://u:p@ss/w@host``): the password runs to the last "@" of
+# the URL. A ``host:port/path@x`` (a pip ``git+https://host:443/org/repo@v1``) is no password: the
+# digits after the colon end at "/" (a password of digits ends at "@", and is masked).
 _URL_CREDENTIALS = lazy_re(
-    r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<cred>[^/@\s:]{1,256}:[^/@\s]{1,256})@")
+    r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)"
+    r"(?P<cred>[^/@\s:\"'<>]{1,256}|[^/@\s:\"'<>]{0,256}:(?!\d{1,5}(?:[/?#\s\"'<>]|$))[^\s\"'<>]{1,256})@")
 
 
 def is_secret_name(name: str) -> bool:
@@ -184,15 +190,37 @@ def _redact(text: str) -> str:
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+def is_shown(name: str) -> bool:
+    """Whether an environment variable's value may be shown: its name is on the exact list of
+    the variables envdoctor judges (:data:`envdoctor.knowledge.envvars.SHOWN`)."""
+    from envdoctor.knowledge.envvars import SHOWN
+
+    return name in SHOWN and not is_secret_name(name)
+
+
+def env_value(name: str, value: Any) -> Any:
+    """One variable's value as a report may show it: ``<redacted>`` unless :func:`is_shown`, and a
+    shown text with its credential-shaped parts masked."""
+    if not is_shown(name):
+        return value if value is None or value == REDACTED else REDACTED
+    return redact_text(value) if isinstance(value, str) else value
+
+
 def select_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The allow-listed variables, with secret-named ones redacted."""
-    out: dict[str, str] = {}
-    for name in sorted(environ):
-        if not is_reported(name):
-            continue
-        value = environ[name]
-        out[name] = REDACTED if is_secret_name(name) else redact_text(value)
-    return out
+    """The allow-listed variables; only the values of those envdoctor judges are kept."""
+    return {name: env_value(name, environ[name]) for name in sorted(environ) if is_reported(name)}
+
+
+def mask_env(env: Any) -> Any:
+    """An ``env.vars`` value (from a probe, a paste or a saved report, which may come from an older
+    envdoctor or be hostile) with :func:`env_value` applied to every entry; the same object when
+    nothing changes."""
+    if not isinstance(env, Mapping):
+        return env
+    out = {k: env_value(str(k), v) for k, v in env.items()}
+    if all(out[k] is v for k, v in env.items()):
+        return env
+    return MappingProxyType(out) if isinstance(env, MappingProxyType) else out
 
 
 def redact_value(value: Any, key: str = "") -> Any:

@@ -22,7 +22,7 @@ from envdoctor.process.lifecycle import ExitCode
 from . import __version__
 from .kit import EVIDENCE_ITEMS, capped
 from .model import SCHEMA_VERSION, Facts, Finding, ProbeRun, ProbeStatus, Reading, Remediation, Status, summarize, worst
-from .redact import UnchangedMemo, json_blob, may_hold_secret, redact_text, redact_tree
+from .redact import UnchangedMemo, json_blob, mask_env, may_hold_secret, redact_text, redact_tree
 
 
 class ReportError(Exception):
@@ -148,7 +148,18 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
 _CLEAN: list[Facts] = []
 
 
+def mask_env_facts(facts: Facts) -> Facts:
+    """``facts`` with the values of ``env.vars`` that envdoctor does not judge replaced by
+    ``<redacted>`` (:func:`envdoctor.redact.mask_env`); the same object when nothing changes."""
+    r = facts.get("env.vars")
+    value = mask_env(r.value) if r is not None else None
+    if r is None or value is r.value:
+        return facts
+    return facts.merged({"env.vars": Reading(value, r.reason, r.source, r.detail)})
+
+
 def _redact_facts(facts: Facts) -> Facts:
+    facts = mask_env_facts(facts)  # even in a report found clean: a plain word can be a secret's value
     if any(f is facts for f in _CLEAN):
         return facts
     changed: dict[str, Reading] = {}
@@ -341,6 +352,55 @@ def _regular_target(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(target)) if target.is_symlink() else target
 
 
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # no /proc: read it by setting it, and put it back at once
+    os.umask(old)
+    return old
+
+
+def _keep_mode(fd: int, existing: os.stat_result | None) -> None:
+    """The written file's mode as the file it replaces had it (and its owner and group, where we
+    may set them), or a new file's as the umask says (mkstemp makes 0600: `fleet` run by another
+    user could not read what `srun` wrote)."""
+    try:
+        if existing is None:
+            os.fchmod(fd, 0o666 & ~_umask())
+            return
+        try:
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+        except OSError:
+            pass  # not ours to give away: the mode still is
+        os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+    except OSError:
+        pass
+
+
+def check_target(path: str | os.PathLike[str]) -> None:
+    """Raises OutputTargetError when ``-o`` names something that is not a regular file (asked
+    before probing, so a FIFO is refused before seconds of work, not after)."""
+    _regular_target(path)
+
+
+def standard_stream(path: str | os.PathLike[str]) -> int | None:
+    """1 or 2 when ``-o`` names this process's standard output or error (``-o /dev/stdout``, a
+    common idiom, or ``/dev/fd/2``) and that is no regular file: written there, not replaced."""
+    for fd in (1, 2):
+        try:
+            mine, named = os.fstat(fd), os.stat(path)
+        except OSError:
+            continue
+        if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino) and not stat.S_ISREG(named.st_mode):
+            return fd
+    return None
+
+
 def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> None:
     """Write via a temporary file in the same folder and rename: readers never see half a file.
     Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
@@ -348,12 +408,20 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Non
     import tempfile  # only a writer needs it (diagnose FILE --json prints)
 
     target = _regular_target(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        existing: os.stat_result | None = os.stat(target)
+    except OSError:
+        existing = None
+    # The temporary name stays within NAME_MAX (255) whatever the target's: a 250-character name is legal.
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        from envdoctor.process.encoding import NAME as DEGRADE  # a lone surrogate: U+FFFD, the file stays UTF-8
+
+        with os.fdopen(fd, "w", encoding="utf-8", errors=DEGRADE) as fh:
             for piece in ((text,) if isinstance(text, str) else text):
                 fh.write(piece)
             fh.flush()
+            _keep_mode(fh.fileno(), existing)
             os.fsync(fh.fileno())
         _regular_target(target)  # again, just before the rename: it may have changed meanwhile
         os.replace(tmp, target)

@@ -24,7 +24,15 @@ PASSWORD = "CanaryPassw0rd"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5"
 SK = "sk-CanaryOpenAIKey000000000000"
 PROXY_PASSWORD = "Pr0xyPassw0rd"
-CANARIES = (GH, HF, AWS, PASSWORD, JWT, SK, PROXY_PASSWORD)
+#: Secrets no name or shape pattern knows: a token as a URL's user part, a URL password holding
+#: "@" and "/" (each piece a canary of its own: masking half of it is a leak), and the values of
+#: variables whose names say nothing (``TF_VAR_db_pass``, ``HF_API``).
+URL_USER = "CanaryUrlUser7f3k9q"
+AT_SLASH = "CanAtPw1@CanSlashPw2/CanEndPw3"
+TF_VAR = "CanaryTfVarValue5h2"
+HF_API = "CanaryHfApiValue8m4"
+CANARIES = (GH, HF, AWS, PASSWORD, JWT, SK, PROXY_PASSWORD, URL_USER, *AT_SLASH.replace("@", "/").split("/"), TF_VAR,
+            HF_API)
 
 
 def canary_env(root: Path | None = None) -> dict[str, str]:
@@ -38,6 +46,10 @@ def canary_env(root: Path | None = None) -> dict[str, str]:
         "TRITON_CACHE_DIR": f"/tmp/{JWT}",
         "PYTORCH_KERNEL_CACHE_PATH": f"/home/u/{SK}",
         "NCCL_DEBUG_FILE": f"/tmp/api_key={PASSWORD}",
+        "HF_ENDPOINT": f"https://{URL_USER}@hf.example",
+        "TORCH_DISTRIBUTED_STORE": f"https://bob:{AT_SLASH}@store.example:29500/x",
+        "TF_VAR_db_pass": TF_VAR,
+        "HF_API": HF_API,
     }
 
 
@@ -102,7 +114,9 @@ TORCH_VARIANTS: dict[str, str] = {
     "deep-recursion-in-version": HEALTHY + "\nclass V(str):\n    def __str__(self):\n        return str(self)\n__version__ = V('2.6.0')\n",
     "secret-in-error": ("raise ImportError('cannot fetch https://alice:Pr0xyPassw0rd@proxy.corp:3128/simple "
                         "with token hf_CanaryTokenAAAAAAAAAAAAAAAAAAAA, api_key=CanaryPassw0rd, "
-                        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5')"),
+                        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5, "
+                        "mirror https://CanaryUrlUser7f3k9q@hf.example/x, "
+                        "proxy http://bob:CanAtPw1@CanSlashPw2/CanEndPw3@proxy.corp:3128')"),
 }
 
 

@@ -11,7 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from .faults import AWS, GH, HF, JWT, PROXY_PASSWORD, SK, canary_env, fake_torch, leaked, run_cli
+from .faults import (
+    AT_SLASH,
+    AWS,
+    GH,
+    HF,
+    HF_API,
+    JWT,
+    PROXY_PASSWORD,
+    SK,
+    TF_VAR,
+    URL_USER,
+    canary_env,
+    fake_torch,
+    leaked,
+    run_cli,
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +37,12 @@ def world(tmp_path_factory) -> dict[str, object]:
     report = root / f"report-{HF}.json"
     report.write_text(json.dumps({"schema_version": 1, "facts": {
         "torch.version": {"value": None, "reason": "failed",
-                          "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF}"},
+                          "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF} "
+                                    f"https://{URL_USER}@hf.example/m https://bob:{AT_SLASH}@proxy.corp:3128"},
         "python.executable": {"value": f"/home/a/{GH}/bin/python", "source": f"/x/{AWS}"},
-        "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}},
+        "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}:https://bob:{AT_SLASH}@p.example/l", "HF_TOKEN": HF,
+                               "TORCH_HOME": f"/t/{JWT}", "TF_VAR_db_pass": TF_VAR, "HF_API": HF_API,
+                               "NVIDIA_API_KEY": f"nvapi-{TF_VAR}", "HF_ENDPOINT": f"https://{URL_USER}@hf.example"}},
         "nvml.gpus": {"value": [{"index": 0, "name": f"GPU {SK}", "uuid": f"GPU-{GH}"}]}}}))
     paste = root / "paste.txt"
     paste.write_text(f"PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\nPython platform: Linux /home/{GH}\n"
@@ -83,3 +101,21 @@ def test_no_canary_in_any_output(world, name, args, torch):
     assert not found, (found, out.text[:3000])
     if torch == "broken" and name != "healthcheck":
         assert "<redacted>" in "".join(texts)  # the secrets were there, and masked
+
+
+def test_no_canary_in_the_distributed_json(world, tmp_path):
+    """`check --distributed --json` on one rank (a launcher's variables, the real torch, Gloo on
+    127.0.0.1): rank 0's cluster report shows no planted secret, and the variables are masked."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(world["env"], RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(port))
+    out = run_cli(["check", "--distributed", "--json", "--no-micro", "-o", str(tmp_path / f"c-{GH}.json")], env=env,
+                  cwd=world["cwd"], timeout=120)
+    assert "Traceback" not in out.text and out.rc in (0, 1, 3), out.text[-2000:]
+    written = (tmp_path / f"c-{GH}.json").read_text()
+    assert json.loads(out.stdout)["cluster"] and b'"HF_API": "<redacted>"' in out.stdout
+    assert not leaked(out.text + written), leaked(out.text + written)

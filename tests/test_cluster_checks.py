@@ -172,3 +172,13 @@ def test_two_ranks_on_one_gpu() -> None:
     assert share.status is Status.FAIL and share.title == "Ranks share a GPU: node 0 (node0, ranks 0-1) share GPU-a"
     g["arrived"]["1"]["gpu_uuid"] = "GPU-c"
     assert by_id(judge(g), "cluster-gpu-share")[0].status is Status.OK
+
+
+def test_a_rank_missing_because_the_job_was_stopped_says_stopped_early() -> None:
+    info = {"world_size": 4, "local_world_size": 2, "launcher": "torchrun", "master_addr": "127.0.0.1",
+            "master_port": 29500}
+    reports = {str(r): _report() for r in range(4)}
+    why = "SIGTERM received (the launcher stops every rank when one of them exits with an error)"
+    readings = cluster_readings(gathered(missing=(3,)), reports, info, ClusterOptions(init_timeout=30), why)
+    (found,) = by_id(diagnose(Facts(readings), cc.CHECKS), "cluster-rendezvous")
+    assert found.title.startswith("Stopped early: SIGTERM") and "never arrived" not in found.title

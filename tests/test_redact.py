@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from envdoctor.model import Facts, ok
 from envdoctor.redact import REDACTED, redact_text, select_env
 from envdoctor.report import Report, to_json
@@ -19,7 +21,48 @@ def test_secret_names_inside_the_allow_list_are_redacted():
     env = select_env({"HF_TOKEN": "hf_x", "NVIDIA_API_KEY": "nvapi-123", "TORCH_HOME": "/cache",
                       "NCCL_IB_AUTH": "x"})
     assert env["HF_TOKEN"] == REDACTED and env["NVIDIA_API_KEY"] == REDACTED and env["NCCL_IB_AUTH"] == REDACTED
-    assert env["TORCH_HOME"] == "/cache"
+    assert env["TORCH_HOME"] == REDACTED  # reported by name; its value is not one envdoctor judges
+
+
+def test_only_the_values_of_judged_variables_are_shown():
+    env = select_env({"TF_VAR_db_pass": "plainvalue", "HF_API": "plainvalue2", "CUDA_VISIBLE_DEVICES": "0,1",
+                      "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0", "TORCH_NCCL_BLOCKING_WAIT": "1",
+                      "LD_LIBRARY_PATH": "/usr/lib:https://tok@h.example/x", "NCCL_IB_GID_INDEX": "3",
+                      "HOME": "/root"})
+    assert env == {"TF_VAR_db_pass": REDACTED, "HF_API": REDACTED, "CUDA_VISIBLE_DEVICES": "0,1",
+                   "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0", "TORCH_NCCL_BLOCKING_WAIT": "1",
+                   "LD_LIBRARY_PATH": "/usr/lib:https://<redacted>@h.example/x", "NCCL_IB_GID_INDEX": REDACTED}
+
+
+def test_a_saved_reports_environment_is_masked_by_the_same_list():
+    from envdoctor.model import Facts, ok
+    from envdoctor.report import Report
+
+    facts = Facts({"env.vars": ok({"HF_API": "plainvalue", "NVIDIA_API_KEY": "nvapi-x", "CUDA_VISIBLE_DEVICES": "1"})})
+    shown = Report(facts=facts, findings=()).facts.value("env.vars")
+    assert dict(shown) == {"HF_API": REDACTED, "NVIDIA_API_KEY": REDACTED, "CUDA_VISIBLE_DEVICES": "1"}
+
+
+@pytest.mark.parametrize("url, secret", [
+    ("https://TOKEN123abc@hf.example/models", "TOKEN123abc"),
+    ("https://bob:Qa1@Zb2@proxy.example:3128", "Qa1@Zb2"),
+    ("https://bob:pa/ss@proxy.example:3128/x", "pa/ss"),
+    ("http://u:Qa1@Zb2/Xc3@Wd4/Ve5@host.example/path", "Qa1@Zb2/Xc3@Wd4/Ve5"),
+    ("https://bob:1234@proxy.example", "1234"),
+    ("socks5://:onlypass@proxy.example", "onlypass"),
+])
+def test_url_user_parts_and_passwords_with_at_and_slash_are_masked(url, secret):
+    out = redact_text(f"proxy {url} failed")
+    assert not any(piece in out for piece in secret.replace("@", "/").split("/")), out
+    assert "<redacted>@" in out
+
+
+@pytest.mark.parametrize("text", [
+    "git+https://github.com/org/repo@v1.2", "https://host.example:8080/path@v1", "https://pypi.org/simple/torch/",
+    "pip install 'torch @ https://download.pytorch.org/whl/cu126/torch-2.6.0.whl'", "http://[::1]:8080/x",
+])
+def test_urls_without_credentials_are_left_alone(text):
+    assert redact_text(text) == text
 
 
 def test_credential_shaped_values_are_masked_anywhere():

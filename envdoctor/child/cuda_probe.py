@@ -6,6 +6,15 @@ here". ``cuDriverGetVersion`` works even when ``cuInit`` fails. The mapped ``lib
 read from ``/proc/self/maps``: a copy under ``…/compat/`` is a forward-compatibility library.
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import ctypes
 
 from _edchild import done, emit, error_text, exit_now, mapped, stage

@@ -22,6 +22,15 @@ whole job exits with code 1 there), ``absent:R`` (rank R never arrives), ``wrong
 adds 1 to its contribution, so the sum is wrong).
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import json
 import os
 import queue
@@ -334,6 +343,9 @@ def read_stdin():
                 emit(facts_error=error_text(exc))
         else:
             INBOX.put(msg)
+    # The end of stdin: our envdoctor process is gone (killed with SIGKILL, or it crashed), and no
+    # one will read what this rank finds; a rank child never outlives it.
+    os._exit(70)
 
 
 def allreduce_sizes(torch, dist, device, decision, progress):

@@ -18,6 +18,15 @@ sys.path entry for it) while the child waits for its arguments, one JSON line on
 may start it before it knows them (the healthcheck does, from the entry point).
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import sys
 import threading
 import time

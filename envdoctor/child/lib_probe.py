@@ -17,6 +17,15 @@ against the sonames of objects already loaded, so after a path load it would ans
 already loaded" instead of "the one the search order finds".
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import ctypes
 import os
 import re

@@ -7,6 +7,15 @@ turns each ``NVMLError`` into ``{"code", "name", "reason", "message"}``. A faili
 is recorded under the GPU's ``missing`` map and the rest is still read.
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import sys
 
 from _edchild import append, args, cleanup, done, emit, error_text, exit_now, mapped, stage

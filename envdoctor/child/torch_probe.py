@@ -9,6 +9,15 @@ python probe is complete there), the microchecks' records follow, then the final
 does not import is reported to both (``fatal`` is the microchecks' record of it).
 """
 
+import os as _os
+import sys as _sys
+
+# The script's own folder holds _edchild and its siblings; PYTHONSAFEPATH=1 (or -P, -I) leaves it
+# off sys.path, and the child must still start (never a "No module named '_edchild'").
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if _HERE not in _sys.path[:1]:
+    _sys.path.insert(0, _HERE)
+
 import os
 import platform
 import re

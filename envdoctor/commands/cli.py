@@ -46,7 +46,9 @@ def error_line(message: str, ctx: click.Context | None = None) -> str:
     """The one format of every usage error and unusable input: one line, ``envdoctor: error: …``;
     click's own usage errors name the command's help."""
     hint = f" (`{ctx.command_path} -h` lists the options)" if ctx is not None else ""
-    return f"envdoctor: error: {redact_text(message)}{hint}"
+    from envdoctor.inputs import shown_name  # a file name's ESC/BEL never reaches the terminal raw
+
+    return f"envdoctor: error: {shown_name(redact_text(message))}{hint}"
 
 
 class Seconds(click.FloatRange):
@@ -74,9 +76,12 @@ class Interpreter(click.ParamType):
         from envdoctor.process.target import TargetError, explicit, verify
 
         host = Host()
+        # The run's own deadline (--timeout / --max-seconds are eager: read before --python wherever
+        # they are written), so a target that hangs is named within it, not after 15 s.
+        given = (ctx.params.get("timeout") or ctx.params.get("max_seconds")) if ctx is not None else None
         try:
             target = explicit(host, str(value))
-            verify(host, target)
+            verify(host, target, timeout=given)
         except TargetError as exc:
             raise InputError(str(exc)) from None
         return target.path
@@ -88,10 +93,10 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
     if python:
         return python, chosen_by or "--python"
     from envdoctor.process.host import Host
-    from envdoctor.process.target import TargetError, choose
+    from envdoctor.process.target import TargetError, choose, working_dir
 
     try:
-        target = choose(Host(), None, os.getcwd())
+        target = choose(Host(), None, working_dir())
     except TargetError as exc:
         raise InputError(str(exc)) from None
     return target.path, target.chosen_by
@@ -123,6 +128,14 @@ def run() -> None:
             code = exc.code if isinstance(exc.code, int) else (ExitCode.OK if exc.code is None else ExitCode.FAIL)
     except lifecycle.OutputError as exc:
         code = lifecycle.report_output_error(exc)
+    except (MemoryError, RuntimeError, OSError) as exc:
+        from envdoctor.process.starved import limit_hit
+
+        line = limit_hit(exc)
+        if line is None:
+            raise
+        lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
+        code = ExitCode.INCOMPLETE
     lifecycle.finish(code)
 
 
@@ -132,7 +145,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--python", "python", metavar="PATH", type=Interpreter(),
                      help="Interpreter (or venv/conda folder) whose torch is examined (default: $VIRTUAL_ENV, "
                      "$CONDA_PREFIX, a .venv here or above, envdoctor's own when torch is beside it, python3)."),
-        click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
+        click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True, is_eager=True,
                      help="Deadline in seconds per probe (the torch probe gets 6x)."),
         click.option("--no-micro", is_flag=True, help="Skip the GPU microchecks."),
         click.option("--micro-only", is_flag=True, help="Run only the microchecks."),
@@ -211,7 +224,20 @@ def _writable_output(output: str | None) -> None:
         from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
-    folder = os.path.dirname(os.path.abspath(output))
+    from envdoctor.report import OutputTargetError, check_target, standard_stream
+
+    if standard_stream(output) is not None:
+        return
+    try:
+        check_target(output)
+    except OutputTargetError as exc:
+        raise InputError(str(exc)) from None
+    except OSError:
+        pass  # said when it is written
+    try:
+        folder = os.path.dirname(os.path.abspath(output))
+    except OSError:  # a relative name, and the working directory was deleted
+        raise InputError(f"cannot write {output}: the working directory no longer exists") from None
     if not os.path.isdir(folder):
         raise InputError(f"cannot write {output}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -357,6 +383,7 @@ def check(python: str | None, timeout: float, no_micro: bool, micro_only: bool, 
                           verbose=verbose, chosen_by=None if python else "started by the launcher",
                           distributed=True, output="json" if as_json else "terminal", output_file=output,
                           expect_gpus=expect_gpus)
+        _writable_output(output)  # a missing folder is exit 2 on every rank, before any probing
         try:
             run_distributed(plan, init_timeout=init_timeout, collective_timeout=collective_timeout,
                             min_busbw=min_busbw, publish=Publish(as_json=as_json, output=output, verbose=verbose,
@@ -409,7 +436,7 @@ def report(fmt: str, output: str | None, python: str | None, timeout: float, no_
 
 
 def _write(rep: Any, fmt: str, output: str | None) -> None:
-    from envdoctor.report import OutputTargetError, to_json_chunks, write_atomic
+    from envdoctor.report import OutputTargetError, standard_stream, to_json_chunks, write_atomic
 
     if fmt == "json":
         text: Iterable[str] = to_json_chunks(rep)
@@ -423,6 +450,13 @@ def _write(rep: Any, fmt: str, output: str | None) -> None:
         from envdoctor.knowledge.launch import expand_output
 
         output = expand_output(output, os.environ, socket.gethostname())
+    stream = standard_stream(output) if output else None
+    if stream is not None:  # `-o /dev/stdout`: the stream itself
+        output = None
+        if stream == 2:
+            for piece in text:
+                sys.stderr.write(piece)
+            return
     if output:
         try:
             write_atomic(output, text)
@@ -511,7 +545,10 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
         import json
 
         sys.stdout.write("[")
-    for i, path in enumerate(expand(items)):
+    paths = list(expand(items))
+    if not paths:  # only empty folders: said, not an empty result
+        raise InputError(f"no reports in {' '.join(items)}")
+    for i, path in enumerate(paths):
         judged = judge_path(path, plan)
         codes.append(judged.exit_code(plan.fail_on))
         if as_json:
@@ -525,7 +562,7 @@ def _diagnose_many(items: tuple[str, ...], plan: Plan) -> NoReturn:
 
 
 @main.command(context_settings=CONTEXT, short_help="One line, exit 0/1, for Docker and Kubernetes probes.")
-@click.option("--max-seconds", type=Seconds(0.5, 600), default=None,
+@click.option("--max-seconds", type=Seconds(0.5, 600), default=None, is_eager=True,
               help="Hard time budget; exceeding it is unhealthy (default: 5; 4 with --npd).")
 @click.option("--micro", is_flag=True, help="Also run the device-touch microcheck.")
 @click.option("--python", "python", metavar="PATH", type=Interpreter(), help="Target interpreter (for --micro).")
@@ -626,10 +663,10 @@ def exec_(fail_on: str, micro: bool, expect_gpus: int | None, max_seconds: float
     python = None
     if micro:  # the microcheck imports torch: in the training interpreter, found as `check` finds it
         from envdoctor.process.host import Host
-        from envdoctor.process.target import TargetError, choose
+        from envdoctor.process.target import TargetError, choose, working_dir
 
         try:
-            found = choose(Host(), None, os.getcwd())
+            found = choose(Host(), None, working_dir())
         except TargetError as exc:
             from envdoctor.commands.execute import leave
 
@@ -725,6 +762,8 @@ def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None
         result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs))
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
+    if not result["reports"] and not result["corrupt"]:
+        raise InputError(f"no reports in {' '.join(items)}")
     _show(result, as_json, "render_fleet")
     sys.exit(fleet_exit(result))
 

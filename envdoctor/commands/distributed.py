@@ -55,14 +55,22 @@ def _publish(outcome: Any, how: Publish) -> None:
             import socket
 
             from envdoctor.knowledge.launch import expand_output
-            from envdoctor.report import write_atomic
+            from envdoctor.redact import redact_text
+            from envdoctor.report import OutputTargetError, standard_stream, write_atomic
 
             output = expand_output(how.output, os.environ, socket.gethostname())
             try:
-                write_atomic(output, text)
-                click.echo(f"envdoctor: wrote {output}", err=True)
+                if standard_stream(output) == 1:  # `-o /dev/stdout`
+                    if not how.as_json:
+                        click.echo(text, nl=False)
+                else:
+                    write_atomic(output, text)
+                    click.echo(f"envdoctor: wrote {redact_text(output)}", err=True)
+            except OutputTargetError as exc:  # a FIFO, a device: said, and the rank's child still ended
+                click.echo(f"envdoctor: error: {redact_text(str(exc))}", err=True)
             except OSError as exc:
-                click.echo(f"envdoctor: error: cannot write {output}: {exc.strerror or exc}", err=True)
+                click.echo(f"envdoctor: error: cannot write {redact_text(output)}: {redact_text(str(exc.strerror or exc))}",
+                           err=True)
         if how.as_json:
             click.echo(text, nl=False)
         else:

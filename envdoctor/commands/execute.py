@@ -64,6 +64,36 @@ def leave(line: str, code: int) -> NoReturn:
     lifecycle.finish(code)
 
 
+#: What Python's locale coercion (PEP 538) writes into LC_CTYPE when it starts in the C locale.
+_COERCED = ("C.UTF-8", "C.utf8", "UTF-8")
+
+
+def given_environment(initial: bytes | None = None) -> dict[str, str]:
+    """The environment envdoctor was started with, for the command it becomes: ``os.environ``
+    without what Python's own start-up added. In the C locale Python sets ``LC_CTYPE=C.UTF-8``
+    (PEP 538) before ``os.environ`` is read, so the value is taken from the process's initial
+    environment (``/proc/self/environ``, never changed by ``setenv``): unset there, it is dropped."""
+    env = dict(os.environ)
+    if env.get("LC_CTYPE") not in _COERCED:
+        return env
+    if initial is None:
+        try:
+            with open("/proc/self/environ", "rb") as fh:
+                initial = fh.read()
+        except OSError:
+            return env
+    given = {}
+    for entry in initial.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            given[os.fsdecode(name)] = os.fsdecode(value)
+    if "LC_CTYPE" in given:
+        env["LC_CTYPE"] = given["LC_CTYPE"]
+    else:
+        env.pop("LC_CTYPE", None)
+    return env
+
+
 def become(command: Sequence[str]) -> NoReturn:
     """Replace this process with ``command`` (same PID). Signal dispositions Python changed are
     put back first: it ignores SIGPIPE and SIGXFSZ, and an exec keeps ignored signals ignored, so
@@ -82,8 +112,12 @@ def become(command: Sequence[str]) -> NoReturn:
                 signal.signal(sig, signal.SIG_DFL)
             except (OSError, ValueError):
                 pass
+    if not command or not command[0]:
+        leave("envdoctor exec: '': command not found", ExitCode.NOT_FOUND)
     try:
-        os.execvp(command[0], list(command))
+        os.execvpe(command[0], list(command), given_environment())
+    except ValueError as exc:  # a NUL byte in an argument
+        leave(f"envdoctor exec: {command[0]!r}: {exc}", ExitCode.NOT_EXECUTABLE)
     except FileNotFoundError:
         leave(f"envdoctor exec: {command[0]}: command not found", ExitCode.NOT_FOUND)
     except PermissionError:

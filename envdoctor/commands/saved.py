@@ -182,9 +182,11 @@ def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
 
 
 def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None) -> Summary:
-    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
-            data.get("facts"), dict):
-        raise ReportError(f"{path} is JSON but not an envdoctor report (no schema_version / facts)")
+    from envdoctor.inputs import schema_problem
+
+    problem = schema_problem(data, path)  # what diagnose refuses, fleet does not count
+    if problem is not None:
+        raise ReportError(problem)
     if not isinstance(data.get("findings", []), list):
         raise ReportError(f"{path} is not a well-formed envdoctor report ('findings' is not a list)")
     if rejudge:
@@ -271,7 +273,13 @@ def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) 
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(jobs) as pool:
+    try:
+        pool = ctx.Pool(jobs)
+    except OSError:  # no process or file descriptor left for workers (ulimit -u/-n): read them here
+        for p in paths:
+            yield from summarize_all(p, rejudge)
+        return
+    with pool:
         for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
             yield from found
 
@@ -287,9 +295,12 @@ class Fleet:
     by_node: dict[str, list[str]] = field(default_factory=dict)  # node -> failing checks
 
     def add(self, s: Summary) -> None:
+        from envdoctor.inputs import shown_name  # a file name's ESC/BEL/OSC never reaches a terminal raw
+
         if s.error:
-            self.corrupt.append({"path": s.path, "error": s.error})
+            self.corrupt.append({"path": shown_name(s.path), "error": shown_name(s.error)})
             return
+        s.node = shown_name(s.node)
         self.reports += 1
         group = self.configs.setdefault(s.key, {"sig": s.sig, "nodes": []})
         if group["sig"] is None:

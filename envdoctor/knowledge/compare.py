@@ -109,7 +109,11 @@ def env_of(get: Getter) -> dict[str, str]:
     env = get("env.vars")
     if not isinstance(env, Mapping):
         return {}
-    return {str(k): str(v)[:300] for k, v in env.items()
+    from envdoctor.redact import env_value
+
+    # Masked here as every report masks it (a saved report read raw by `fleet` included): the
+    # values compared and shown under "this"/"majority" no longer carry their variable's name.
+    return {str(k): str(env_value(str(k), v))[:300] for k, v in env.items()
             if str(k).startswith(ENV_PREFIXES) and str(k) not in _ENV_IGNORED}
 
 

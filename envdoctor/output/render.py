@@ -48,7 +48,9 @@ def make_console(stderr: bool = False) -> Console:
 
     # highlight=False: no automatic colouring of numbers/paths inside data strings;
     # rich itself honours NO_COLOR and non-TTY output.
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    from envdoctor.process.encoding import console_width
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=console_width())
 
 
 def _headline(report: Report) -> str:

@@ -199,11 +199,41 @@ def _alone(host: Host, plan: Plan, collect: Collect, judge: Judge, info: Mapping
     return Outcome(code, rep, None, f"rank {info.get('rank')} cannot take part in the cluster check: {why}")
 
 
+class _StoreWatch:
+    """The rank child in its "store" stage (connecting to MASTER_ADDR:MASTER_PORT) for longer than
+    --init-timeout and a grace: a listener that accepts and never answers holds torch's store
+    client past every timeout of its own, so the deadline is kept here, on the wall clock."""
+
+    GRACE = 5.0
+
+    def __init__(self, child: LiveChild, options: ClusterOptions) -> None:
+        self.child, self.limit, self.since = child, options.init_timeout + self.GRACE, 0.0
+
+    def expired(self) -> bool:
+        if self.child.last_stage != "store":
+            self.since = 0.0
+            return False
+        self.since = self.since or time.monotonic()
+        return time.monotonic() - self.since > self.limit
+
+
+def _no_store_answer(info: Mapping[str, Any], options: ClusterOptions) -> dict[str, Any]:
+    return {"phase": "store", "address": f"{info.get('master_addr')}:{info.get('master_port')}",
+            "error": f"the rendezvous store did not answer within --init-timeout {options.init_timeout:g} s "
+                     "(something listens on that port but does not answer)", "host_it": False}
+
+
 def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options: ClusterOptions,
               stop: _Stopper) -> Outcome:
     deadline = time.monotonic() + options.facts_timeout + VERDICT_TIMEOUT + _MARGIN
     rank = info.get("rank")
+    store = _StoreWatch(child, options)
     while time.monotonic() < deadline:
+        if store.expired():
+            fatal = _no_store_answer(info, options)
+            child.kill()
+            return Outcome(ExitCode.FAIL, local, None, f"rank {rank}: cannot reach the rendezvous store at "
+                           f"{fatal['address']} ({fatal['error']})")
         if stop.why:  # the launcher is stopping the job: wait briefly for rank 0's verdict, then go
             deadline = min(deadline, stop.since + _STOP_GRACE)
         rec = child.next(0.5)
@@ -236,7 +266,11 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], plan: Plan,
            stop: _Stopper, publish: Callable[[Outcome], None] | None) -> Outcome:
     gathered: dict[str, Any] = {"rank_reports": {}}
     deadline = time.monotonic() + options.facts_timeout + _MARGIN
+    store = _StoreWatch(child, options)
     while time.monotonic() < deadline:
+        if store.expired():
+            gathered["fatal"] = _no_store_answer(info, options)
+            break
         rec = child.next(0.5)
         if rec is None:
             continue

@@ -84,14 +84,20 @@ class Probing:
                 self.pending.discard(run.name)
 
         def work() -> None:
-            if plan.fast:  # not niced: on a busy node the probes are all a healthcheck does
-                self._result["out"] = run_probes(host, options, specs, budget=plan.budget, background_nice=0)
-            else:
-                self._result["out"] = run_probes(host, options, (started(s) for s in specs), on_done=finished)
+            try:
+                if plan.fast:  # not niced: on a busy node the probes are all a healthcheck does
+                    self._result["out"] = run_probes(host, options, specs, budget=plan.budget, background_nice=0)
+                else:
+                    self._result["out"] = run_probes(host, options, (started(s) for s in specs), on_done=finished)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the main thread (wait)
+                self._result["error"] = exc
 
         self.began = time.monotonic()
         self.thread = threading.Thread(target=work, name="probes", daemon=True)
-        self.thread.start()
+        try:
+            self.thread.start()
+        except RuntimeError:  # no thread left: probe here (each probe then says what it could not start)
+            work()
 
     def wait(self, progress: bool = False) -> tuple[Facts, list[ProbeRun]]:
         if progress and sys.stderr.isatty():
@@ -108,6 +114,8 @@ class Probing:
                     status.update(f"probing: {names} {elapsed:.0f}s{slow}")
         else:
             lifecycle.join(self.thread)
+        if "out" not in self._result:
+            raise self._result.get("error") or RuntimeError("the probes ended without a result")
         facts, runs = self._result["out"]
         extra = plan_facts(self.plan)
         return (facts.merged(extra) if extra else facts), runs

@@ -14,7 +14,7 @@ from envdoctor.pipeline.diagnose import diagnose, select
 
 from ..model import Facts, ProbeRun
 from ..registry import CheckSpec, Registry, load_registry
-from ..report import Report
+from ..report import Report, mask_env_facts
 from .plan import Plan
 
 
@@ -68,5 +68,6 @@ def judge(facts: Facts, runs: Iterable[ProbeRun] = (), origin: str = "live", pla
         from envdoctor.knowledge import compat
 
         as_of = compat.as_of()
+    facts = mask_env_facts(facts)  # no check quotes a value a report would not show
     return Report(facts=facts, findings=tuple(diagnose(facts, selected if checks is None else checks)),
                   probes=tuple(runs), origin=origin, compat_as_of=as_of, warnings=warnings)

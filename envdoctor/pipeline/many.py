@@ -90,11 +90,12 @@ def summary_record(judged: Judged, fail_on: str = "fail") -> dict[str, Any]:
 
 
 def summary_line(judged: Judged, fail_on: str = "fail") -> str:
+    from envdoctor.inputs import shown_name
     from envdoctor.redact import redact_text
 
-    name = redact_text(judged.path)
+    name = shown_name(redact_text(judged.path))
     if judged.report is None:
-        return f"{name}: unusable: {redact_text(judged.error)}"
+        return f"{name}: unusable: {shown_name(redact_text(judged.error))}"
     counts = judged.report.summary
     worst = counts.get("worst", "ok")
     parts = [f"{counts.get(k, 0)} {k}" for k in ("fail", "error", "warn") if counts.get(k)]

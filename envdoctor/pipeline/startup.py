@@ -66,7 +66,7 @@ def interpreter(given: str | None) -> tuple[str, str] | None:
 
     local: Any = _Local()
     try:
-        chosen = target.explicit(local, given) if given is not None else target.discover(local, os.getcwd())
+        chosen = target.explicit(local, given) if given is not None else target.discover(local, target.working_dir())
     except (target.TargetError, OSError):
         return None
     return chosen.path, chosen.chosen_by

@@ -27,6 +27,10 @@ MAX_ENV_VALUE = 8192
 
 
 def _capped(value: str) -> str:
+    if not value.isascii():
+        # A value that is not UTF-8 reaches Python with lone surrogates (PEP 383), which no UTF-8
+        # output can hold: its bytes are shown as \xNN escapes instead (PATH=/opt/caf\xe9).
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     if len(value) <= MAX_ENV_VALUE:
         return value
     return value[:MAX_ENV_VALUE] + f"… ({len(value)} characters in all)"
@@ -192,7 +196,7 @@ def probe_host(host: Host, options: Options) -> dict[str, Reading]:
         "host.shm_size": _shm(host),
         "host.is_root": ok(os.geteuid() == 0, "geteuid") if hasattr(os, "geteuid") else missing(Reason.UNSUPPORTED, "geteuid", "this platform has no user ids"),
         "host.shared_mounts": _shared_mounts(host),
-        "env.vars": ok(select_env({k: _capped(v) for k, v in host.environ.items()}), "environment"),
+        "env.vars": ok(select_env({_capped(k): _capped(v) for k, v in host.environ.items()}), "environment"),
     }
 
 

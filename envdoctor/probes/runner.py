@@ -14,6 +14,11 @@ from envdoctor.process.host import Host
 from ..model import Facts, ProbeRun, ProbeStatus, Reading, Reason, missing
 from .spec import Options, ProbeSpec
 
+
+class ProbeNotStarted(RuntimeError):
+    """The probe could not even start (no thread left): recorded as its error, never raised."""
+
+
 # Extra seconds a probe thread gets beyond its own deadline before the runner gives up on it:
 # the deadline inside the probe (host.run) should always fire first.
 _GRACE = 1.5
@@ -82,8 +87,8 @@ def run_probes(
         starts[spec.name] = time.monotonic()
         thread = threading.Thread(target=work, args=(spec, host if spec.critical else background),
                                   name=f"probe-{spec.name}", daemon=True)
-        thread.start()
-        threads[spec.name] = (spec, thread)
+        _start(thread, lambda exc, spec=spec: record(spec, None, exc))  # type: ignore[misc]
+        threads[spec.name] = (spec, thread)  # one never started is not alive: joined at once
     for name, (spec, thread) in threads.items():
         remaining = starts[name] + spec.deadline(options) + _GRACE - time.monotonic()
         if budget is not None:
@@ -96,6 +101,14 @@ def run_probes(
                 _abandon(spec, time.monotonic() - starts[name], readings, runs, on_done)
         ordered = [runs[n] for s in specs for n in s.run_names()]
         return Facts(dict(readings)), ordered
+
+
+def _start(thread: threading.Thread, refused: Callable[[BaseException], None]) -> None:
+    """Start ``thread``; ``refused(error)`` when the system refuses (out of threads, processes or memory)."""
+    try:
+        thread.start()
+    except RuntimeError as exc:  # "can't start new thread"
+        refused(ProbeNotStarted(f"could not start a thread for it ({exc})"))
 
 
 def _abandon(spec: ProbeSpec, seconds: float, readings: dict[str, Reading], runs: dict[str, ProbeRun],

@@ -340,6 +340,7 @@ class Host:
                 stderr=subprocess.PIPE,
                 env=full_env,
                 close_fds=True,
+                cwd=lifecycle.child_cwd(),
                 **lifecycle.own_group(),
             )
         except FileNotFoundError:
@@ -397,6 +398,14 @@ class Host:
         stderr = result.stderr[-20000:]
         if result.status == "absent":
             return ChildResult("absent", detail=f"interpreter {interpreter} not found")
+        if result.status == "failed" or (result.status == "ok" and not done and not data and not stage):
+            # Never started (no process, no thread, no file descriptor left) or died before its
+            # first record (an interpreter or ``_edchild`` that cannot start): the child never ran
+            # its probe, so nothing of what it examines failed. Could-not-run is an error.
+            return ChildResult("crashed", data, stage, result.returncode, stderr, result.seconds,
+                               not_started(script, result.detail or _last_line(stderr) or
+                                           f"it exited with code {result.returncode} before its first record"),
+                               noise=noise, dropped=dropped)
         cleanup = records.cleanup if not done else ""
         if result.status in ("timeout", "crashed", "denied"):
             return ChildResult(result.status, data, stage, result.returncode, stderr, result.seconds, result.detail,
@@ -406,10 +415,17 @@ class Host:
         if not done:
             tail = _last_line(stderr)
             detail = f"child {script} exited with code {result.returncode} before finishing"
-            return ChildResult("crashed" if result.returncode not in (0, 1) else "failed", data, stage,
+            # Exit 0 before the final record is no normal end (a library calling _exit(0) inside
+            # nvmlInit): the child died while reading, as with a signal. Exit 1 is its own error.
+            return ChildResult("crashed" if result.returncode != 1 else "failed", data, stage,
                                result.returncode, stderr, result.seconds, f"{detail}: {tail}" if tail else detail,
                                cleanup=cleanup, noise=noise, dropped=dropped)
         return ChildResult("ok", data, stage, result.returncode, stderr, result.seconds, noise=noise, dropped=dropped)
+
+
+def not_started(script: str, why: str) -> str:
+    """The detail of a child that never ran its probe (one home for the wording)."""
+    return f"the {script} child could not start ({why}): nothing it examines was read"
 
 
 class Records:
@@ -531,8 +547,17 @@ def _pump_out(stream: Any, head: list[bytes], records: Records | None) -> None:
             total += len(block)
     except (OSError, ValueError):
         pass
+    _close(stream)
     if records is not None:
         records.close()
+
+
+def _close(stream: Any) -> None:
+    """The pipe's reader closes it at its end (its only user): no ResourceWarning, no fd left."""
+    try:
+        stream.close()
+    except (OSError, ValueError):
+        pass
 
 
 def _pump_err(stream: Any, tail: list[bytes]) -> None:
@@ -546,6 +571,7 @@ def _pump_err(stream: Any, tail: list[bytes]) -> None:
                 size -= len(tail.pop(0))
     except (OSError, ValueError):
         pass
+    _close(stream)
 
 
 def _kill_and_abandon(proc: subprocess.Popen[bytes]) -> None:
@@ -727,6 +753,7 @@ class LiveChild:
                     self.records.put(record)
         except (OSError, ValueError):
             pass
+        _close(self.proc.stdout)
         with self._side_ready:
             self._side["_eof"] = True
             self._side_ready.notify_all()
@@ -753,6 +780,7 @@ class LiveChild:
                 del self.stderr_tail[:-40]
         except (OSError, ValueError):
             pass
+        _close(self.proc.stderr)
 
     def stderr_lines(self, wait: float = 0.5) -> list[str]:
         """The last stderr lines; waits up to ``wait`` s for the child's stderr to close first."""
@@ -796,7 +824,7 @@ def start_live_child(host: Host, script: str, args: Any, env: Mapping[str, str] 
         full_env.update(env)
     argv = [host.python, str(CHILD_DIR / f"{script}.py"), json.dumps(args)]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=lifecycle.child_cwd(),
                                 env=full_env, close_fds=True, **lifecycle.own_group())
     except (OSError, ValueError) as exc:
         return f"cannot start {host.python}: {getattr(exc, 'strerror', None) or exc}"

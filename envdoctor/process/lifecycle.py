@@ -111,7 +111,7 @@ class Early:
         """Start ``command`` in a group of its own for a probe to take (:meth:`take`)."""
         try:
             proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    close_fds=True, **own_group())
+                                    close_fds=True, cwd=child_cwd(), **own_group())
         except (OSError, ValueError):
             return
         register(proc)
@@ -232,6 +232,21 @@ class OutputError(Exception):
     def __init__(self, message: str, quiet: bool = False) -> None:
         super().__init__(message)
         self.quiet = quiet
+
+
+def child_cwd() -> str | None:
+    """Where a child starts: here (None), or ``/`` when this working directory was deleted or
+    cannot be read (an interpreter started there fails in ways that read like a broken install)."""
+    try:
+        os.getcwd()
+        return None
+    except OSError:
+        return "/"
+
+
+def write_line(text: str) -> None:
+    """One line on stderr through the file descriptor (the Python stream may be what failed)."""
+    _write_fd(2, text.rstrip("\n") + "\n")
 
 
 def _write_fd(fd: int, text: str) -> None:
@@ -381,6 +396,11 @@ def guard_streams() -> None:
                     os.close(null)
             except OSError:
                 pass
+    from envdoctor.process.encoding import degrade
+
+    for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, GuardedStream):
+            degrade(stream)  # an encoding that cannot hold a character degrades, never fails the run
     if not isinstance(sys.stdout, GuardedStream):
         sys.stdout = GuardedStream(sys.stdout, "standard output", strict=True)
     if not isinstance(sys.stderr, GuardedStream):

@@ -50,17 +50,47 @@ class Target(Record):
     own: bool = False  # envdoctor's own interpreter: nothing to verify
 
 
+def working_dir() -> str | None:
+    """The working directory, or None when it was deleted or cannot be read (then no ``.venv``
+    is searched for above it, and a relative path cannot be made absolute)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _absolute(path: str, what: str) -> str:
+    if os.path.isabs(path):
+        return path
+    here = working_dir()
+    if here is None:
+        raise TargetError(f"{what}: a relative path, and the working directory no longer exists (or cannot be "
+                          "read); give the full path or cd to a folder that exists")
+    return os.path.join(here, path)
+
+
 def interpreter_in(host: Host, folder: str) -> str | None:
-    """The interpreter of a venv or conda folder, or None when it has none."""
+    """The interpreter of a venv or conda folder, or None when it has none. Raises TargetError
+    when the folder cannot be read (a mode-000 folder: a permission, not a missing venv)."""
     for rel in _IN_FOLDER:
         candidate = os.path.join(folder, rel)
-        if host.path(candidate).is_file():
-            return candidate
+        try:
+            if host.path(candidate).is_file():
+                return candidate
+        except OSError as exc:
+            raise TargetError(f"cannot read {folder}: {exc.strerror or exc}") from None
     return None
 
 
 def explicit(host: Host, given: str) -> Target:
     """``--python``: a path, a name on PATH, or a venv/conda folder."""
+    try:
+        return _explicit(host, given)
+    except OSError as exc:  # a folder on the way that cannot be read, a working directory gone
+        raise TargetError(f"--python {given}: {exc.strerror or exc}") from None
+
+
+def _explicit(host: Host, given: str) -> Target:
     # A folder named without a slash (``--python torchvenv``) is still a folder, not a command name.
     found = given if os.sep in given or host.path(given).is_dir() else host.which(given)
     if not found:
@@ -78,22 +108,29 @@ def explicit(host: Host, given: str) -> Target:
         raise TargetError(f"--python {given}: not executable")
     # Absolute (not resolved: a venv's bin/python link must stay the venv's), so the header and
     # the children name the same file whatever their working directory.
-    return Target(os.path.abspath(found), "--python")
+    return Target(os.path.normpath(_absolute(found, f"--python {given}")), "--python")
 
 
-def discover(host: Host, cwd: str, torch_beside: bool | None = None) -> Target:
-    """uv's order (module docstring). ``torch_beside``: whether torch is importable next to
-    envdoctor (None = look, without importing it)."""
+def discover(host: Host, cwd: str | None, torch_beside: bool | None = None) -> Target:
+    """uv's order (module docstring). ``cwd``: None when the working directory is gone (no
+    ``.venv`` is looked for). ``torch_beside``: whether torch is importable next to envdoctor
+    (None = look, without importing it)."""
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         folder = host.getenv(var)
         if folder:
-            inside = interpreter_in(host, folder)
+            try:
+                inside = interpreter_in(host, folder)
+            except TargetError as exc:
+                raise TargetError(f"{var}={folder}: {exc}; deactivate it or pass --python") from None
             if inside is None:
                 raise TargetError(f"{var}={folder} has no bin/python; deactivate it or pass --python")
             return Target(inside, var)
-    here = os.path.abspath(cwd)
-    while True:
-        inside = interpreter_in(host, os.path.join(here, ".venv"))
+    here = os.path.abspath(cwd) if cwd is not None else "/"
+    while cwd is not None:
+        try:
+            inside = interpreter_in(host, os.path.join(here, ".venv"))
+        except TargetError:  # a folder above that cannot be read holds no .venv we could use
+            inside = None
         if inside is not None:
             return Target(inside, f".venv in {here}")
         parent = os.path.dirname(here)
@@ -110,15 +147,17 @@ def discover(host: Host, cwd: str, torch_beside: bool | None = None) -> Target:
     return Target(sys.executable, OWN_FALLBACK, own=True)
 
 
-def verify(host: Host, target: Target) -> None:
+def verify(host: Host, target: Target, timeout: float | None = None) -> None:
     """Run the target once with ``-E -s -S`` (flags Python 2 knows too, so an old Python is named
-    as such): it must say it is a Python of at least :data:`OLDEST`."""
+    as such): it must say it is a Python of at least :data:`OLDEST`. ``timeout``: the run's own
+    deadline (``--timeout``), at least 1 s and at most :data:`VERIFY_TIMEOUT`."""
     if target.own or os.path.realpath(target.path) == os.path.realpath(sys.executable):
         return
     where = f"--python {target.path}" if target.chosen_by == "--python" else f"{target.path} ({target.chosen_by})"
-    result = host.run([target.path, "-E", "-s", "-S", "-c", _PROBE_CODE], timeout=VERIFY_TIMEOUT)
+    limit = VERIFY_TIMEOUT if timeout is None else min(VERIFY_TIMEOUT, max(1.0, float(timeout)))
+    result = host.run([target.path, "-E", "-s", "-S", "-c", _PROBE_CODE], timeout=limit)
     if result.status == "timeout":
-        raise TargetError(f"{where} did not answer within {VERIFY_TIMEOUT:g} s; is it a Python interpreter?")
+        raise TargetError(f"{where} did not answer within {limit:g} s; is it a Python interpreter?")
     if result.status != "ok":
         raise TargetError(f"{where} cannot be run: {result.detail}")
     match = _ANSWER.search(result.stdout)
@@ -131,7 +170,7 @@ def verify(host: Host, target: Target) -> None:
                           f"{OLDEST[0]}.{OLDEST[1]} or newer")
 
 
-def choose(host: Host, given: str | None, cwd: str) -> Target:
+def choose(host: Host, given: str | None, cwd: str | None) -> Target:
     """The verified target: ``--python`` when given, else discovered."""
     target = explicit(host, given) if given else discover(host, cwd)
     verify(host, target)

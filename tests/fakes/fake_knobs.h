@@ -93,6 +93,8 @@ __attribute__((unused)) static void fake_knob_point(const char *point) {
     if (fake_cfg_int(key, 0)) fake_hang();
     snprintf(key, sizeof key, "%s_crash", point);
     if (fake_cfg_int(key, 0)) fake_crash(SIGSEGV);
+    snprintf(key, sizeof key, "%s_exit", point); /* the library calls _exit(N-1) inside the call */
+    if (fake_cfg_int(key, 0)) _exit(fake_cfg_int(key, 0) - 1);
 }
 #endif /* FAKE_CONFIG_ENV */
 

@@ -7,6 +7,7 @@
  *   init=18                 return code of nvmlInitWithFlags / nvmlInit_v2 (0 = success)
  *   init_hang=1             nvmlInit never returns (a wedged driver)        (fake_knobs.h)
  *   init_crash=1            nvmlInit dies of SIGSEGV                       (fake_knobs.h)
+ *   init_exit=N             nvmlInit calls _exit(N-1) (init_exit=1: _exit(0)) (fake_knobs.h)
  *   shutdown_hang=1         nvmlShutdown never returns (everything else answers)
  *   driver_version=570.124.06   cuda_version=12080   count=2
  *   rc.<function>=N         every call of <function> returns N
