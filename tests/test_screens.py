@@ -153,7 +153,7 @@ def test_top_level_help_cuts_no_command_short_help(columns):
     code, out = run_pty("--help", columns=columns)
     assert code == 0
     commands = out.split("Commands:", 1)[1].strip().splitlines()
-    assert {line.split()[0] for line in commands} == {"check", "diagnose", "diff", "exec", "fleet", "healthcheck",
+    assert {line.split()[0] for line in commands} == {"check", "diagnose", "diff", "exec", "fix", "fleet", "healthcheck",
                                                       "list", "report"}
     for line in commands:
         assert line.rstrip().endswith(".") and "..." not in line and "(e.g" not in line, line

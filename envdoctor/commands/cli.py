@@ -25,6 +25,7 @@ from envdoctor import __version__
 from envdoctor.pipeline.plan import Plan
 from envdoctor.process import lifecycle
 from envdoctor.process.lifecycle import ExitCode
+from envdoctor.process.starved import limit_hit
 from envdoctor.redact import redact_text, redact_tree
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -129,9 +130,7 @@ def run() -> None:
     except lifecycle.OutputError as exc:
         code = lifecycle.report_output_error(exc)
     except (MemoryError, RuntimeError, OSError) as exc:
-        from envdoctor.process.starved import limit_hit
-
-        line = limit_hit(exc)
+        line = limit_hit(exc)  # imported with this module: out of file descriptors, no import would work here
         if line is None:
             raise
         lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
