@@ -109,6 +109,11 @@ class Summary:
     key: str = ""
     sig: dict[str, Any] | None = None
     failing: list[tuple[str, str]] = field(default_factory=list)  # (check id, fail|error)
+    #: Only when a store is written (envdoctor.commands.store): every finding as (check id, status,
+    #: GPU indices), the report's created_at and envdoctor_version as saved.
+    rows: list[tuple[str, str, tuple[int, ...]]] | None = None
+    created: Any = None
+    version: Any = None
 
 
 def node_name(path: str, get: Any = None) -> str:
@@ -124,11 +129,11 @@ def summarize_file(path: str, rejudge: bool = False) -> Summary:
     return summarize_all(path, rejudge)[0]
 
 
-def summarize_all(path: str, rejudge: bool = False) -> list[Summary]:
+def summarize_all(path: str, rejudge: bool = False, keep: bool = False) -> list[Summary]:
     """One summary per report in the file (a cluster report holds one per rank); never raises:
     an unusable file becomes one Summary with ``error``."""
     try:
-        found = _summarize(path, rejudge)
+        found = _summarize(path, rejudge, keep)
         return found or [Summary(path, node_name(path), error=f"{path} is a cluster report without rank reports")]
     except ReportError as exc:
         return [Summary(path, node_name(path), error=str(exc))]
@@ -154,11 +159,11 @@ def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data
 
 
-def _summarize(path: str, rejudge: bool) -> list[Summary]:
+def _summarize(path: str, rejudge: bool, keep: bool = False) -> list[Summary]:
     data_bytes = read_bytes(path)
     if not data_bytes[:256].lstrip().startswith(b"{"):  # a slice: never copy the whole report
         facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
-        return [_from_facts(path, facts)]
+        return [_from_facts(path, facts, keep)]
     try:
         data = json.loads(data_bytes)
     except UnicodeDecodeError:
@@ -167,8 +172,8 @@ def _summarize(path: str, rejudge: bool) -> list[Summary]:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     ranks = cluster_ranks(data)
     if ranks is not None:  # a cluster report: one summary per rank, named node/rank
-        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r) for r, rep in ranks]
-    return [_summarize_report(path, data, rejudge)]
+        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r, keep=keep) for r, rep in ranks]
+    return [_summarize_report(path, data, rejudge, keep=keep)]
 
 
 def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
@@ -181,7 +186,7 @@ def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
     return sorted(ranks.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
 
 
-def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None) -> Summary:
+def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None, keep: bool = False) -> Summary:
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int) or not isinstance(
             data.get("facts"), dict):
         raise ReportError(f"{path} is JSON but not an envdoctor report (no schema_version / facts)")
@@ -190,7 +195,7 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
     if rejudge:
         from envdoctor.inputs import report_from_json
 
-        s = _from_facts(path, report_from_json(data, path, findings=False).facts)
+        s = _from_facts(path, report_from_json(data, path, findings=False).facts, keep)
     else:
         get = raw_getter(data["facts"])
         sig = signature(get)
@@ -199,6 +204,12 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
             if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
                 failing.append((f["id"][:100], str(f["status"])))
         s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+        if keep:
+            from envdoctor.commands.store import finding_rows
+
+            s.rows = finding_rows(data.get("findings"))
+    if keep:
+        s.created, s.version = data.get("created_at"), data.get("envdoctor_version")
     if rank is not None:
         s.node = f"{s.node}/rank{rank}"
     return s
@@ -217,7 +228,7 @@ def _loads_text(path: str, text: str) -> Any:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
-def _from_facts(path: str, facts: Any) -> Summary:
+def _from_facts(path: str, facts: Any, keep: bool = False) -> Summary:
     from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.pipeline.judge import checks_for
     from envdoctor.pipeline.plan import Plan
@@ -225,15 +236,18 @@ def _from_facts(path: str, facts: Any) -> Summary:
     get = facts_getter(facts)
     sig = signature(get)
     # The pipeline's checks: the registry is loaded once per process, not once per file.
-    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, checks_for(Plan())[0])
-                                      if f.status.value in ("fail", "error")]
-    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    found = diagnose(facts, checks_for(Plan())[0])
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in found if f.status.value in ("fail", "error")]
+    s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    if keep:
+        s.rows = [(f.id, str(f.status.value), tuple(f.gpus)) for f in found]
+    return s
 
 
 _SENT: set[str] = set()  # per worker process: configurations whose signature was already sent
 
 
-def _worker(args: tuple[str, bool]) -> list[Summary]:
+def _worker(args: tuple[str, bool, bool]) -> list[Summary]:
     """Summaries with a configuration's signature only the first time this worker meets it:
     the parent keeps one signature per configuration, so the rest would only cost pickling."""
     found = summarize_all(*args)
@@ -261,18 +275,19 @@ def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
             yield item, f"{item}: no such file or directory"
 
 
-def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) -> Iterator[Summary]:
-    """Summaries in input order, read in parallel when there are many files."""
+def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None, keep: bool = False) -> Iterator[Summary]:
+    """Summaries in input order, read in parallel when there are many files (``keep``: with every
+    finding, for a store)."""
     jobs = jobs or min(8, os.cpu_count() or 1)
     if len(paths) < _POOL_MIN or jobs < 2:
         for p in paths:
-            yield from summarize_all(p, rejudge)
+            yield from summarize_all(p, rejudge, keep)
         return
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ctx.Pool(jobs) as pool:
-        for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
+        for found in pool.imap(_worker, ((p, rejudge, keep) for p in paths), chunksize=32):
             yield from found
 
 
@@ -308,16 +323,36 @@ class Fleet:
             self.by_node[s.node] = sorted(seen)
 
 
-def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None) -> dict[str, Any]:
+def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None, store: str | None = None) -> dict[str, Any]:
+    """The fleet's result; ``store``: also written, one row per node × check, to that Parquet file.
+    An item that is such a store is read back as the reports it was written from."""
+    from envdoctor.commands import store as columnar
+
     agg = Fleet()
-    paths: list[str] = []
-    for path, why in iter_paths(items):
-        if why:
-            agg.corrupt.append({"path": path, "error": why})
-        else:
-            paths.append(path)
-    for s in summaries(paths, rejudge, jobs):
-        agg.add(s)
+    sink = columnar.StoreWriter(store) if store else None
+    try:
+        for part, stored in columnar.split_items(list(items)):
+            if stored:
+                for s in columnar.read_store(part[0]):
+                    agg.add(s)
+                continue
+            paths: list[str] = []
+            for path, why in iter_paths(part):
+                if why:
+                    agg.corrupt.append({"path": path, "error": why})
+                    if sink:
+                        sink.add(Summary(path, node_name(path), error=why))
+                else:
+                    paths.append(path)
+            for s in summaries(paths, rejudge, jobs, keep=sink is not None):
+                agg.add(s)
+                if sink:
+                    sink.add(s)
+        if sink:
+            sink.close()
+    finally:
+        if sink:
+            sink.abort()
     return fleet_result(agg)
 
 
