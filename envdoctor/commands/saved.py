@@ -201,7 +201,8 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
         sig = signature(get)
         failing = []
         for f in data.get("findings") or ():
-            if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
+            if (type(f) is dict or isinstance(f, Mapping)) and f.get("status") in ("fail", "error") and isinstance(
+                    f.get("id"), str):  # dict first: an abc check per finding is a tenth of a fleet's time
                 failing.append((f["id"][:100], str(f["status"])))
         s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
         if keep:

@@ -59,6 +59,8 @@ UNREADABLE = "unreadable"
 INSTALL = "pip install 'envdoctor[fleet]'"
 #: Reports per row group (a row group is written, and read, at once).
 BATCH = 4096
+#: Parquet's page compression (zstd: small and fast to read; "none" lets a test search the bytes).
+COMPRESSION = "zstd"
 _STATUSES = ("ok", "warn", "fail", "skip", "error")
 _MAX_GPUS = 64
 
@@ -116,7 +118,7 @@ def finding_rows(findings: Any) -> list[tuple[str, str, tuple[int, ...]]]:
     the same findings, and the same test, `fleet`'s failure counts read."""
     out: list[tuple[str, str, tuple[int, ...]]] = []
     for f in findings if isinstance(findings, list) else ():
-        if not isinstance(f, Mapping) or not isinstance(f.get("id"), str):
+        if (type(f) is not dict and not isinstance(f, Mapping)) or type(f.get("id")) is not str:
             continue
         status = f.get("status")
         if status not in _STATUSES:  # a tuple: an unhashable status never raises
@@ -174,7 +176,7 @@ class StoreWriter:
         self._tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
         self._schema = schema()
         try:
-            self._writer: Any = pq.ParquetWriter(self._tmp, self._schema, compression="zstd")
+            self._writer: Any = pq.ParquetWriter(self._tmp, self._schema, compression=COMPRESSION)
         except OSError as exc:
             raise StoreError(f"--store {path}: cannot write ({exc.strerror or exc})") from None
         self._configs: dict[str, tuple[Any, ...]] = {}  # key -> redacted aspect values, env, packages
@@ -278,8 +280,7 @@ def read_store(path: str) -> Iterator[Summary]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path, read_dictionary=["node", "path", "check", "status", "config", *ASPECT_COLUMNS,
-                                                   "env", "packages"])
+        pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"{path} is not a readable Parquet file ({str(exc)[:200]})") from None
     meta = pf.schema_arrow.metadata or {}
@@ -290,6 +291,9 @@ def read_store(path: str) -> Iterator[Summary]:
     missing = [c for c in _READ if c not in pf.schema_arrow.names]
     if missing:
         raise StoreError(f"{path} is an envdoctor fleet store without the column(s) {', '.join(missing)}")
+    # Strings kept dictionary-encoded: a node's name or a configuration is decoded once, not per row.
+    pf = pq.ParquetFile(path, read_dictionary=["node", "path", "check", "status", "config", *ASPECT_COLUMNS,
+                                               "env", "packages"])
     seen: set[str] = set()
     pending: Summary | None = None
     last = None
