@@ -55,6 +55,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_distributed.py::test_two_nodes_one_with_another_environment",
     "test_distributed.py::test_port_in_use_is_reported_not_hung",
     # CLI runs end to end through every probe (with a torch child), and deadlines waited out.
+    "test_fleet_store.py::test_the_readme_commands_run",  # two `fleet` CLI runs (pyarrow imported in each)
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
     "test_cli.py::test_report_json_validates_against_the_shipped_schema",
     "test_cli.py::test_markdown_report_is_ready_for_a_github_issue",

@@ -32,6 +32,8 @@ from envdoctor.report import ReportError
 _STATUSES = frozenset({"ok", "warn", "fail", "skip", "error"})
 #: Below this many files the reports are read in this process (a pool costs more than it saves).
 _POOL_MIN = 200
+#: Files handed to the workers and not yet taken back (bounds the results waiting in this process).
+_WINDOW = 2048
 
 
 # -- diff --------------------------------------------------------------------------------------
@@ -285,11 +287,29 @@ def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None, 
             yield from summarize_all(p, rejudge, keep)
         return
     import multiprocessing
+    import threading
+
+    # Back-pressure: imap's feeder would hand out every file at once, and when this process is
+    # slower than the workers (writing a store, or given less CPU) their results would pile up here.
+    gate, stop = threading.Semaphore(_WINDOW), threading.Event()
+
+    def feed() -> Iterator[tuple[str, bool, bool]]:
+        for p in paths:
+            while not gate.acquire(timeout=0.2):
+                if stop.is_set():
+                    return
+            if stop.is_set():
+                return
+            yield p, rejudge, keep
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ctx.Pool(jobs) as pool:
-        for found in pool.imap(_worker, ((p, rejudge, keep) for p in paths), chunksize=32):
-            yield from found
+        try:
+            for found in pool.imap(_worker, feed(), chunksize=32):
+                gate.release()
+                yield from found
+        finally:
+            stop.set()  # the feeder thread returns before the pool is terminated
 
 
 # -- fleet: the aggregate ----------------------------------------------------------------------
