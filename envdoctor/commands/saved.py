@@ -202,15 +202,18 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
         get = raw_getter(data["facts"])
         sig = signature(get)
         failing = []
-        for f in data.get("findings") or ():
-            if (type(f) is dict or isinstance(f, Mapping)) and f.get("status") in ("fail", "error") and isinstance(
-                    f.get("id"), str):  # dict first: an abc check per finding is a tenth of a fleet's time
-                failing.append((f["id"][:100], str(f["status"])))
-        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
-        if keep:
+        rows = None
+        if keep:  # every finding, for the store; the failing ones are read from the same rows
             from envdoctor.commands.store import finding_rows
 
-            s.rows = finding_rows(data.get("findings"))
+            rows = finding_rows(data.get("findings"))
+            failing = [(cid, status) for cid, status, _ in rows if status in ("fail", "error")]
+        else:
+            for f in data.get("findings") or ():
+                if (type(f) is dict or isinstance(f, Mapping)) and f.get("status") in ("fail", "error") and isinstance(
+                        f.get("id"), str):  # dict first: an abc check per finding is a tenth of a fleet's time
+                    failing.append((f["id"][:100], str(f["status"])))
+        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing, rows=rows)
     if keep:
         s.created, s.version = data.get("created_at"), data.get("envdoctor_version")
     if rank is not None:
@@ -263,6 +266,18 @@ def _worker(args: tuple[str, bool, bool]) -> list[Summary]:
     return found
 
 
+def _init_worker() -> None:
+    """A worker takes the default signal dispositions back: the pool ends its workers with SIGTERM
+    when the fleet is done, and the command's handler (inherited through fork) would print
+    "interrupted by SIGTERM" for each; Ctrl-C is the parent's to handle."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
     """(path, None) for each file to read, (path, why) for an argument that is not one."""
     for item in items:
@@ -303,7 +318,7 @@ def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None, 
             yield p, rejudge, keep
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ctx.Pool(jobs) as pool:
+    with ctx.Pool(jobs, initializer=_init_worker) as pool:
         try:
             for found in pool.imap(_worker, feed(), chunksize=32):
                 gate.release()

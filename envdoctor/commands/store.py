@@ -117,15 +117,17 @@ def finding_rows(findings: Any) -> list[tuple[str, str, tuple[int, ...]]]:
     """(check id, status, GPU indices) of each well-formed finding of a saved report, as saved;
     the same findings, and the same test, `fleet`'s failure counts read."""
     out: list[tuple[str, str, tuple[int, ...]]] = []
-    for f in findings if isinstance(findings, list) else ():
-        if (type(f) is not dict and not isinstance(f, Mapping)) or type(f.get("id")) is not str:
+    for f in findings if type(findings) is list else ():
+        if type(f) is not dict and not isinstance(f, Mapping):  # dict first: an abc check costs more
             continue
-        status = f.get("status")
-        if status not in _STATUSES:  # a tuple: an unhashable status never raises
+        cid, status = f.get("id"), f.get("status")
+        if not isinstance(cid, str) or status not in _STATUSES:  # a tuple: an unhashable status never raises
             continue
         gpus = f.get("gpus")
-        idx = tuple(g for g in gpus if type(g) is int and 0 <= g < 1 << 31)[:_MAX_GPUS] if isinstance(gpus, list) else ()
-        out.append((f["id"][:100], str(status), idx))
+        idx: tuple[int, ...] = ()
+        if gpus and type(gpus) is list:
+            idx = tuple(g for g in gpus if type(g) is int and 0 <= g < 1 << 31)[:_MAX_GPUS]
+        out.append((cid[:100], status, idx))
     return out
 
 
