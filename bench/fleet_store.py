@@ -17,7 +17,7 @@ nccl-mismatch, plus 5 corrupt files. Then, round by round, interleaved:
 
 and prints, for each, the median wall time with its spread (min-max), its ratio to the base of the
 same round (median, min-max), and its peak RSS (the largest process, and the sum over its process
-group sampled every 0.2 s: the workers included). The three fleet outputs must be identical and
+group sampled every 0.2 s: the workers included), and its CPU seconds (workers included). The three fleet outputs must be identical and
 must count what was generated. Target (issue 23): ``fleet DIR`` on 100,000 reports in at most 60 s
 and 1 GB on 2 cores.
 """
@@ -199,8 +199,9 @@ def _group_rss(pgid: int) -> int:
     return total
 
 
-def timed(argv: list[str]) -> tuple[float, int, str, int, int]:
-    """(seconds, exit code, stdout, peak RSS of its largest process, peak RSS summed over its group)."""
+def timed(argv: list[str]) -> tuple[float, int, str, int, int, float]:
+    """(seconds, exit code, stdout, peak RSS of its largest process, peak RSS summed over its group,
+    CPU seconds of it and its workers: the figure a loaded machine changes least)."""
     peak = [0]
     with tempfile.TemporaryFile() as out:
         began = time.perf_counter()
@@ -218,7 +219,8 @@ def timed(argv: list[str]) -> tuple[float, int, str, int, int]:
         done.set()
         sampler.join()
         out.seek(0)
-        return seconds, os.waitstatus_to_exitcode(status), out.read().decode(), usage.ru_maxrss * 1024, peak[0]
+        return (seconds, os.waitstatus_to_exitcode(status), out.read().decode(), usage.ru_maxrss * 1024, peak[0],
+                usage.ru_utime + usage.ru_stime)
 
 
 def spread(values: list[float], fmt: Callable[[float], str]) -> str:
@@ -253,11 +255,13 @@ def main() -> int:
                     "fleet STORE": [*fleet, store], "json.loads floor": [sys.executable, "-c", FLOOR, folder]}
         times: dict[str, list[float]] = {k: [] for k in commands}
         rss: dict[str, list[tuple[int, int]]] = {k: [] for k in commands}
+        cpu: dict[str, list[float]] = {k: [] for k in commands}
         outputs: dict[str, str] = {}
         for _ in range(args.runs):
             for name, argv in commands.items():
-                seconds, rc, out, largest, group = timed(argv)
+                seconds, rc, out, largest, group, used = timed(argv)
                 times[name].append(seconds)
+                cpu[name].append(used)
                 rss[name].append((largest, group))
                 if name.startswith("fleet"):
                     if rc not in (0, 1):
@@ -274,7 +278,7 @@ def main() -> int:
         for name, values in times.items():
             ratios = [t / f for t, f in zip(values, times["json.loads floor"], strict=True)]
             print(f"  {name:18s} {spread(values, lambda v: f'{v:6.1f} s')}  ratio to floor "
-                  f"{spread(ratios, lambda v: f'{v:.2f}x')}  peak RSS {max(r[0] for r in rss[name]) / 1e6:.0f} MB "
+                  f"{spread(ratios, lambda v: f'{v:.2f}x')}  CPU {statistics.median(cpu[name]):.0f} s  peak RSS {max(r[0] for r in rss[name]) / 1e6:.0f} MB "
                   f"(largest process), {max(r[1] for r in rss[name]) / 1e6:.0f} MB (all its processes)")
         print(f"  load average after: {os.getloadavg()[0]:.1f} (a load above the CPU count slows every command)")
         ok = statistics.median(times["fleet DIR"]) <= 60 and max(r[1] for r in rss["fleet DIR"]) <= 1e9
