@@ -265,3 +265,19 @@ def test_small_bench_counts_what_it_generated(tmp_path: Path) -> None:
     assert _result([str(store)]) == direct
     rows = pq.read_table(store, columns=["report", "check", "gpu"]).to_pylist()
     assert sum(r["check"] == "gpu-ecc" for r in rows) == 8 * 2000  # one per GPU of every node
+
+
+def test_a_store_with_columns_of_the_wrong_types_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from envdoctor.commands.cli import main
+
+    cols = {name: pa.array([1, 2]) for name in columnar._READ}
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table(cols).replace_schema_metadata({b"envdoctor.store": b"1"}), bad)
+    got = CliRunner().invoke(main, ["fleet", str(bad)])
+    assert got.exit_code == 2 and isinstance(got.exception, SystemExit) and "Traceback" not in got.output, got.output
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"PAR1" + b"\x00" * 100)
+    got = CliRunner().invoke(main, ["fleet", str(garbage)])
+    assert got.exit_code == 2 and len(got.output.strip().splitlines()) == 1, got.output

@@ -146,7 +146,8 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
-def _text(value: Any, limit: int = 200) -> str | None:
+def _text(value: Any, limit: int = 1 << 16) -> str | None:
+    """Redacted, as `fleet` prints it (bounded only against hostile content: `fleet` bounds what it keeps)."""
     return redact_text(value[:limit]) if isinstance(value, str) else None
 
 
@@ -196,8 +197,7 @@ class StoreWriter:
         """One report (or unreadable file) and its findings."""
         index = len(self._reports)
         if s.error:
-            self._reports.append((self._count, _text(s.node), _text(s.path, 4096), None, None, None,
-                                  _text(s.error, 4096)))
+            self._reports.append((self._count, _text(s.node), _text(s.path), None, None, None, _text(s.error)))
             self._row(index, None, UNREADABLE, None)
         else:
             if s.key not in self._configs:
@@ -207,8 +207,7 @@ class StoreWriter:
                                         json.dumps(sig.get("env") or {}, sort_keys=True, ensure_ascii=False),
                                         json.dumps(sig.get("packages") or {}, sort_keys=True, ensure_ascii=False))
             when = _time(s.created)
-            self._reports.append((self._count, _text(s.node), _text(s.path, 4096), when, _text(s.version, 100),
-                                  s.key, None))
+            self._reports.append((self._count, _text(s.node), _text(s.path), when, _text(s.version, 100), s.key, None))
             rows = s.rows if s.rows is not None else [(c, st, ()) for c, st in s.failing]
             if not rows:
                 self._row(index, None, None, None)
@@ -318,6 +317,8 @@ def read_store(path: str) -> Iterator[Summary]:
             last = batch.column("report")[batch.num_rows - 1].as_py()
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"{path}: the store is damaged ({str(exc)[:200]})") from None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # columns of the wrong types
+        raise StoreError(f"{path}: the store is damaged ({type(exc).__name__}: {str(exc)[:200]})") from None
     if pending is not None:
         yield pending
 
