@@ -369,7 +369,7 @@ def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None, 
     try:
         for part, stored in columnar.split_items(list(items)):
             if stored:
-                for s in columnar.read_store(part[0]):
+                for s in columnar.read_store(part[0], Summary):
                     agg.add(s)
                 continue
             paths: list[str] = []

@@ -40,16 +40,31 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from envdoctor.knowledge.compare import ASPECTS
 from envdoctor.redact import redact_text, redact_tree
 from envdoctor.report import ReportError
 
-if TYPE_CHECKING:
-    from envdoctor.commands.saved import Summary
+
+class Summary(Protocol):
+    """What this module reads of :class:`envdoctor.commands.saved.Summary` (never imported here:
+    saved imports this module), and what :func:`read_store` makes through the class it is given."""
+
+    path: str
+    node: str
+    error: str | None
+    key: str
+    sig: dict[str, Any] | None
+    failing: list[tuple[str, str]]
+    rows: list[tuple[str, str, tuple[int, ...]]] | None
+    created: Any
+    version: Any
+
+
+S = TypeVar("S", bound=Summary)
 
 #: The store's own format (bumped when a column changes meaning); in the file's metadata.
 STORE_VERSION = "1"
@@ -272,10 +287,11 @@ class StoreWriter:
 _READ = ("report", "node", "path", "check", "status", "config", "error", *ASPECT_COLUMNS, "env", "packages")
 
 
-def read_store(path: str) -> Iterator[Summary]:
+def read_store(path: str, make: Callable[..., S]) -> Iterator[S]:
     """The summaries a store was written from, in their order: a report's node, path,
     configuration (its signature the first time it is met) and failing checks, or an unreadable
-    file's error. Raises StoreError (one line) for a file that is not an envdoctor store."""
+    file's error, each made as ``make(path, node, error=…)`` / ``make(path, node, key=…)`` (the
+    Summary class). Raises StoreError (one line) for a file that is not an envdoctor store."""
     pa = _pyarrow()
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -296,13 +312,13 @@ def read_store(path: str) -> Iterator[Summary]:
     pf = pq.ParquetFile(path, read_dictionary=["node", "path", "check", "status", "config", *ASPECT_COLUMNS,
                                                "env", "packages"])
     seen: set[str] = set()
-    pending: Summary | None = None
+    pending: S | None = None
     last = None
     try:
         for batch in pf.iter_batches(batch_size=1 << 16, columns=list(_READ)):
             if not batch.num_rows:
                 continue
-            fresh, failing = _batch(pa, pc, batch, last, seen)
+            fresh, failing = _batch(pa, pc, batch, last, seen, make)
             for rid, cid, st in failing:
                 target = fresh.get(rid) or (pending if rid == last else None)
                 if target is not None and cid is not None:
@@ -323,11 +339,10 @@ def read_store(path: str) -> Iterator[Summary]:
         yield pending
 
 
-def _batch(pa: Any, pc: Any, batch: Any, last: Any, seen: set[str]) -> tuple[dict[Any, Summary], list[tuple[Any, ...]]]:
+def _batch(pa: Any, pc: Any, batch: Any, last: Any, seen: set[str],
+           make: Callable[..., S]) -> tuple[dict[Any, S], list[tuple[Any, ...]]]:
     """One record batch: the reports that start in it (report number -> Summary, in order) and its
     failing rows (report number, check, status); vectorised, only those rows become Python."""
-    from envdoctor.commands.saved import Summary
-
     report = batch.column("report")
     n = len(report)
     starts = [0] if report[0].as_py() != last else []
@@ -338,13 +353,13 @@ def _batch(pa: Any, pc: Any, batch: Any, last: Any, seen: set[str]) -> tuple[dic
     ids = report.take(first).to_pylist()
     node, where, config, error, status = (batch.column(c).take(first).to_pylist()
                                           for c in ("node", "path", "config", "error", "status"))
-    fresh: dict[Any, Summary] = {}
+    fresh: dict[Any, S] = {}
     for i, rid in enumerate(ids):
         if error[i] is not None or status[i] == UNREADABLE:
-            fresh[rid] = Summary(where[i] or "", node[i] or "", error=error[i] or UNREADABLE)
+            fresh[rid] = make(where[i] or "", node[i] or "", error=error[i] or UNREADABLE)
             continue
         key = config[i] or ""
-        s = fresh[rid] = Summary(where[i] or "", node[i] or "", key=key)
+        s = fresh[rid] = make(where[i] or "", node[i] or "", key=key)
         if key not in seen:
             seen.add(key)
             s.sig = _signature(batch, starts[i])
