@@ -88,7 +88,12 @@ def _read_file(p: Path, path: str, limit: int) -> bytes:
             raise ReportError(f"{path} is {st.st_size / 1e6:.0f} MB; a report is at most {limit // (1 << 20)} MiB. "
                               "Is this the right file?")
         with p.open("rb") as fh:
-            return fh.read(limit + 1)
+            # Sized by the stat (a read sized by the limit allocates 64 MiB per file); a file that
+            # grew since is read on, up to the limit.
+            data = fh.read(st.st_size + 1)
+            if len(data) > st.st_size:
+                data += fh.read(limit + 1 - len(data))
+            return data
     except FileNotFoundError:
         raise ReportError(f"{path}: no such file") from None
     except PermissionError:

@@ -747,20 +747,27 @@ def diff(a: str, b: str, as_json: bool) -> None:
 @click.option("--rejudge", is_flag=True, help="Judge every report with today's checks (slower) instead of "
               "reading the findings it was saved with.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Worker processes (default: CPUs, at most 8).")
-def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None) -> None:
-    """Many saved reports (e.g. `srun envdoctor report --json -o reports/%N.json`): identical
-    configurations grouped, outliers named, failures counted by check and by node. Unreadable
-    files are listed and skipped. Exit 0 all alike and passing, 1 outliers/failures/unreadable
-    files, 2 nothing readable."""
+@click.option("--store", "store", metavar="FILE.parquet", help="Also write one row per node × check to this "
+              "Parquet file (needs pyarrow in envdoctor's environment); `envdoctor fleet FILE.parquet` "
+              "reads it back.")
+def fleet(items: tuple[str, ...], as_json: bool, rejudge: bool, jobs: int | None, store: str | None) -> None:
+    """Many saved reports (e.g. `srun envdoctor report --json -o reports/%N.json`), or a store
+    written by --store: identical configurations grouped, outliers named, failures counted by
+    check and by node. Unreadable files are listed and skipped. Exit 0 all alike and passing,
+    1 outliers/failures/unreadable files, 2 nothing readable."""
     from envdoctor.commands.saved import fleet as run_fleet
     from envdoctor.commands.saved import fleet_exit
+    from envdoctor.commands.store import StoreError, check_store_args
     from envdoctor.registry import RegistryError
 
     try:
+        check_store_args(items, store)
         # Not built through a Report: redacted here, for every format (file names and facts may hold secrets).
-        result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs))
+        result = redact_tree(run_fleet(items, rejudge=rejudge, jobs=jobs, store=store))
     except RegistryError as exc:
         raise Incomplete(str(exc)) from None
+    except StoreError as exc:
+        raise InputError(str(exc)) from None
     if not result["reports"] and not result["corrupt"]:
         raise InputError(f"no reports in {' '.join(items)}")
     _show(result, as_json, "render_fleet")

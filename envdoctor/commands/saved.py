@@ -32,6 +32,8 @@ from envdoctor.report import ReportError
 _STATUSES = frozenset({"ok", "warn", "fail", "skip", "error"})
 #: Below this many files the reports are read in this process (a pool costs more than it saves).
 _POOL_MIN = 200
+#: Files handed to the workers and not yet taken back (bounds the results waiting in this process).
+_WINDOW = 2048
 
 
 # -- diff --------------------------------------------------------------------------------------
@@ -109,6 +111,11 @@ class Summary:
     key: str = ""
     sig: dict[str, Any] | None = None
     failing: list[tuple[str, str]] = field(default_factory=list)  # (check id, fail|error)
+    #: Only when a store is written (envdoctor.commands.store): every finding as (check id, status,
+    #: GPU indices), the report's created_at and envdoctor_version as saved.
+    rows: list[tuple[str, str, tuple[int, ...]]] | None = None
+    created: Any = None
+    version: Any = None
 
 
 def node_name(path: str, get: Any = None) -> str:
@@ -124,11 +131,11 @@ def summarize_file(path: str, rejudge: bool = False) -> Summary:
     return summarize_all(path, rejudge)[0]
 
 
-def summarize_all(path: str, rejudge: bool = False) -> list[Summary]:
+def summarize_all(path: str, rejudge: bool = False, keep: bool = False) -> list[Summary]:
     """One summary per report in the file (a cluster report holds one per rank); never raises:
     an unusable file becomes one Summary with ``error``."""
     try:
-        found = _summarize(path, rejudge)
+        found = _summarize(path, rejudge, keep)
         return found or [Summary(path, node_name(path), error=f"{path} is a cluster report without rank reports")]
     except ReportError as exc:
         return [Summary(path, node_name(path), error=str(exc))]
@@ -154,11 +161,11 @@ def read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data
 
 
-def _summarize(path: str, rejudge: bool) -> list[Summary]:
+def _summarize(path: str, rejudge: bool, keep: bool = False) -> list[Summary]:
     data_bytes = read_bytes(path)
     if not data_bytes[:256].lstrip().startswith(b"{"):  # a slice: never copy the whole report
         facts, _ = load_any(path)  # a paste: parsed (and judged) like `diagnose` does
-        return [_from_facts(path, facts)]
+        return [_from_facts(path, facts, keep)]
     try:
         data = json.loads(data_bytes)
     except UnicodeDecodeError:
@@ -167,8 +174,8 @@ def _summarize(path: str, rejudge: bool) -> list[Summary]:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     ranks = cluster_ranks(data)
     if ranks is not None:  # a cluster report: one summary per rank, named node/rank
-        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r) for r, rep in ranks]
-    return [_summarize_report(path, data, rejudge)]
+        return [_summarize_report(f"{path}#{r}", rep, rejudge, rank=r, keep=keep) for r, rep in ranks]
+    return [_summarize_report(path, data, rejudge, keep=keep)]
 
 
 def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
@@ -181,7 +188,7 @@ def cluster_ranks(data: Any) -> list[tuple[str, Any]] | None:
     return sorted(ranks.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
 
 
-def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None) -> Summary:
+def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = None, keep: bool = False) -> Summary:
     from envdoctor.inputs import schema_problem
 
     problem = schema_problem(data, path)  # what diagnose refuses, fleet does not count
@@ -192,15 +199,25 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
     if rejudge:
         from envdoctor.inputs import report_from_json
 
-        s = _from_facts(path, report_from_json(data, path, findings=False).facts)
+        s = _from_facts(path, report_from_json(data, path, findings=False).facts, keep)
     else:
         get = raw_getter(data["facts"])
         sig = signature(get)
         failing = []
-        for f in data.get("findings") or ():
-            if isinstance(f, Mapping) and f.get("status") in ("fail", "error") and isinstance(f.get("id"), str):
-                failing.append((f["id"][:100], str(f["status"])))
-        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+        rows = None
+        if keep:  # every finding, for the store; the failing ones are read from the same rows
+            from envdoctor.commands.store import finding_rows
+
+            rows = finding_rows(data.get("findings"))
+            failing = [(cid, status) for cid, status, _ in rows if status in ("fail", "error")]
+        else:
+            for f in data.get("findings") or ():
+                if (type(f) is dict or isinstance(f, Mapping)) and f.get("status") in ("fail", "error") and isinstance(
+                        f.get("id"), str):  # dict first: an abc check per finding is a tenth of a fleet's time
+                    failing.append((f["id"][:100], str(f["status"])))
+        s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing, rows=rows)
+    if keep:
+        s.created, s.version = data.get("created_at"), data.get("envdoctor_version")
     if rank is not None:
         s.node = f"{s.node}/rank{rank}"
     return s
@@ -219,7 +236,7 @@ def _loads_text(path: str, text: str) -> Any:
         raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
-def _from_facts(path: str, facts: Any) -> Summary:
+def _from_facts(path: str, facts: Any, keep: bool = False) -> Summary:
     from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.pipeline.judge import checks_for
     from envdoctor.pipeline.plan import Plan
@@ -227,15 +244,18 @@ def _from_facts(path: str, facts: Any) -> Summary:
     get = facts_getter(facts)
     sig = signature(get)
     # The pipeline's checks: the registry is loaded once per process, not once per file.
-    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in diagnose(facts, checks_for(Plan())[0])
-                                      if f.status.value in ("fail", "error")]
-    return Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    found = diagnose(facts, checks_for(Plan())[0])
+    failing: list[tuple[str, str]] = [(f.id, str(f.status.value)) for f in found if f.status.value in ("fail", "error")]
+    s = Summary(path, node_name(path, get), key=_digest(sig), sig=sig, failing=failing)
+    if keep:
+        s.rows = [(f.id, str(f.status.value), tuple(f.gpus)) for f in found]
+    return s
 
 
 _SENT: set[str] = set()  # per worker process: configurations whose signature was already sent
 
 
-def _worker(args: tuple[str, bool]) -> list[Summary]:
+def _worker(args: tuple[str, bool, bool]) -> list[Summary]:
     """Summaries with a configuration's signature only the first time this worker meets it:
     the parent keeps one signature per configuration, so the rest would only cost pickling."""
     found = summarize_all(*args)
@@ -246,6 +266,18 @@ def _worker(args: tuple[str, bool]) -> list[Summary]:
             else:
                 _SENT.add(s.key)
     return found
+
+
+def _init_worker() -> None:
+    """A worker takes the default signal dispositions back: the pool ends its workers with SIGTERM
+    when the fleet is done, and the command's handler (inherited through fork) would print
+    "interrupted by SIGTERM" for each; Ctrl-C is the parent's to handle."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
@@ -263,25 +295,44 @@ def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
             yield item, f"{item}: no such file or directory"
 
 
-def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None) -> Iterator[Summary]:
-    """Summaries in input order, read in parallel when there are many files."""
+def summaries(paths: list[str], rejudge: bool = False, jobs: int | None = None, keep: bool = False) -> Iterator[Summary]:
+    """Summaries in input order, read in parallel when there are many files (``keep``: with every
+    finding, for a store)."""
     jobs = jobs or min(8, os.cpu_count() or 1)
     if len(paths) < _POOL_MIN or jobs < 2:
         for p in paths:
-            yield from summarize_all(p, rejudge)
+            yield from summarize_all(p, rejudge, keep)
         return
     import multiprocessing
+    import threading
+
+    # Back-pressure: imap's feeder would hand out every file at once, and when this process is
+    # slower than the workers (writing a store, or given less CPU) their results would pile up here.
+    gate, stop = threading.Semaphore(_WINDOW), threading.Event()
+
+    def feed() -> Iterator[tuple[str, bool, bool]]:
+        for p in paths:
+            while not gate.acquire(timeout=0.2):
+                if stop.is_set():
+                    return
+            if stop.is_set():
+                return
+            yield p, rejudge, keep
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     try:
-        pool = ctx.Pool(jobs)
+        pool = ctx.Pool(jobs, initializer=_init_worker)
     except OSError:  # no process or file descriptor left for workers (ulimit -u/-n): read them here
         for p in paths:
-            yield from summarize_all(p, rejudge)
+            yield from summarize_all(p, rejudge, keep)
         return
     with pool:
-        for found in pool.imap(_worker, ((p, rejudge) for p in paths), chunksize=32):
-            yield from found
+        try:
+            for found in pool.imap(_worker, feed(), chunksize=32):
+                gate.release()
+                yield from found
+        finally:
+            stop.set()  # the feeder thread returns before the pool is terminated
 
 
 # -- fleet: the aggregate ----------------------------------------------------------------------
@@ -319,16 +370,36 @@ class Fleet:
             self.by_node[s.node] = sorted(seen)
 
 
-def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None) -> dict[str, Any]:
+def fleet(items: Iterable[str], rejudge: bool = False, jobs: int | None = None, store: str | None = None) -> dict[str, Any]:
+    """The fleet's result; ``store``: also written, one row per node × check, to that Parquet file.
+    An item that is such a store is read back as the reports it was written from."""
+    from envdoctor.commands import store as columnar
+
     agg = Fleet()
-    paths: list[str] = []
-    for path, why in iter_paths(items):
-        if why:
-            agg.corrupt.append({"path": path, "error": why})
-        else:
-            paths.append(path)
-    for s in summaries(paths, rejudge, jobs):
-        agg.add(s)
+    sink = columnar.StoreWriter(store) if store else None
+    try:
+        for part, stored in columnar.split_items(list(items)):
+            if stored:
+                for s in columnar.read_store(part[0], Summary):
+                    agg.add(s)
+                continue
+            paths: list[str] = []
+            for path, why in iter_paths(part):
+                if why:
+                    agg.corrupt.append({"path": path, "error": why})
+                    if sink:
+                        sink.add(Summary(path, node_name(path), error=why))
+                else:
+                    paths.append(path)
+            for s in summaries(paths, rejudge, jobs, keep=sink is not None):
+                agg.add(s)
+                if sink:
+                    sink.add(s)
+        if sink:
+            sink.close()
+    finally:
+        if sink:
+            sink.abort()
     return fleet_result(agg)
 
 
