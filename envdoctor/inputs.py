@@ -244,10 +244,11 @@ def _missing_numbers(data: Any, token: str) -> Any:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def shown_name(text: str) -> str:
+def shown_name(text: object) -> str:
     """A file name (or a message naming one) as it may reach a terminal: control characters
-    (ESC, BEL, an OSC sequence's parts, C1, bidi overrides) as escapes, never raw."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    (ESC, BEL, an OSC sequence's parts, C1, bidi overrides) as escapes, never raw. Not a string (a
+    damaged store's column): its text."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def schema_problem(data: Any, name: str) -> str | None:

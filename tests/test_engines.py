@@ -521,3 +521,13 @@ def test_every_readme_configuration_line_runs(tmp_path) -> None:
     features = (dirs["nfd"] / "envdoctor").read_text()
     assert "# +expiry-time=" in features and "feature.node.kubernetes.io/envdoctor.healthy=" in features
     assert "feature.node.kubernetes.io/envdoctor.torch-variant=cpu" in features  # check read this CPU torch
+
+
+def test_the_plain_healthcheck_line_agrees_with_the_engines_verdict_on_a_run_that_judged_nothing() -> None:
+    from envdoctor.output.render import healthcheck_line
+
+    skipped = [f("a", Status.SKIP), f("b", Status.SKIP)]
+    healthy, line = healthcheck_line(skipped, 0.1)
+    assert not healthy and "nothing could be judged" in line
+    assert engines.verdict(skipped).state is State.UNKNOWN
+    assert healthcheck_line([f("a", Status.OK), f("b", Status.SKIP)], 0.1)[0]

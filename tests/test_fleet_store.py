@@ -129,7 +129,7 @@ def test_a_planted_secret_never_reaches_the_parquet_bytes(tmp_path: Path, monkey
     marker = "visible-marker-7731"
     for i in range(3):
         write_report(d / f"n{i}.json", findings=[{"id": "env-vars", "status": "ok", "title": "x"}],
-                     env__vars={"NCCL_IB_HCA": SECRET, "NCCL_NET": f"token={SECRET}", "CUDA_MARK": marker},
+                     env__vars={"NCCL_IB_HCA": SECRET, "NCCL_NET": f"token={SECRET}", "CUDA_VISIBLE_DEVICES": marker},
                      python__packages={"torch": "2.6.0+cu126", "evil": f"https://u:{SECRET}@h/x"},
                      launch__hostname=f"node{i}-{SECRET}" if i else "node0")
     (d / f"report-{SECRET}.json").write_text("{")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor.parsers import ParseError, parse_text
+from envdoctor.parsers import ParseError, parse_text, statements
 from envdoctor.parsers.statements import split_statement
 
 from .statement_shapes import SHAPES
@@ -240,3 +240,36 @@ def test_a_new_driver_and_an_old_gpu_is_an_arch_failure_not_a_driver_problem(tmp
     assert by_id["driver-too-old"]["status"] == "ok", by_id["driver-too-old"]
     commands = by_id["torch-arch-support"]["remediation"]["commands"]
     assert commands and all(_wheel_carries(c, (6, 1)) for c in commands), commands
+
+
+@pytest.mark.parametrize("value", [
+    "planning to buy an RTX 5090 next month", "I don't have an RTX 4090 yet", "RTX 4090 and RTX 3090",
+    "2x RTX 3090, 1x A100", "A100 or H100 (whichever the cluster gives)",
+])
+def test_a_gpu_value_in_prose_or_a_list_of_two_names_no_gpu(value: str) -> None:
+    """Prose around a product name, or two products, is no statement of one GPU: a false GPU would
+    become a false arch failure with a printed reinstall."""
+    assert statements.gpu_value(value) is None
+
+
+@pytest.mark.parametrize(("value", "name"), [
+    ("MSI GeForce RTX 3080 Gaming X Trio", "MSI GeForce RTX 3080 Gaming X Trio"),
+    ("GTX 1650 (sm_75, compute capability 7.5)", "GTX 1650"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+])
+def test_board_makers_words_and_every_capability_mention_are_read(value: str, name: str) -> None:
+    read = statements.gpu_value(value)
+    assert read is not None and read[0] == name
+
+
+@pytest.mark.parametrize(("value", "os_name"), [
+    ("Ubuntu 22.04 (not Windows)", "Linux"), ("research cluster", None), ("not windows", None),
+    ("Windows 11 with WSL2 Ubuntu 22.04", "Linux"), ("Windows 10 Pro", "Windows"), ("Arch Linux", "Linux"),
+])
+def test_the_os_is_read_by_whole_words_the_first_said_and_never_a_negated_one(value: str, os_name: str | None) -> None:
+    assert statements._value("host.os", value) == os_name
+
+
+def test_a_sentence_about_a_version_is_no_statement_of_it() -> None:
+    facts = parse_text("Torch version 2.0.1 did not work, so I upgraded\nPyTorch version: 2.5.1+cu124\n")
+    assert facts["torch.version"].value == "2.5.1+cu124"

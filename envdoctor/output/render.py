@@ -520,10 +520,14 @@ def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
 
 # -- healthcheck -------------------------------------------------------------------------------
 def healthcheck_line(findings: Iterable[Finding], seconds: float, hung: Iterable[str] = ()) -> tuple[bool, str]:
+    findings = list(findings)
     bad = [f for f in findings if f.status in (Status.FAIL, Status.ERROR)]
     hung = list(hung)
-    healthy = not bad and not hung
-    if healthy:
+    if not bad and not hung:
+        # Unknown is never healthy: a run in which every check skipped judged nothing (the engines'
+        # verdict, envdoctor/output/engines.py, says unknown for the same run).
+        if not any(f.status in (Status.OK, Status.WARN) for f in findings):
+            return False, f"unhealthy ({seconds:.2f}s): nothing could be judged (every check skipped)"
         return True, f"healthy ({seconds:.2f}s)"
     # A hang is the most urgent news (a wedged driver), then envdoctor errors, then failures.
     bad.sort(key=lambda f: f.status is not Status.ERROR)

@@ -125,7 +125,9 @@ _QUOTED_KEY_RE = lazy_re(r"^[{\[,\s]*([\"'])(?P<key>[^\"']{1,60})\1\s*(?=[:=])")
 _SPLIT_RE = lazy_re(r"^(?P<key>[A-Za-z][\w .()/?,'+-]{0,60}?)\s*(?::|==|=|\||\t)\s*(?P<value>\S.*)$")
 # "PyTorch version 2.1.0" / "CUDA Version 12.1" (no separator, the key ends in "version").
 # (A package listing's "cuda-version   12.9" is conda's package of that name, no statement.)
-_VERSION_WORD_RE = lazy_re(r"^(?P<key>[A-Za-z][\w .+-]{0,40}? version)\s+(?P<value>v?\d.*)$", re.IGNORECASE)
+# The value is the version and at most a parenthesis: "Torch version 2.0.1 did not work, so I upgraded" is prose.
+_VERSION_WORD_RE = lazy_re(r"^(?P<key>[A-Za-z][\w .+-]{0,40}? version)\s+(?P<value>v?\d[\w.+-]*(?:\s*\([^()]{0,60}\))?)"
+                           r"\s*$", re.IGNORECASE)
 # A key alone: "Pytorch Version" (ComfyUI), "- GPU:" (Lightning), "torch:" / "[torch]" / "\"torch\": {" (a section).
 _KEY_ONLY_RE = lazy_re(r"^(?:\[(?P<section>[A-Za-z][\w .-]{0,40})\]|(?P<key>[A-Za-z][\w .()/?'+-]{0,60}?)\s*"
                        r"(?P<colon>[:=]\s*\{?)?)$")
@@ -229,13 +231,15 @@ def gpu_value(value: str) -> tuple[str, int, int, versions.CC | None] | None:
     if m := _DEVICE_RE.match(text):
         index, text = int(m.group("index")), m.group("name")
     cc: versions.CC | None = None
-    if m := _CC_IN_RE.search(text):
-        cc = _cc(m.group("cc") or m.group("sm") or "")
-        text = (text[:m.start()] + " " + text[m.end():]).strip(" ,;")
+    while m := _CC_IN_RE.search(text):  # "GTX 1650 (sm_75, compute capability 7.5)": every mention
+        cc = cc or _cc(m.group("cc") or m.group("sm") or "")
+        text = (text[:m.start()] + " " + text[m.end():]).strip(" ,;()")
     if m := _COUNT_RE.search(text):
         count = int(m.group("n") or m.group("m"))
         text = (text[:m.start()] + " " + text[m.end():]).strip()
     text = " ".join(text.split())
+    if _LIST_RE.search(text) or not _only_product_words(text):
+        return None  # "RTX 4090 and RTX 3090", "planning to buy an RTX 5090": no one product named
     words = text.lower().replace("-", " ").split()
     branded = any(w in _GPU_WORDS for w in words)
     if not words or len(text) > 100 or len(words) > 12 or count < 1 or any(
@@ -246,6 +250,41 @@ def gpu_value(value: str) -> tuple[str, int, int, versions.CC | None] | None:
     if not ((branded and (has_digit or known)) or (known and has_digit)):
         return None
     return text, index, count, cc
+
+
+# Two products in one value: "RTX 4090 and RTX 3090", "2x RTX 3090, 1x A100", "A100 & H100".
+_LIST_RE = lazy_re(r",|;|\s(?:and|or|&|\+|vs\.?)\s", re.IGNORECASE)
+_WORD_RE = lazy_re(r"[^\W\d_]+(?:'[a-z]+)?|\S*\d\S*", re.IGNORECASE)
+#: Words a GPU value may hold beside the catalogue's own (its product names' words): the vendor's, the
+#: memory's and the board partners' names people paste ("MSI GeForce RTX 3080 Gaming X Trio").
+_BOARD_WORDS = frozenset({
+    "corporation", "corp", "inc", "device", "memory", "vram", "mib", "gib", "founders", "fe", "reference", "asus",
+    "msi", "gigabyte", "evga", "zotac", "pny", "palit", "gainward", "inno3d", "galax", "kfa", "colorful", "asrock",
+    "rog", "strix", "tuf", "gaming", "trio", "aorus", "eagle", "windforce", "ventus", "suprim", "oc", "amp", "twin",
+    "edge", "dual", "fan", "xlr8", "phoenix", "jetstream", "gamerock", "master", "vision", "extreme", "ftw", "ftw3",
+    "sc", "xc", "xlr", "lhr", "blower", "turbo", "aero", "mini", "itx", "vulcan", "igame", "advanced", "ichill",
+    "frostbite", "verto", "uprising", "revel", "epic", "hof", "speedster", "mech", "armor", "gaming_x", "noctua",
+    "proart", "prime", "astral", "ti", "super", "gpu", "nvidia", "geforce", "rtx", "gtx", "card", "graphics"})
+
+
+@functools.cache
+def _product_vocabulary() -> frozenset[str]:
+    """Every word of a product name the catalogue knows (its names and aliases), lower case."""
+    from envdoctor.knowledge import compat as tables
+
+    words: set[str] = set(_BOARD_WORDS) | set(_GPU_WORDS)
+    for row in [*tables.data()["gpus"]["rows"], *tables.gpu_products()]:
+        for name in (row["name"], *row.get("aliases", ())):
+            words.update(w.lower() for w in _WORD_RE.findall(str(name)) if not any(c.isdigit() for c in w))
+    return frozenset(words)
+
+
+def _only_product_words(text: str) -> bool:
+    """Whether every word of ``text`` could be part of a GPU's name: a model number or memory size (it has a
+    digit), or a word of the catalogue's product names or the board makers'. Prose has others ("planning",
+    "buy", "yet")."""
+    vocabulary = _product_vocabulary()
+    return all(any(c.isdigit() for c in w) or w.lower().strip(".") in vocabulary for w in _WORD_RE.findall(text))
 
 
 def _cc(text: str) -> versions.CC | None:
@@ -271,6 +310,25 @@ def _gpu(fact: str, value: str, budget: list[int] | None) -> object | None:
     return gpu_value(value)
 
 
+_OS_TOKEN_RE = lazy_re(r"[a-z0-9]+")
+_NEGATIONS = frozenset({"not", "no", "without", "non"})
+
+
+def _os_name(low: str) -> str | None:
+    """The operating system a value names, by whole words, the first one said (``Ubuntu 22.04 (not
+    Windows)`` is Linux; a negated word counts for nothing); WSL is Linux, whatever Windows hosts it."""
+    tokens = _OS_TOKEN_RE.findall(low)
+    if any(t.startswith("wsl") for t in tokens):
+        return "Linux"
+    words = {word: name for word, name in _OS_WORDS}
+    for i, token in enumerate(tokens):
+        pair = " ".join(tokens[i:i + 2])
+        name = words.get(pair) or words.get(token)
+        if name is not None and not (i and tokens[i - 1] in _NEGATIONS):
+            return name
+    return None
+
+
 def _value(fact: str, value: str, budget: list[int] | None = None) -> object | None:
     low = value.lower()
     if fact in ("gpu", "gpu.device"):
@@ -285,7 +343,7 @@ def _value(fact: str, value: str, budget: list[int] | None = None) -> object | N
     if fact == "host.os":
         if low.strip() in ("nt", "posix"):  # Python's os.name, as ComfyUI prints it
             return "Windows" if low.strip() == "nt" else None
-        return next((name for word, name in _OS_WORDS if word in low), None)
+        return _os_name(low)
     if fact == "host.arch":
         word = low.strip().split()[0] if low.split() else ""
         return _ARCHES.get(word.strip("(),"))
