@@ -224,3 +224,19 @@ def test_list_on_a_pipe_is_one_whole_line_per_check():
     assert proc.returncode == 0 and len(lines) > 40
     assert all(len(line.split("\t")) == 4 and line == line.rstrip() for line in lines)
     assert "host-shm-size\tShared memory (/dev/shm) is large enough for DataLoader workers\tenvdoctor\tyes" in lines
+
+
+def test_a_bug_reaching_the_top_is_one_line_and_exit_3_never_a_traceback_or_1(monkeypatch, capfd) -> None:
+    """Exit 1 means "a failure was found" (a prolog refuses the node for it): a crash of envdoctor must not."""
+    from envdoctor.commands import cli
+
+    def boom(*args, **kwargs):
+        raise KeyError("facts")
+
+    monkeypatch.setattr(cli.main, "main", boom)
+    monkeypatch.setattr(cli.lifecycle, "finish", lambda code: (_ for _ in ()).throw(SystemExit(code)))
+    with pytest.raises(SystemExit) as exited:
+        cli.run()
+    assert exited.value.code == 3
+    err = capfd.readouterr().err
+    assert "internal error (KeyError" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -242,10 +242,10 @@ def test_not_a_store_and_store_into_store_are_one_line_refusals(tmp_path: Path) 
     assert got.exit_code == 2 and "already a store" in got.output
     got = CliRunner().invoke(main, ["fleet", str(d), "--store", str(tmp_path / "no" / "such" / "s.parquet")])
     assert got.exit_code == 2 and "does not exist" in got.output and "Traceback" not in got.output
-    # A store inside the folder being read is a file of that folder, not a second input.
+    # A store inside the folder being read is the fleet's own output: neither a second input nor a broken report.
     (d / "s.parquet").write_bytes(store.read_bytes())
     result = _result([str(d)])
-    assert result["reports"] == 1 and len(result["corrupt"]) == 1
+    assert result["reports"] == 1 and not result["corrupt"]
 
 
 def test_small_bench_counts_what_it_generated(tmp_path: Path) -> None:
@@ -281,3 +281,13 @@ def test_a_store_with_columns_of_the_wrong_types_is_one_line(tmp_path: Path) -> 
     garbage.write_bytes(b"PAR1" + b"\x00" * 100)
     got = CliRunner().invoke(main, ["fleet", str(garbage)])
     assert got.exit_code == 2 and len(got.output.strip().splitlines()) == 1, got.output
+
+
+def test_a_store_written_into_the_reports_folder_is_not_read_back_as_a_broken_report(tmp_path: Path) -> None:
+    d = tmp_path / "r"
+    d.mkdir()
+    for i in range(3):
+        write_report(d / f"n{i}.json")
+    first = fleet([str(d)], store=str(d / "fleet.parquet"))
+    again = fleet([str(d)], store=str(d / "fleet.parquet"))
+    assert not again["corrupt"] and again["reports"] == first["reports"] == 3

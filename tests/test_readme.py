@@ -107,3 +107,10 @@ def test_no_install_of_an_unpublished_package():
 def test_the_kubernetes_job_counts_a_broken_node_and_never_ignores_it():
     assert "action: Ignore" not in README and "action: Count" in README
     assert "https://kubernetes.io/docs/tasks/job/pod-failure-policy/" in README
+
+
+def test_contributing_shows_the_readmes_test_command() -> None:
+    """CONTRIBUTING says the two always agree: hold it to that."""
+    contributing = (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
+    readme_cmd = re.search(r"<!-- test-command -->\n```sh\n(.*?)\n```", README, re.S)
+    assert readme_cmd and f"```sh\n{readme_cmd.group(1)}\n```" in contributing

@@ -166,7 +166,7 @@ def test_healthy_and_drained_by_envdoctor_is_resumed_and_nothing_else_is_touched
 def test_a_hung_driver_drains_within_the_budget_and_an_error_never_does(tmp_path: Path) -> None:
     # nvmlInit never returns: the probe hangs (a wedged driver), and the node is drained in time.
     proc, calls, seconds = run_mode(tmp_path, IDLE, "--max-seconds", "2", nvml={"init_hang": 1})
-    assert proc.returncode == 1 and seconds < 10, (proc.stdout, seconds)
+    assert proc.returncode == 1 and seconds < slurm.HARD_SECONDS, (proc.stdout, seconds)  # the product's bound
     assert calls[-1].startswith("update nodename=gpu017 state=drain reason=envdoctor: probe-hung: the nvml probe"), calls
     # nvmlInit crashes its probe: envdoctor could not look, so scontrol is not even asked.
     proc, calls, _ = run_mode(tmp_path / "b", OURS, nvml={"init_crash": 1})
@@ -178,7 +178,7 @@ def test_scontrol_failing_or_hanging_is_an_error_within_the_hard_budget(tmp_path
     proc, calls, _ = run_mode(tmp_path, IDLE, FAKE_SCONTROL_RC="1")
     assert proc.returncode == 3 and "scontrol show node failed (exit 1" in proc.stdout, proc.stdout
     proc, calls, seconds = run_mode(tmp_path / "b", IDLE, FAKE_SCONTROL_SLEEP="30")
-    assert proc.returncode == 3 and "gave no answer within 5 s" in proc.stdout and seconds < slurm.SCONTROL_SECONDS + 5, (
+    assert proc.returncode == 3 and "gave no answer within 5 s" in proc.stdout and seconds < slurm.HARD_SECONDS, (
         proc.stdout, seconds)
 
 
@@ -439,3 +439,25 @@ def test_the_readme_sbatch_script_runs(cluster: tuple[Cluster, Scenarios]) -> No
     assert titles["cluster-rendezvous"].startswith("All 2 ranks arrived"), titles  # auto: one rank per CPU here
     state = c.run(["scontrol", "show", "job", job], timeout=10).stdout
     assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state + out
+
+
+def test_only_a_driver_probes_hang_drains_another_probes_is_no_verdict() -> None:
+    from envdoctor.model import Status as S
+
+    assert slurm.verdict([f("x", S.OK, "")], ["nvml"]).kind == "unhealthy"
+    other = slurm.verdict([f("x", S.OK, "")], ["visibility"])
+    assert other.kind == "error" and "visibility" in other.cause and "driver" not in other.cause
+
+
+def test_the_prolog_refuses_the_node_only_for_envdoctors_own_unhealthy_answer(tmp_path: Path) -> None:
+    """A crash of envdoctor (exit 1 with a traceback) must not hold a job: only the line 'unhealthy …' does."""
+    prolog = Path(__file__).resolve().parent.parent / "deploy" / "slurm" / "envdoctor-prolog.sh"
+    for said, rc, expected in (("unhealthy (0.3s): drained gpu017: envdoctor: x: y", 1, 1),
+                               ("Traceback (most recent call last):", 1, 0), ("healthy (0.2s)", 0, 0),
+                               ("error (0.1s): could not judge", 3, 0)):
+        fake = tmp_path / f"envdoctor-{rc}-{expected}"
+        fake.write_text(f"#!/bin/sh\necho {shlex.quote(said)}\nexit {rc}\n")
+        fake.chmod(0o755)
+        proc = subprocess.run(["sh", str(prolog)], env={"ENVDOCTOR": str(fake), "ENVDOCTOR_SLURM_LOG": str(tmp_path / "log"),
+                                                         "PATH": os.environ["PATH"]}, capture_output=True, timeout=60)
+        assert proc.returncode == expected, (said, proc)

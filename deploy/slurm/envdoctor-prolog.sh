@@ -12,5 +12,8 @@ line=$("${ENVDOCTOR:-envdoctor}" healthcheck --slurm --max-seconds "${ENVDOCTOR_
 rc=$?
 printf '%s prolog job %s exit %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${SLURM_JOB_ID:-?}" "$rc" "$line" \
   >> "${ENVDOCTOR_SLURM_LOG:-/var/log/envdoctor-slurm.log}" 2>/dev/null
-[ "$rc" -eq 1 ] && exit 1
+# Refused only for envdoctor's own "unhealthy" answer: any other exit 1 (a crash) never holds a job.
+if [ "$rc" -eq 1 ] && printf '%s\n' "$line" | grep -q '^unhealthy '; then
+  exit 1
+fi
 exit 0

@@ -103,6 +103,18 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
     return target.path, target.chosen_by
 
 
+def _internal_error(exc: BaseException) -> int:
+    """A bug of envdoctor's reaching the top: one line on stderr and exit 3, so a HealthCheckProgram, a
+    prolog or NPD never reads it as "unhealthy"; ``ENVDOCTOR_DEBUG=1`` shows the traceback."""
+    if os.environ.get("ENVDOCTOR_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(exc)
+    lifecycle.write_line(f"envdoctor: error: internal error ({type(exc).__name__}: {redact_text(str(exc))[:300]}); "
+                         "please report it (ENVDOCTOR_DEBUG=1 shows the traceback)")
+    return ExitCode.INCOMPLETE
+
+
 def run() -> None:
     """The console entry point: the click group under the one signal path and output layer
     (see :mod:`envdoctor.process.lifecycle`); every way out ends the child groups and exits at once."""
@@ -132,9 +144,12 @@ def run() -> None:
     except (MemoryError, RuntimeError, OSError) as exc:
         line = limit_hit(exc)  # imported with this module: out of file descriptors, no import would work here
         if line is None:
-            raise
-        lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
-        code = ExitCode.INCOMPLETE
+            code = _internal_error(exc)
+        else:
+            lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
+            code = ExitCode.INCOMPLETE
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug is one line and exit 3, never 1 ("a failure")
+        code = _internal_error(exc)
     lifecycle.finish(code)
 
 

@@ -280,6 +280,14 @@ def _init_worker() -> None:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+def _parquet(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
 def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
     """(path, None) for each file to read, (path, why) for an argument that is not one."""
     for item in items:
@@ -287,8 +295,11 @@ def iter_paths(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
             for root, dirs, files in os.walk(item):
                 dirs.sort()
                 for name in sorted(files):
-                    if not name.startswith("."):
-                        yield os.path.join(root, name), None
+                    path = os.path.join(root, name)
+                    # A fleet store beside the reports (`fleet DIR --store DIR/fleet.parquet`) is the
+                    # fleet's own output, no report of a node: read it by naming it, never inside its folder.
+                    if not name.startswith(".") and not (name.endswith(".parquet") and _parquet(path)):
+                        yield path, None
         elif os.path.lexists(item):
             yield item, None
         else:

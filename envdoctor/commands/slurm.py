@@ -49,6 +49,10 @@ MAX_BUDGET = HARD_SECONDS - 2 * SCONTROL_SECONDS - 1.0
 #: Where scontrol is looked for when there is no PATH at all (slurmd gives its programs none).
 SLURM_BIN_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin", "/usr/local/sbin")
 
+#: The probes whose hang is the driver's (NVML, cuInit, the driver's own files: envdoctor/probes/nvidia.py):
+#: a wedged driver drains the node; any other probe's hang is envdoctor not knowing.
+DRIVER_PROBES = frozenset({"nvml", "cuda-driver", "nvml+cuda-driver", "driver"})
+
 UNHEALTHY = "unhealthy"
 HEALTHY = "healthy"
 ERROR = "error"
@@ -85,9 +89,12 @@ def verdict(findings: Iterable[Finding], hung: Iterable[str]) -> Verdict:
     fails = [f for f in v.findings if f.status is Status.FAIL]
     if fails:
         return Verdict(UNHEALTHY, fails[0].id, fails[0].title, len(fails) - 1 + len(v.hung))
-    if v.hung:
-        return Verdict(UNHEALTHY, "probe-hung", f"the {v.hung[0]} probe did not answer (a wedged driver)",
+    wedged = [h for h in v.hung if h in DRIVER_PROBES]
+    if wedged:
+        return Verdict(UNHEALTHY, "probe-hung", f"the {wedged[0]} probe did not answer (a wedged driver)",
                        len(v.hung) - 1)
+    if v.hung:  # another probe (the host's, the visibility's, --micro's torch): envdoctor could not look
+        return Verdict(ERROR, "probe-hung", f"the {v.hung[0]} probe did not answer", len(v.hung) - 1)
     errors = [f for f in v.findings if f.status is Status.ERROR]
     if errors:
         # The error that says what to do first (nvml-init: "NVML crashed the process that loaded it"),

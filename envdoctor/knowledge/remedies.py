@@ -488,7 +488,11 @@ def installs_driver(commands: Iterable[str], links: Iterable[str] = ()) -> bool:
 def envdoctor_upgrade() -> Line:
     """envdoctor itself, in its own environment, from its source: the distribution (``gpu-envdoctor``)
     is not published on a package index, so a bare ``pip install -U gpu-envdoctor`` finds nothing."""
-    return Line(Chain((ShellStep("git-pull", "git pull"), PipInstall(None, (".",), upgrade=True)),
+    import sys
+
+    # The interpreter envdoctor runs in: a bare `pip` is often the system's (PEP 668 refuses it, or it
+    # installs into another environment than envdoctor's own).
+    return Line(Chain((ShellStep("git-pull", "git pull"), PipInstall(sys.executable, (".",), upgrade=True)),
                       note="in your clone of envdoctor"))
 
 
