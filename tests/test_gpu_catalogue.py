@@ -137,3 +137,11 @@ def test_hand_kept_rows_keep_their_name_source_and_peaks() -> None:
 ])
 def test_a_name_that_carries_its_pci_id_is_decided_by_the_id(text: str, cc: tuple[int, int]) -> None:
     assert compat.cc_for_gpu(text) == cc
+
+
+def test_a_name_two_chips_of_one_capability_share_keeps_the_capability_and_no_chips_fields() -> None:
+    # The RTX 3060 Laptop GPU is a GA106M and a GA107M (pci.ids): 8.6 either way; its ids belong to neither alone.
+    info = compat.gpu_by_name("NVIDIA GeForce RTX 3060 Laptop GPU")
+    assert info is not None and info.cc == (8, 6) and info.chip == "" and info.pci_ids == ()
+    one = compat.gpu_by_name("NVIDIA GeForce GTX 1080 Ti")
+    assert one is not None and one.chip == "GP102" and "1b06" in one.pci_ids

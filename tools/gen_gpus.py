@@ -79,7 +79,11 @@ _PRODUCT_RE = re.compile(r"GeForce|Quadro|Tesla|TITAN|RTX|GTX|NVS|Jetson|\bION\b
 _NOT_PRODUCT_RE = re.compile(r"Reserved|Engineering|Desktop Device|Generic|\bES\b|SKU|^[A-Z]{2}\d{3}[A-Z]?-|^PG\d|"
                              r"^D\d\d[A-Z]|DRIVE|Rev\. ?[A-Z0-9]* ?ES")
 _MEMORY_RE = re.compile(r"\b(\d{1,3})\s?GB\b", re.IGNORECASE)
-_MOBILE_RE = re.compile(r"Mobile|Laptop|Max-Q|\b\d{3,4}M\b|\bM\d{3,4}\b|\d{3,4}MX\b|\bMX\d{3}\b", re.IGNORECASE)
+# A laptop part: its name says so (Mobile, Laptop, "940M", "K2000M", "MX150"; Max-Q except the desktop
+# "Max-Q Workstation Edition"), or its chip code does (pci.ids names mobile chips GA106M, GK107GLM, GP108BM).
+# ("Quadro M4000" and "Tesla M2090" are desktop boards: an M before the number is Maxwell's or Fermi's.)
+_MOBILE_RE = re.compile(r"Mobile|Laptop|\b[A-Z]?\d{3,4}M\b|\bMX\s?\d{3}\b|Max-Q(?! Workstation)")
+_MOBILE_CHIP_RE = re.compile(r"\d(?:M|GLM|BM|MX)$")
 
 
 def read_pci(text: str) -> tuple[str, list[tuple[str, str, list[str]]]]:
@@ -233,7 +237,7 @@ def build(compat_table: Mapping[str, Any], pci_text: str, driver: Mapping[str, A
                      "architecture": row["architecture"], "cc": row["cc"], "pci_ids": row["pci_ids"],
                      "memory_gb": int(memory.group(1)) if memory and len(set(_MEMORY_RE.findall(text))) == 1 else None,
                      "last_driver_branch": last, "segment": _segment(row["name"]),
-                     "mobile": bool(_MOBILE_RE.search(row["name"])),
+                     "mobile": bool(_MOBILE_RE.search(row["name"]) or _MOBILE_CHIP_RE.search(row["chip"])),
                      "source": sources, "verified": bool(confirmed.get(row["cc"])), "as_of": as_of,
                      **({"note": row["note"]} if row.get("note") else {})})
     table = {"description": DESCRIPTION, "sources": sorted(SOURCES), "as_of": as_of, "rows": rows}

@@ -317,8 +317,19 @@ def _product_index() -> tuple[Mapping[str, Mapping[str, Any] | None], Mapping[st
     longest = 0
     for row in gpu_data()["gpu_products"]["rows"]:
         for key in row["keys"]:
-            seen = by_name.get(key, row)
-            by_name[key] = row if seen is not None and seen["cc"] == row["cc"] else None
+            if key not in by_name:
+                by_name[key] = row
+                longest = max(longest, key.count(" ") + 1)
+                continue
+            seen = by_name[key]
+            if seen is None or seen["cc"] != row["cc"]:
+                by_name[key] = None  # two chips of different compute capability: no answer
+            elif seen is not row and seen.get("chip") != row.get("chip"):
+                # The same capability on two chips (the RTX 3060 Laptop is a GA106M and a GA107M): the
+                # capability holds, the chip's own fields (ids, memory, driver branch) belong to neither.
+                by_name[key] = {**seen, "chip": "", "pci_ids": [], "memory_gb": None,
+                                "last_driver_branch": seen.get("last_driver_branch")
+                                if seen.get("last_driver_branch") == row.get("last_driver_branch") else None}
             longest = max(longest, key.count(" ") + 1)
         for pci in row["pci_ids"]:
             by_id[pci] = row
