@@ -401,10 +401,11 @@ def standard_stream(path: str | os.PathLike[str]) -> int | None:
     return None
 
 
-def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> None:
+def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str], mode: int | None = None) -> None:
     """Write via a temporary file in the same folder and rename: readers never see half a file.
     Only regular files are written (see :func:`_regular_target`); concurrent writers each rename
-    a complete file, the last one wins."""
+    a complete file, the last one wins. The file follows the umask and keeps an existing file's mode,
+    or takes ``mode`` (an engine's file that another user's daemon reads: 0644)."""
     import tempfile  # only a writer needs it (diagnose FILE --json prints)
 
     target = _regular_target(path)
@@ -421,7 +422,10 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Non
             for piece in ((text,) if isinstance(text, str) else text):
                 fh.write(piece)
             fh.flush()
-            _keep_mode(fh.fileno(), existing)
+            if mode is None:
+                _keep_mode(fh.fileno(), existing)
+            else:
+                os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         _regular_target(target)  # again, just before the rename: it may have changed meanwhile
         os.replace(tmp, target)

@@ -531,3 +531,12 @@ def test_the_plain_healthcheck_line_agrees_with_the_engines_verdict_on_a_run_tha
     assert not healthy and "nothing could be judged" in line
     assert engines.verdict(skipped).state is State.UNKNOWN
     assert healthcheck_line([f("a", Status.OK), f("b", Status.SKIP)], 0.1)[0]
+
+
+def test_a_long_legal_textfile_name_is_written(tmp_path) -> None:
+    """The engines write through the one atomic writer: a 250-character name is legal (NAME_MAX 255), its
+    temporary name must be too; the file is 0644 for node_exporter's user."""
+    target = tmp_path / ("e" * 245 + ".prom")
+    engines.write_prometheus(str(target), "envdoctor_up 1\n")
+    assert target.read_text() == "envdoctor_up 1\n" and (target.stat().st_mode & 0o777) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import enum
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -220,29 +219,17 @@ def prometheus_text(v: Verdict, report: Report | None, *, command: str, finished
     return "\n".join(lines) + "\n"
 
 
-def _write_replace(path: str, text: str, temp_prefix: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` whose name the engine ignores, readable by
-    the engine's user (0644), then rename it over ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix, suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _write_replace(path: str, text: str) -> None:
+    """The one atomic writer (:func:`envdoctor.report.write_atomic`: a dot-named temporary file in the same
+    folder, within NAME_MAX whatever the target's name, renamed over ``path``), readable by the engine's
+    user (0644). node_exporter reads only ``*.prom`` and NFD skips dot files: neither sees the temporary."""
+    from envdoctor.report import write_atomic
 
+    write_atomic(path, text, mode=0o644)
 
 def write_prometheus(path: str, text: str) -> None:
     """The temporary name starts with a dot and ends ``.tmp``: node_exporter reads only ``*.prom``."""
-    _write_replace(path, text, f".{os.path.basename(path)}.")
+    _write_replace(path, text)
 
 
 # -- Node Feature Discovery ----------------------------------------------------------------------------
@@ -308,7 +295,7 @@ def nfd_path(given: str) -> str:
 
 def write_nfd(path: str, text: str) -> None:
     """Written as a dot file (NFD ignores those) and renamed into place."""
-    _write_replace(path, text, f".{os.path.basename(path)}.")
+    _write_replace(path, text)
 
 
 # -- all of them ----------------------------------------------------------------------------------------
