@@ -17,6 +17,7 @@ from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, torch_variant
+from .torch_build import cuda_reinstall, wants_cuda_build
 from ._torch import GET_STARTED, PREVIOUS, TorchBuild, _as_of, _exe, _packages, _torch_dist, torch_build
 
 # ---------------------------------------------------------------------------------------------
@@ -215,6 +216,28 @@ def _judge_variant(facts: Facts, p: _Pair, v: _Verdict, built_for: str | None) -
                       "torch's index")
 
 
+def _verdict(facts: Facts, build: TorchBuild, pkgs: Mapping[str, str], present: list[str]) -> _Verdict:
+    v = _Verdict()
+    row = compat.companions(build.public)
+    torch_night = _nightly_date(build.version)
+    for name in present:
+        pair = _Pair(name, pkgs[name], build, versions.minor_of(build.public), row)
+        built_for = _judge_release(pair, v, torch_night)
+        _judge_variant(facts, pair, v, built_for)
+    return v
+
+
+def mismatched_companions(facts: Facts) -> tuple[str, ...]:
+    """The installed torchvision/torchaudio when torch-companions finds they do not match torch (its
+    verdict, not a refusal or a missing symbol); () otherwise."""
+    build = torch_build(facts)
+    pkgs = _packages(facts)
+    present = [p for p in ("torchvision", "torchaudio") if p in pkgs]
+    if build is None or not present:
+        return ()
+    return tuple(present) if _verdict(facts, build, pkgs, present).problems else ()
+
+
 @check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
 def torch_companions(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "python.packages")
@@ -228,20 +251,20 @@ def torch_companions(facts: Facts) -> Finding | list[Finding]:
         return skip("torch was not read", evidence=ev)
     if not present:
         return skip("No torchvision/torchaudio installed", evidence=ev)
-    v = _Verdict()
-    row = compat.companions(build.public)
-    torch_night = _nightly_date(build.version)
-    for name in present:
-        pair = _Pair(name, pkgs[name], build, versions.minor_of(build.public), row)
-        built_for = _judge_release(pair, v, torch_night)
-        _judge_variant(facts, pair, v, built_for)
-    cmd = remedies.torch_install(_exe(facts), build.public, build.variant or "cpu", present)
+    v = _verdict(facts, build, pkgs, present)
     if v.problems:
         make = fail if v.severe else warn
-        return make("torchvision/torchaudio do not match torch",
-                    detail="; ".join(v.problems) + ". Each domain library pins one torch release and is compiled for "
-                    "its CUDA variant: a mismatch fails at import (\"undefined symbol\", \"operator torchvision::nms does "
-                    f"not exist\", \"compiled with different CUDA major versions\"). {_as_of()}",
+        detail = ("; ".join(v.problems) + ". Each domain library pins one torch release and is compiled for "
+                  "its CUDA variant: a mismatch fails at import (\"undefined symbol\", \"operator torchvision::nms does "
+                  f"not exist\", \"compiled with different CUDA major versions\"). {_as_of()}")
+        if wants_cuda_build(facts):
+            # torch itself is the CPU build where a CUDA one is wanted (torch-cpu-build): the companions
+            # come with the CUDA torch, in torch-cpu-build's own commands, never from the CPU index.
+            rem = cuda_reinstall(facts)
+            return make("torchvision/torchaudio do not match torch", detail=detail, evidence=ev,
+                        remedy=Remediation(rem.text, rem.commands, (*rem.links, PREVIOUS)))
+        cmd = remedies.torch_install(_exe(facts), build.public, build.variant or "cpu", present)
+        return make("torchvision/torchaudio do not match torch", detail=detail,
                     evidence=ev, remedy=Remediation("Reinstall them together from torch's index (pip picks the "
                                                     "companions whose pin matches).", (cmd,), (PREVIOUS,)))
     if not v.judged:
