@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -17,8 +17,8 @@ from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, torch_variant
-from .torch_build import cuda_reinstall, wants_cuda_build
 from ._torch import GET_STARTED, PREVIOUS, TorchBuild, _as_of, _exe, _packages, _torch_dist, torch_build
+from .torch_build import cuda_reinstall, wants_cuda_build
 
 # ---------------------------------------------------------------------------------------------
 # torch-companions
@@ -216,7 +216,7 @@ def _judge_variant(facts: Facts, p: _Pair, v: _Verdict, built_for: str | None) -
                       "torch's index")
 
 
-def _verdict(facts: Facts, build: TorchBuild, pkgs: Mapping[str, str], present: list[str]) -> _Verdict:
+def _verdict(facts: Facts, build: TorchBuild, pkgs: Mapping[str, str], present: Sequence[str]) -> _Verdict:
     v = _Verdict()
     row = compat.companions(build.public)
     torch_night = _nightly_date(build.version)
