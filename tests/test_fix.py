@@ -246,13 +246,32 @@ CASES = [
 ]
 
 
+_BASES: dict[tuple[str, tuple[str, ...]], Path] = {}
+_BASES_LOCK = threading.Lock()
+
+
+def _base(world: World, seed: tuple[str, ...]) -> Path:
+    """One venv seeded with ``seed``, made once per world and copied for each case that starts from it
+    (a copy is milliseconds, a pip install of the seed a second or more on a loaded machine)."""
+    key = (str(world.root), seed)
+    with _BASES_LOCK:
+        if key not in _BASES:
+            where = world.root / "bases" / str(len(_BASES))
+            python = fixenv.make_venv(where, world.pip_dir)
+            fixenv.pip_install(python, world.seed, *seed)
+            _BASES[key] = where
+        return _BASES[key]
+
+
 def _seed(world: World, case: Case) -> Path:
     where = world.root / "venvs" / case.name
     if case.kind == "system":
         python = fixenv.make_system_prefix(where, world.pip_dir)
+        fixenv.pip_install(python, world.seed, *case.seed, system=True)
     else:
-        python = fixenv.make_venv(where, world.pip_dir, uv=case.kind == "uv", conda=case.kind == "conda")
-    fixenv.pip_install(python, world.seed, *case.seed, system=case.kind == "system")
+        # A venv finds its prefix from where bin/python is, so a copy (links kept) is a venv of its own.
+        shutil.copytree(_base(world, case.seed), where, symlinks=True)
+        python = fixenv.mark_venv(where, uv=case.kind == "uv", conda=case.kind == "conda")
     for name in case.conda_owned:
         (where / "conda-meta" / f"{name}-2.5.1-cpu_0.json").write_text(json.dumps({"name": name}))
     return python
