@@ -236,7 +236,6 @@ CONDA_NAMES = {"torch": "pytorch"}
 #: A newer torch comes from conda-forge, whose CUDA build is asked for by its build string
 #: (``pytorch=X=*cuda*``, conda-forge/pytorch-cpu-feedstock#164) and its CUDA major by ``cuda-version``.
 CONDA_LAST_PYTORCH_CHANNEL_RELEASE = (2, 5)
-CONDA_PREVIOUS = PYTORCH_PREVIOUS
 CONDA_FORGE_PYTORCH = "https://github.com/conda-forge/pytorch-cpu-feedstock/issues/164"
 
 
