@@ -70,7 +70,7 @@ def cuda_reinstall(facts: Facts) -> Remediation:
     index. When torchvision/torchaudio do not match that torch (torch-companions' verdict), they are
     removed and installed with it in the same two commands, so torch-companions, which answers a CPU
     torch with this same remedy, and torch-cpu-build ask for one CUDA torch from one index, once."""
-    from .compat_packages import mismatched_companions
+    from ._companions import mismatched_companions
 
     version, variant, reason = suggested_build(facts)
     version = version or str(facts.value("torch.version")).split("+")[0]
