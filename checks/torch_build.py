@@ -65,6 +65,37 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
     return (compat.latest_patch(newest) if newest else None), variant, why
 
 
+def cuda_reinstall(facts: Facts) -> Remediation:
+    """torch-cpu-build's remedy for a CPU torch on a machine that is not CPU-only: torch from the CUDA
+    index. When torchvision/torchaudio do not match that torch (torch-companions' verdict), they are
+    removed and installed with it in the same two commands, so torch-companions, which answers a CPU
+    torch with this same remedy, and torch-cpu-build ask for one CUDA torch from one index, once."""
+    from ._companions import mismatched_companions
+
+    version, variant, reason = suggested_build(facts)
+    version = version or str(facts.value("torch.version")).split("+")[0]
+    companions = mismatched_companions(facts) if wants_cuda_build(facts) else ()
+    also = f" with {' and '.join(companions)} (built for another torch or CUDA)" if companions else ""
+    return Remediation(
+        f"Reinstall torch{also} from the CUDA index. {reason} Pin it (e.g. in a constraints file) so later installs "
+        "do not swap it back to the CPU build.",
+        (remedies.pip_uninstall(_python(facts), ("torch", *companions)),
+         remedies.torch_install(_python(facts), version, variant, companions, force=False)),
+        (GET_STARTED,))
+
+
+def wants_cuda_build(facts: Facts) -> bool:
+    """Whether torch-cpu-build fails for want of a CUDA torch: torch is the CPU build (torch.version.cuda
+    is None, or, not read, a ``+cpu`` tag), not a ROCm one, and an NVIDIA GPU is present. Where no GPU
+    was seen (torch-cpu-build only warns) a CPU torch may be the one meant: its companions then come
+    from the CPU index (torch-companions' own remedy)."""
+    if facts.value("torch.version") is None or facts.value("torch.cuda_version"):
+        return False
+    if not facts.get("torch.cuda_version").ok and torch_variant(facts) != "cpu":
+        return False
+    return not facts.value("torch.hip_version") and cpu_only(facts) is None and gpu_presence(facts)[0] is True
+
+
 def suggested_variant(facts: Facts) -> tuple[str, str]:
     """The CUDA wheel variant to install and why (see suggested_build)."""
     _, variant, why = suggested_build(facts)
@@ -208,14 +239,7 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
         return ok(f"torch {facts.value('torch.version')} is the CPU-only build, which fits this machine",
                   detail=f"This machine is CPU-only ({why_cpu}): a CPU build is the right one, and smaller than a CUDA "
                   "build by gigabytes of CUDA libraries this machine could not use.", evidence=ev)
-    version, variant, reason = suggested_build(facts)
-    version = version or str(facts.value("torch.version")).split("+")[0]
-    remedy = Remediation(
-        f"Reinstall torch from the CUDA index. {reason} Pin it (e.g. in a constraints file) so later installs do "
-        "not swap it back to the CPU build.",
-        (remedies.pip_uninstall(_python(facts), "torch"),
-         remedies.torch_install(_python(facts), version, variant, force=False)),
-        (GET_STARTED,))
+    remedy = cuda_reinstall(facts)
     detail = (f"torch {facts.value('torch.version')} is the CPU-only build (torch.version.cuda is None); "
               "torch.cuda.is_available() is always False and .cuda() raises \"Torch not compiled with CUDA enabled\".")
     if present:

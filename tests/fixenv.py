@@ -136,9 +136,15 @@ def make_venv(path: Path, pip_dir: Path, *, uv: bool = False, conda: bool = Fals
     """A venv without pip of its own, pip reachable through a .pth; returns its interpreter."""
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)
-    python = path / "bin" / "python"
     purelib = site_packages(path)
     (purelib / "_envdoctor_tests_pip.pth").write_text(str(pip_dir) + "\n")
+    return mark_venv(path, uv=uv, conda=conda)
+
+
+def mark_venv(path: Path, *, uv: bool = False, conda: bool = False) -> Path:
+    """Make the venv at ``path`` a uv-managed one (``uv =`` in pyvenv.cfg) or a conda-style prefix
+    (conda-meta/); returns its interpreter."""
+    python = path / "bin" / "python"
     if uv:
         cfg = path / "pyvenv.cfg"
         cfg.write_text(cfg.read_text() + "uv = 0.5.0\n")

@@ -85,6 +85,25 @@ def test_a_package_conda_installed_is_left_to_conda() -> None:
     assert not plan.steps and "conda" in plan.manual[0].why
 
 
+def test_with_the_envs_conda_a_conda_owned_torch_is_a_conda_step() -> None:
+    # PyTorch's channel up to 2.5 (pytorch-cuda=, -c pytorch -c nvidia), conda-forge after it (*cuda*, cuda-version).
+    env = Environment(python=PY, prefix="/v", conda=True, conda_owned=("pytorch",), conda_exe="/base/bin/conda")
+    for version, variant, argv in (
+            ("2.5.1", "cu124", ["pytorch=2.5.1", "pytorch-cuda=12.4", "torchvision", "-c", "pytorch", "-c", "nvidia"]),
+            ("2.4.1", "cpu", ["pytorch=2.4.1", "cpuonly", "torchvision", "-c", "pytorch"]),
+            ("2.7.1", "cu128", ["pytorch=2.7.1=*cuda*", "cuda-version=12.8", "torchvision", "-c", "conda-forge"])):
+        install = remedies.torch_install(PY, version, variant, ("torchvision",), force=False)
+        plan = plan_fix([_finding("torch-cpu-build", Status.FAIL, remedies.pip_uninstall(PY, ("torch", "torchvision")),
+                                  install)], env)
+        (step,) = plan.steps  # the uninstall is left to conda, which replaces a build in place
+        assert step.command.argv() == ["/base/bin/conda", "install", "-p", "/v", "-y", *argv]
+        assert step.command.torch_targets() == ((version, None if variant == "cpu" else variant),)
+        assert plan.answered == ("torch-cpu-build",) and not plan.manual
+    # An uninstall nothing puts back has no conda form here: printed.
+    plan = plan_fix([_finding("t", Status.WARN, remedies.pip_uninstall(PY, "torch"))], env)
+    assert not plan.steps and "conda" in plan.manual[0].why
+
+
 def test_the_printed_remedies_of_a_check_are_unchanged_by_the_fix_fields() -> None:
     line = remedies.torch_install(PY, "2.5.1", "cu124", ("torchvision",))
     assert str(line) == f"{PY} -m pip install --force-reinstall torch==2.5.1 torchvision --index-url " \
@@ -209,6 +228,11 @@ CASES = [
     Case("uv-managed-venv", ("torch==2.5.1+cpu",), True, kind="uv"),
     Case("conda-style-prefix", ("torch==2.5.1+cpu",), True, kind="conda"),
     Case("conda-owns-torch", ("torch==2.5.1+cpu",), False, kind="conda", conda_owned=("torch",), expect_steps=False),
+    # The env's own conda (a stand-in: tests/fakes/conda_standin.py, not a real conda) changes what conda installed.
+    Case("conda-owns-torch-and-conda-fixes-it", ("torch==2.5.1+cpu",), True, kind="conda", conda_owned=("pytorch",),
+         notes={"conda": True}),
+    Case("conda-with-a-mislabelled-wheel", ("torch==2.5.1+cpu",), False, kind="conda", conda_owned=("pytorch",),
+         index="broken", notes={"conda": True}),
     # Its remedies install into a new venv (PEP 668): the user's steps, never fix's.
     Case("externally-managed-interpreter", ("torch==2.5.1+cpu",), False, kind="system", expect_steps=False),
     Case("numpy-2-under-an-old-torch", ("torch==2.4.0+cu121", "numpy==2.1.0"), False, expect_steps=False),
@@ -222,13 +246,32 @@ CASES = [
 ]
 
 
+_BASES: dict[tuple[str, tuple[str, ...]], Path] = {}
+_BASES_LOCK = threading.Lock()
+
+
+def _base(world: World, seed: tuple[str, ...]) -> Path:
+    """One venv seeded with ``seed``, made once per world and copied for each case that starts from it
+    (a copy is milliseconds, a pip install of the seed a second or more on a loaded machine)."""
+    key = (str(world.root), seed)
+    with _BASES_LOCK:
+        if key not in _BASES:
+            where = world.root / "bases" / str(len(_BASES))
+            python = fixenv.make_venv(where, world.pip_dir)
+            fixenv.pip_install(python, world.seed, *seed)
+            _BASES[key] = where
+        return _BASES[key]
+
+
 def _seed(world: World, case: Case) -> Path:
     where = world.root / "venvs" / case.name
     if case.kind == "system":
         python = fixenv.make_system_prefix(where, world.pip_dir)
+        fixenv.pip_install(python, world.seed, *case.seed, system=True)
     else:
-        python = fixenv.make_venv(where, world.pip_dir, uv=case.kind == "uv", conda=case.kind == "conda")
-    fixenv.pip_install(python, world.seed, *case.seed, system=case.kind == "system")
+        # A venv finds its prefix from where bin/python is, so a copy (links kept) is a venv of its own.
+        shutil.copytree(_base(world, case.seed), where, symlinks=True)
+        python = fixenv.mark_venv(where, uv=case.kind == "uv", conda=case.kind == "conda")
     for name in case.conda_owned:
         (where / "conda-meta" / f"{name}-2.5.1-cpu_0.json").write_text(json.dumps({"name": name}))
     return python
@@ -239,10 +282,16 @@ def _index(world: World, case: Case) -> Path:
             "missing": world.root / "empty-index"}[case.index]
 
 
+CONDA_STANDIN = Path(__file__).resolve().parent / "fakes" / "conda_standin.py"
+
+
 def _env(world: World, case: Case, cfg: Path, pypi: Path | None = None) -> dict[str, str]:
+    conda = {"CONDA_EXE": str(CONDA_STANDIN), "CONDA_STANDIN_CHANNEL": str(_index(world, case)),
+             "CONDA_STANDIN_LOG": str(world.root / f"conda-{case.name}.log")} if case.notes.get("conda") else \
+        {"CONDA_EXE": ""}
     return {"FAKE_NVML_CONFIG": str(cfg), "LD_LIBRARY_PATH": world.nvml_dir, "ENVDOCTOR_STANDIN_CC": case.cc,
             "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(pypi or world.pypi), "UV_OFFLINE": "1",
-            "UV_FIND_LINKS": str(pypi or world.pypi)}
+            "UV_FIND_LINKS": str(pypi or world.pypi), **conda}
 
 
 def _nvml_cfg(world: World, case: Case) -> Path:
@@ -268,13 +317,20 @@ def _torch(freeze: bytes) -> str | None:
 def _run_case(world: World, case: Case) -> dict[str, Any]:
     python = _seed(world, case)
     before = fixenv.freeze(python)
+    meta_before = _conda_meta(python)
     cfg = _nvml_cfg(world, case)
     (world.root / "empty-index").mkdir(exist_ok=True)
     out = run_cli(["fix", "--yes", "--json", "--python", str(python), "--torch-index", str(_index(world, case))],
                   env=_env(world, case, cfg, _pypi_for(world, case)), timeout=240)
     after = fixenv.freeze(python)
     doc = json.loads(out.stdout) if out.stdout.strip().startswith(b"{") else {}
-    return {"case": case, "rc": out.rc, "doc": doc, "before": before, "after": after, "text": out.text}
+    return {"case": case, "rc": out.rc, "doc": doc, "before": before, "after": after, "text": out.text,
+            "meta_before": meta_before, "meta_after": _conda_meta(python)}
+
+
+def _conda_meta(python: Path) -> dict[str, bytes]:
+    folder = python.parent.parent / "conda-meta"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.is_dir() else {}
 
 
 @pytest.fixture(scope="module")
@@ -437,3 +493,31 @@ def test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back(world
     assert restored.rc == 0, restored.text
     assert "byte-identical" in restored.text
     assert fixenv.freeze(python) == before
+
+
+def test_a_package_conda_installed_is_changed_by_the_envs_conda_as_planned_and_rolled_back_with_conda_meta(
+        world: World, results: list[dict[str, Any]]) -> None:
+    r = next(r for r in results if r["case"].name == "conda-owns-torch-and-conda-fixes-it")
+    doc = r["doc"]
+    assert r["rc"] == 0 and doc["outcome"]["status"] == "fixed", r["text"]
+    assert doc["target"]["conda_exe"] == str(CONDA_STANDIN)
+    prefix = doc["target"]["prefix"]
+    (step,) = doc["plan"]["steps"]  # conda replaces the CPU build in place: no uninstall first
+    assert step["argv"] == [str(CONDA_STANDIN), "install", "-p", prefix, "-y", "pytorch=2.5.1", "pytorch-cuda=12.4",
+                            "-c", "pytorch", "-c", "nvidia"], step
+    # The commands the stand-in was called with are the snapshot's lists and then exactly the planned step.
+    calls = [json.loads(line) for line in (world.root / f"conda-{r['case'].name}.log").read_text().splitlines()]
+    assert calls == [["list", "-p", prefix, "--explicit"], ["list", "-p", prefix, "--json"], step["argv"][1:]]
+    assert _torch(r["after"]) == "2.5.1+cu124"
+    snap = Path(doc["snapshot"])
+    assert "@EXPLICIT" in (snap / "conda-explicit.txt").read_text()
+    assert json.loads((snap / "conda-list.json").read_text())[0]["name"] == "pytorch"
+    metas = sorted(p.name for p in (Path(prefix) / "conda-meta").glob("*.json"))
+    assert metas == ["pytorch-2.5.1-py_cu124_0.json", "pytorch-cuda-12.4-0.json"], metas
+    # A conda step whose finding still fails (a mislabelled wheel) is rolled back, conda-meta/ with the files.
+    r = next(r for r in results if r["case"].name == "conda-with-a-mislabelled-wheel")
+    assert r["rc"] == 1 and r["doc"]["outcome"]["status"] == "rolled-back", r["text"]
+    assert r["doc"]["outcome"]["steps"][0]["command"].startswith(str(CONDA_STANDIN) + " install")
+    assert r["after"] == r["before"] and r["meta_after"] == r["meta_before"], r["text"]
+    assert "history" in r["meta_after"] and r["meta_after"]["history"] == b""
+

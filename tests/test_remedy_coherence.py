@@ -204,3 +204,48 @@ def test_rejudging_a_saved_report_coheres_the_same(tmp_path):
     again = rejudge(saved)
     assert again["findings"] == first["findings"]
     assert "gpu-eol (fail) rules out" in by_id(again)["driver-too-old"]["remediation"]["text"]
+
+
+_CPU_TORCH_CUDA_TORCHVISION = """\
+PyTorch version: 2.5.1+cpu
+Is debug build: False
+CUDA used to build PyTorch: None
+ROCM used to build PyTorch: N/A
+
+OS: Ubuntu 22.04.4 LTS (x86_64)
+Python version: 3.11.9 (main, Apr  6 2024, 17:59:24) [GCC 11.4.0] (64-bit runtime)
+Python platform: Linux-5.15.0-105-generic-x86_64-with-glibc2.35
+Is CUDA available: False
+CUDA runtime version: No CUDA
+GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090
+Nvidia driver version: 550.54.15
+
+Versions of relevant libraries:
+[pip3] numpy==1.26.4
+[pip3] torch==2.5.1+cpu
+[pip3] torchvision==0.20.1+cu121
+"""
+
+
+def test_a_cpu_torch_with_a_cuda_torchvision_on_a_gpu_gets_one_cuda_install_of_both():
+    # Once torch-companions (it comes first) decided for torch's own CPU index, so cohere emptied
+    # torch-cpu-build's remedy: the screen said to reinstall torchvision from the cpu index on a GPU box.
+    from envdoctor.pipeline.diagnose import diagnose as judge
+    from envdoctor.pipeline.fixplan import Environment, plan_fix
+    from envdoctor.registry import load_registry
+
+    findings = judge(parse_text(_CPU_TORCH_CUDA_TORCHVISION), load_registry(plugins=False))
+    found = {f.id: f for f in findings}
+    cpu, companions = found["torch-cpu-build"], found["torch-companions"]
+    assert cpu.status is Status.FAIL and companions.status is Status.FAIL
+    every = [c for f in findings for c in f.remediation.command_lines()]
+    assert not [c for c in every if "/whl/cpu" in c], every
+    assert "Left out here" not in cpu.remediation.text
+    assert cpu.remediation.commands == companions.remediation.commands
+    uninstall, install = cpu.remediation.commands
+    assert uninstall == "python -m pip uninstall -y torch torchvision"
+    assert install.startswith("python -m pip install torch==2.5.1 torchvision --index-url https://download.pytorch.org/whl/cu")
+    # fix runs them once, each answering both findings.
+    plan = plan_fix(findings, Environment(python="python", prefix="/v"))
+    assert [s.command.render() for s in plan.steps] == [uninstall, install]
+    assert all(set(s.findings) == {"torch-cpu-build", "torch-companions"} for s in plan.steps)

@@ -76,6 +76,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_fix.py::test_without_yes_the_plan_is_printed_and_nothing_changes",
     "test_fix.py::test_a_kill_mid_install_leaves_a_byte_identical_freeze",
     "test_fix.py::test_after_a_kill_9_of_envdoctor_itself_restore_puts_the_snapshot_back",
+    "test_fix.py::test_a_package_conda_installed_is_changed_by_the_envs_conda_as_planned_and_rolled_back_with_conda_meta",
     "test_fleet_store.py::test_the_readme_commands_run",  # two `fleet` CLI runs (pyarrow imported in each)
     "test_cli.py::test_check_runs_end_to_end_on_this_machine",
     # Screens through the CLI that run `check`/`report` with the torch child, or torchrun.

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from envdoctor.knowledge import remedies
 from envdoctor.pipeline.fixplan import Environment, FixPlan, plan_fix, requirement_name
 from envdoctor.pipeline.plan import Plan
 from envdoctor.process import lifecycle
@@ -94,6 +95,32 @@ def conda_owned(prefix: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
+def conda_manager(prefix: str) -> str | None:
+    """The conda environment's own manager: ``$CONDA_EXE`` (set by ``conda activate``), the base
+    installation's conda beside ``prefix`` (``BASE/envs/NAME`` -> ``BASE/bin/conda``; the base env's
+    own ``bin/conda``), else mamba, micromamba or conda on PATH."""
+    candidates = [os.environ.get("CONDA_EXE") or "", os.path.join(prefix, "..", "..", "bin", "conda"),
+                  os.path.join(prefix, "bin", "conda")]
+    for exe in candidates:
+        if exe and os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return os.path.abspath(exe)
+    return next((found for name in ("mamba", "micromamba", "conda") if (found := shutil.which(name))), None)
+
+
+def conda_snapshot(exe: str, prefix: str, folder: Path) -> None:
+    """``conda list -p PREFIX --explicit`` (the exact package URLs: ``conda create -p NEW --file`` it to
+    re-create the env) and ``--json`` into the snapshot folder."""
+    for flag, name in (("--explicit", "conda-explicit.txt"), ("--json", "conda-list.json")):
+        try:
+            out = subprocess.run([exe, "list", "-p", prefix, flag], capture_output=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise FixError(f"{exe} list {flag} failed: {exc}; nothing was changed") from None
+        if out.returncode:
+            raise FixError(f"{exe} list {flag} exited {out.returncode}: "
+                           f"{out.stderr.decode('utf-8', 'replace').strip()[-300:]}; nothing was changed")
+        (folder / name).write_bytes(out.stdout)
+
+
 def _uv() -> str | None:
     """uv on PATH, or installed beside envdoctor (its own venv's bin)."""
     beside = os.path.join(os.path.dirname(sys.executable), "uv")
@@ -136,6 +163,7 @@ def take_tree(folders: list[str], tree: Path) -> None:
     for i, folder in enumerate(folders):
         dest = tree / str(i)
         dest.mkdir(parents=True)
+        in_place = os.path.basename(folder) == "conda-meta"  # conda appends to conda-meta/history: copied
         if not os.path.isdir(folder):
             continue
         for root, dirs, files in os.walk(folder):
@@ -149,7 +177,10 @@ def take_tree(folders: list[str], tree: Path) -> None:
                     (here / d).mkdir()
             dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
             for name in files:
-                _link_or_copy(os.path.join(root, name), str(here / name))
+                if in_place:
+                    shutil.copy2(os.path.join(root, name), str(here / name), follow_symlinks=False)
+                else:
+                    _link_or_copy(os.path.join(root, name), str(here / name))
 
 
 def _same(a: str, b: str) -> bool:
@@ -311,6 +342,7 @@ def build_environment(python: str, info: dict[str, Any], torch: str | None, torc
     return Environment(python=python, prefix=str(info.get("prefix") or ""), installer=installer,
                        conda=bool(info.get("conda")),
                        conda_owned=conda_owned(str(info["prefix"])) if info.get("conda") else (),
+                       conda_exe=conda_manager(str(info["prefix"])) if info.get("conda") else None,
                        externally_managed=bool(info.get("externally_managed")), torch=torch, torch_index=torch_index)
 
 
@@ -368,7 +400,8 @@ def restore_snapshot(folder: str, echo: Callable[[str], None] = print) -> int:
 def _print_plan(fp: FixPlan, env: Environment, out: Outcome) -> None:
     titles = dict(fp.titles)
     if fp.steps:
-        out.say(f"Plan for {env.python} (installer: {env.installer}{', conda environment' if env.conda else ''}):")
+        conda = f", conda environment{f' (its conda: {env.conda_exe})' if _conda_steps(fp) else ''}" if env.conda else ""
+        out.say(f"Plan for {env.python} (installer: {env.installer}{conda}):")
         for n, s in enumerate(fp.steps, 1):
             answers = ", ".join(f"{i} ({titles.get(i, '')})" for i in s.findings)
             out.say(f"  {n}. answers {answers}")
@@ -387,7 +420,8 @@ def _fix(plan: Plan, yes: bool, torch_index: str | None, out: Outcome, doc: dict
     before = examine(plan)
     torch = _torch_of(before)
     env = build_environment(python, info, torch, torch_index)
-    doc["target"].update({"prefix": env.prefix, "installer": env.installer, "conda": env.conda, "torch": torch})
+    doc["target"].update({"prefix": env.prefix, "installer": env.installer, "conda": env.conda, "torch": torch,
+                          "conda_exe": env.conda_exe})
     fp = plan_fix(before.findings, env)
     if fp.steps and "+cu" in (torch or ""):
         # The constraints file is named now, so the plan shows it; it is written with the snapshot.
@@ -415,7 +449,12 @@ def _fix(plan: Plan, yes: bool, torch_index: str | None, out: Outcome, doc: dict
         out.status = "planned"
         out.say("Nothing was changed: run again with --yes to apply this plan.")
         return int(ExitCode.FAIL)
-    return _apply(plan, fp, env, [str(d) for d in info.get("dirs") or []], out, doc)
+    folders = [str(d) for d in info.get("dirs") or []]
+    if _conda_steps(fp):
+        # conda records what it installed in conda-meta/: restored with the files, so conda's view
+        # after a rollback is the one before (conda-explicit.txt is kept for re-creating the env).
+        folders.append(os.path.join(env.prefix, "conda-meta"))
+    return _apply(plan, fp, env, folders, out, doc)
 
 
 _STAMP: list[str] = []
@@ -436,7 +475,9 @@ def _apply(plan: Plan, fp: FixPlan, env: Environment, folders: list[str], out: O
                 original = _snapshot(env, fp, folders, folder, doc)
             if guard.signum:  # a signal while the snapshot was written: nothing has changed yet
                 raise Interrupted(guard.signum)
-            out.say(f"Snapshot: {folder} (freeze.txt: pip freeze --all; tree/: the installed files, hard-linked)")
+            out.say(f"Snapshot: {folder} (freeze.txt: pip freeze --all; tree/: the installed files, hard-linked"
+                    + ("; conda-explicit.txt, conda-list.json: conda list --explicit/--json, conda-meta/ copied"
+                       if _conda_steps(fp) else "") + ")")
             failed = _run_steps(fp, env, guard, folder, out)
             if failed is None:
                 failed = _verify(plan, fp, env, out)
@@ -473,6 +514,9 @@ def _snapshot(env: Environment, fp: FixPlan, folders: list[str], folder: Path, d
         (folder / "freeze.txt").write_bytes(original)
         if env.conda:
             (folder / "conda-owned.txt").write_text("".join(n + "\n" for n in env.conda_owned))
+        if _conda_steps(fp):
+            assert env.conda_exe is not None
+            conda_snapshot(env.conda_exe, env.prefix, folder)
         if env.constraints:
             Path(env.constraints).write_text(f"torch=={env.torch}\n")
         elif fp.steps and "+cu" in (env.torch or ""):
@@ -486,6 +530,10 @@ def _snapshot(env: Environment, fp: FixPlan, folders: list[str], folder: Path, d
         raise FixError(f"cannot write the snapshot in {folder}: {exc.strerror or exc}; nothing was changed") from None
     doc["snapshot"] = str(folder)
     return original
+
+
+def _conda_steps(fp: FixPlan) -> bool:
+    return any(isinstance(s.command, remedies.CondaEnvInstall) for s in fp.steps)
 
 
 def _run_steps(fp: FixPlan, env: Environment, guard: Guard, folder: Path, out: Outcome) -> str | None:

@@ -227,6 +227,78 @@ class PipUninstall(Command):
         return "torch" in self.packages
 
 
+#: conda's names for the pip distributions fix may change in a conda environment: the pytorch
+#: channel and conda-forge publish torch as ``pytorch`` (https://pytorch.org/get-started/previous-versions/,
+#: https://github.com/conda-forge/pytorch-cpu-feedstock/issues/164); the companions keep their names.
+CONDA_NAMES = {"torch": "pytorch"}
+#: The last torch release on PyTorch's own conda channel: "2.5 will be the last release of PyTorch that
+#: will be published to the pytorch channel on Anaconda" (https://github.com/pytorch/pytorch/issues/138506).
+#: A newer torch comes from conda-forge, whose CUDA build is asked for by its build string
+#: (``pytorch=X=*cuda*``, conda-forge/pytorch-cpu-feedstock#164) and its CUDA major by ``cuda-version``.
+CONDA_LAST_PYTORCH_CHANNEL_RELEASE = (2, 5)
+CONDA_FORGE_PYTORCH = "https://github.com/conda-forge/pytorch-cpu-feedstock/issues/164"
+
+
+class CondaEnvInstall(Command):
+    """``CONDA install -p PREFIX -y SPEC… [-c CHANNEL…]``: a conda environment's own manager (conda,
+    mamba or micromamba, which take the same words) installing into that prefix; how ``envdoctor fix``
+    changes a package conda installed."""
+
+    exe: str
+    prefix: str
+    specs: tuple[str, ...]
+    channels: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        return [self.exe, "install", "-p", self.prefix, "-y", *self.specs,
+                *(a for c in self.channels for a in ("-c", c))]
+
+    def words(self) -> str:
+        return " ".join(shlex.quote(a) for a in self.argv())
+
+    def torch_targets(self) -> tuple[Target, ...]:
+        pin = next((p for p in self.specs if p == "pytorch" or p.startswith("pytorch=")), None)
+        if pin is None:
+            return ()
+        version = pin.split("=")[1] if "=" in pin else None
+        cuda = next((p.split("=", 1)[1] for p in self.specs if p.startswith(("pytorch-cuda=", "cuda-version="))), None)
+        return ((version or None, f"cu{cuda.replace('.', '')}" if cuda else None),)
+
+
+def conda_name(pip_name: str) -> str:
+    """conda's name of a pip distribution (``torch`` -> ``pytorch``)."""
+    return CONDA_NAMES.get(pip_name, pip_name)
+
+
+def conda_env_install(exe: str, prefix: str, install: PipInstall) -> CondaEnvInstall:
+    """The conda install that does what ``install`` (a torch remedy's pip install) asks, in a conda env.
+
+    torch <= 2.5 from PyTorch's channel, as its install page wrote it: ``pytorch=X pytorch-cuda=12.4
+    -c pytorch -c nvidia`` (``cpuonly`` for the CPU build); a newer torch from conda-forge:
+    ``pytorch=X=*cuda*`` with ``cuda-version=12.4`` (``pytorch=X=*cpu*`` for the CPU build)."""
+    from envdoctor.knowledge import versions
+
+    cuda = versions.variant_cuda(install.variant)
+    specs: list[str] = []
+    version: str | None = None
+    for p in install.packages:
+        req = p.strip("'\"")
+        name, _, pin = req.partition("==")
+        if name == "torch":
+            version = pin or None
+        else:
+            specs.append(f"{conda_name(name)}={pin}" if pin else conda_name(name))
+    release = tuple(int(x) for x in (version or "0.0").split(".")[:2] if x.isdigit())
+    if version is not None and release <= CONDA_LAST_PYTORCH_CHANNEL_RELEASE:
+        torch_specs = [f"pytorch={version}", f"pytorch-cuda={cuda}" if cuda else "cpuonly"]
+        channels: tuple[str, ...] = ("pytorch", "nvidia") if cuda else ("pytorch",)
+    else:
+        build = "*cuda*" if cuda else "*cpu*"
+        torch_specs = [f"pytorch={version or '*'}={build}", *([f"cuda-version={cuda}"] if cuda else [])]
+        channels = ("conda-forge",)
+    return CondaEnvInstall(exe, prefix, (*torch_specs, *specs), channels)
+
+
 class CondaInstall(Command):
     """``conda install -c CHANNEL PACKAGE``."""
 

@@ -35,6 +35,7 @@ class Environment(Record):
     installer: str = "pip"  # pip, uv (a uv-managed venv)
     conda: bool = False  # a conda environment (conda-meta/): packages conda owns are not pip's to change
     conda_owned: tuple[str, ...] = ()  # normalised names of the packages conda installed
+    conda_exe: str | None = None  # the env's own conda, mamba or micromamba (None: conda's packages are printed)
     externally_managed: bool = False  # PEP 668: the distribution's interpreter, not a venv
     torch: str | None = None  # the installed torch's version (``2.5.1+cu121``)
     torch_index: str | None = None  # ``--torch-index``: the base of the variant indexes (URL or folder)
@@ -51,7 +52,8 @@ class Step(Record):
     def as_dict(self) -> dict[str, object]:
         argv = getattr(self.command, "argv", None)
         return {"findings": list(self.findings), "command": self.command.render(), "argv": argv() if argv else None,
-                "installer": getattr(self.command, "installer", None), "interpreter": getattr(self.command, "python", None),
+                "installer": getattr(self.command, "installer", None) or getattr(self.command, "exe", None),
+                "interpreter": getattr(self.command, "python", None),
                 "changes": self.changes}
 
 
@@ -105,6 +107,10 @@ def _changes(command: remedies.Command) -> str:
         how = " (reinstalled)" if command.force_reinstall else " (upgraded)" if command.upgrade else ""
         kept = f"; keeps the installed torch (constraints {command.constraints})" if command.constraints else ""
         return f"installs {what}{where}{how}{kept}"
+    if isinstance(command, remedies.CondaEnvInstall):
+        return (f"installs {', '.join(command.specs)} from {', '.join(command.channels)} with "
+                f"{command.exe.rsplit('/', 1)[-1]} into {command.prefix} (conda installed them; the solver may "
+                "change their dependencies too)")
     return ""
 
 
@@ -145,7 +151,26 @@ def _for_target(command: remedies.Command, env: Environment) -> remedies.Command
 def _conda_owned(command: remedies.Command, env: Environment) -> list[str]:
     if not env.conda or not isinstance(command, (remedies.PipInstall, remedies.PipUninstall)):
         return []
-    return [n for n in (requirement_name(p) for p in command.packages) if n in env.conda_owned]
+    return [n for n in (requirement_name(p) for p in command.packages)
+            if n in env.conda_owned or remedies.conda_name(n) in env.conda_owned]
+
+
+def _with_conda(runs: list[remedies.Command], env: Environment) -> list[remedies.Command] | None:
+    """A remedy's pip commands as the env's conda runs them: each install becomes a conda install of
+    the same packages (remedies.conda_env_install); an uninstall of packages a later install puts back
+    is left to conda, which replaces a build in place. None when a command has no conda form."""
+    assert env.conda_exe is not None
+    out: list[remedies.Command] = []
+    for i, c in enumerate(runs):
+        if isinstance(c, remedies.PipUninstall):
+            later = {requirement_name(p) for r in runs[i + 1:] if isinstance(r, remedies.PipInstall) for p in r.packages}
+            if not {requirement_name(p) for p in c.packages} <= later:
+                return None
+            continue
+        if not isinstance(c, remedies.PipInstall) or c.no_deps or c.upgrade:
+            return None
+        out.append(remedies.conda_env_install(env.conda_exe, env.prefix, c))
+    return out
 
 
 def plan_fix(findings: Iterable[Finding], env: Environment) -> FixPlan:
@@ -173,15 +198,17 @@ def plan_fix(findings: Iterable[Finding], env: Environment) -> FixPlan:
         if not runs:
             continue
         owned = [n for c in runs for n in _conda_owned(c, env)]
-        if owned:
+        conda_runs = _with_conda(runs, env) if owned and env.conda_exe else None
+        if owned and conda_runs is None:
+            how = ("with conda, not pip (no conda, mamba or micromamba of this environment was found)"
+                   if not env.conda_exe else "with conda, not pip")
             manual.append(Manual(f.id, f.title, tuple(str(c) for c in commands),
-                                 f"conda installed {', '.join(sorted(set(owned)))} in this environment: change it "
-                                 "with conda, not pip"))
+                                 f"conda installed {', '.join(sorted(set(owned)))} in this environment: change it {how}"))
             continue
         answered.append(f.id)
         titles.append((f.id, f.title))
-        for c in runs:
-            target = _for_target(c, env)
+        for c in conda_runs if conda_runs is not None else runs:
+            target = c if conda_runs is not None else _for_target(c, env)
             same = next((i for i, s in enumerate(steps) if s.command == target), None)
             if same is not None:
                 if f.id not in steps[same].findings:
