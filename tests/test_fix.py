@@ -521,3 +521,31 @@ def test_a_package_conda_installed_is_changed_by_the_envs_conda_as_planned_and_r
     assert r["after"] == r["before"] and r["meta_after"] == r["meta_before"], r["text"]
     assert "history" in r["meta_after"] and r["meta_after"]["history"] == b""
 
+
+
+@pytest.mark.parametrize("target", ["{}", "[1]", '{"python": 3}'])
+def test_restore_from_a_damaged_snapshot_is_one_line_and_exit_2(tmp_path: Path, target: str) -> None:
+    (tmp_path / "target.json").write_text(target)
+    (tmp_path / "folders.txt").write_text("")
+    (tmp_path / "freeze.txt").write_text("")
+    said: list[str] = []
+    from envdoctor.commands.fix import restore_snapshot
+
+    assert restore_snapshot(str(tmp_path), echo=said.append) == 2 and len(said) == 1 and "not a snapshot" in said[0]
+
+
+def test_anything_that_breaks_after_the_first_change_is_rolled_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only a signal: a verification that cannot run (or a full disk) after a step changed the environment
+    rolls it back and exits 3."""
+    from envdoctor.commands import fix as fixmod
+
+    rolled: list[bool] = []
+    monkeypatch.setattr(fixmod, "_snapshot", lambda *a: b"freeze")
+    monkeypatch.setattr(fixmod, "_snapshot_dir", lambda env: Path("/nonexistent-envdoctor-test"))
+    monkeypatch.setattr(fixmod, "_run_steps", lambda *a: None)
+    monkeypatch.setattr(fixmod, "_verify", lambda *a: (_ for _ in ()).throw(fixmod.FixError("registry broken")))
+    monkeypatch.setattr(fixmod, "_rollback", lambda *a: rolled.append(True) or True)
+    monkeypatch.setattr(fixmod, "_conda_steps", lambda fp: False)
+    out = fixmod.Outcome()
+    code = fixmod._apply(None, None, None, [], out, {})  # type: ignore[arg-type]
+    assert rolled == [True] and code == 3 and any("could not finish: registry broken" in line for line in out.lines)

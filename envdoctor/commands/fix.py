@@ -325,16 +325,25 @@ def _local(version: str | None) -> str:
 
 
 class Outcome:
-    def __init__(self) -> None:
+    """What fix did, said as it happens: each line reaches ``live`` at once (the plan and the snapshot's
+    folder are on the screen before the first step runs, so a kill -9 mid-install leaves the user what
+    ``--restore`` needs), and is kept for ``--json``."""
+
+    def __init__(self, live: Callable[[str], None] | None = None) -> None:
         self.status = "planned"
         self.steps: list[dict[str, Any]] = []
         self.verified: dict[str, str] = {}
         self.restored: dict[str, Any] | None = None
         self.lines: list[str] = []
         self.code: int = ExitCode.FAIL
+        self.live = live
 
     def say(self, line: str) -> None:
         self.lines.append(line)
+        if self.live is not None:
+            from envdoctor.redact import redact_text
+
+            self.live(redact_text(line))
 
 
 def build_environment(python: str, info: dict[str, Any], torch: str | None, torch_index: str | None) -> Environment:
@@ -349,7 +358,8 @@ def build_environment(python: str, info: dict[str, Any], torch: str | None, torc
 def run_fix(plan: Plan, *, yes: bool, as_json: bool, torch_index: str | None,
             echo: Callable[[str], None] = print) -> int:
     """``envdoctor fix``: the exit code (module docstring)."""
-    out = Outcome()
+    # The terminal gets each line as it is said; --json prints the document at the end (its lines on stderr live).
+    out = Outcome(live=(lambda line: print(line, file=sys.stderr, flush=True)) if as_json else echo)
     doc: dict[str, Any] = {"kind": "envdoctor-fix", "schema_version": SCHEMA_VERSION,
                            "target": {"python": plan.python, "chosen_by": plan.python_chosen_by}}
     try:
@@ -359,16 +369,10 @@ def run_fix(plan: Plan, *, yes: bool, as_json: bool, torch_index: str | None,
         out.say(f"envdoctor fix: could not complete: {exc}")
     doc["outcome"] = {"status": out.status, "exit_code": code, "steps": out.steps, "verified": out.verified,
                       "restored": out.restored}
-    from envdoctor.redact import redact_text, redact_tree
+    from envdoctor.redact import redact_tree
 
     if as_json:
         echo(json.dumps(redact_tree(doc), indent=2, ensure_ascii=False))
-        for line in out.lines:
-            if line.startswith("envdoctor fix: could not"):
-                print(redact_text(line), file=sys.stderr)
-    else:
-        for line in out.lines:
-            echo(redact_text(line))
     return code
 
 
@@ -380,6 +384,9 @@ def restore_snapshot(folder: str, echo: Callable[[str], None] = print) -> int:
         target = json.loads((where / "target.json").read_text())
         folders = [f for f in (where / "folders.txt").read_text().splitlines() if f]
         original = (where / "freeze.txt").read_bytes()
+        if not isinstance(target, dict) or not all(isinstance(target.get(k), str) for k in ("python", "prefix",
+                                                                                              "installer")):
+            raise ValueError("target.json does not name the interpreter, its prefix and its installer")
     except (OSError, ValueError) as exc:
         echo(f"envdoctor fix: {folder} is not a snapshot fix wrote (no target.json, folders.txt, freeze.txt): {exc}")
         return int(ExitCode.USAGE)
@@ -388,12 +395,10 @@ def restore_snapshot(folder: str, echo: Callable[[str], None] = print) -> int:
              f"reinstall from {where / 'freeze.txt'}: {target['python']} -m pip install -r {where / 'freeze.txt'}")
         return int(ExitCode.INCOMPLETE)
     env = Environment(python=str(target["python"]), prefix=str(target["prefix"]), installer=str(target["installer"]))
-    out = Outcome()
+    out = Outcome(live=echo)
     guard = Guard()
     with guard.installed(), guard.hold():
         identical = _rollback(env, folders, where, original, out)
-    for line in out.lines:
-        echo(line)
     return int(ExitCode.OK) if identical else int(ExitCode.INCOMPLETE)
 
 
@@ -469,6 +474,8 @@ def _snapshot_dir(env: Environment) -> Path:
 def _apply(plan: Plan, fp: FixPlan, env: Environment, folders: list[str], out: Outcome, doc: dict[str, Any]) -> int:
     folder = _snapshot_dir(env)
     guard = Guard()
+    original: Any = None
+    incomplete = False  # a step or the verification broke (not a failed step): exit 3 after the rollback
     with guard.installed():
         try:
             with guard.hold():
@@ -483,6 +490,10 @@ def _apply(plan: Plan, fp: FixPlan, env: Environment, folders: list[str], out: O
                 failed = _verify(plan, fp, env, out)
         except Interrupted as exc:
             failed = f"interrupted by {signal.Signals(exc.signum).name}"
+        except Exception as exc:
+            if original is None:
+                raise  # nothing changed yet: the caller's one line
+            failed, incomplete = f"could not finish: {exc}", True
         with guard.hold():
             if failed is None:
                 out.status = "fixed"
@@ -497,7 +508,7 @@ def _apply(plan: Plan, fp: FixPlan, env: Environment, folders: list[str], out: O
             _write(folder / "outcome.json", {"status": out.status, "why": failed, "restored": out.restored})
         if guard.signum and identical:
             return int(lifecycle.SIGNALS.get(signal.Signals(guard.signum), 128 + guard.signum))
-        return int(ExitCode.FAIL) if identical else int(ExitCode.INCOMPLETE)
+        return int(ExitCode.FAIL) if identical and not incomplete else int(ExitCode.INCOMPLETE)
 
 
 def _write(path: Path, data: Any) -> None:
