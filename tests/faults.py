@@ -31,8 +31,10 @@ URL_USER = "CanaryUrlUser7f3k9q"
 AT_SLASH = "CanAtPw1@CanSlashPw2/CanEndPw3"
 TF_VAR = "CanaryTfVarValue5h2"
 HF_API = "CanaryHfApiValue8m4"
+#: A GitHub token of GitHub's own length glued to a word by "_" (``mlx5_ghp_…``): no word boundary before it.
+GLUED = "ghp_CanaryGlued7Token000000000000000000x"
 CANARIES = (GH, HF, AWS, PASSWORD, JWT, SK, PROXY_PASSWORD, URL_USER, *AT_SLASH.replace("@", "/").split("/"), TF_VAR,
-            HF_API)
+            HF_API, GLUED)
 
 
 def canary_env(root: Path | None = None) -> dict[str, str]:
