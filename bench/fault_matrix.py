@@ -39,6 +39,7 @@ from tests.faults import (  # noqa: E402
     AT_SLASH,
     AWS,
     GH,
+    GLUED,
     HF,
     HF_API,
     JWT,
@@ -201,7 +202,9 @@ def _hostile_files() -> dict[str, bytes]:
             "torch.version": {"value": None, "reason": "failed",
                               "detail": f"ImportError: https://alice:{PROXY_PASSWORD}@proxy:3128 token {HF}"},
             "python.executable": {"value": f"/home/a/{GH}/bin/python"},
-            "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}}}),
+            "env.vars": {"value": {"LD_LIBRARY_PATH": f"/x/{AWS}", "HF_TOKEN": HF, "TORCH_HOME": f"/t/{JWT}"}},
+            # a token glued to a word by "_" (issue 26): an InfiniBand device name built from it
+            "torch.cuda_available_messages": {"value": [f"no device at /sys/class/infiniband/mlx5_{GLUED}/device"]}}),
         # Secrets no pattern knows: values of variables envdoctor does not judge, a URL user part,
         # a URL password with "@" and "/" (issue 26, item 10).
         "secrets-in-env": _report({
@@ -303,12 +306,18 @@ def scenarios() -> list[Scenario]:
                                     c in o.stdout.decode("utf-8", "replace") for c in ("\x1b", "\x9b", "\u202e", "\x07")) else ""
             if name in ("json-nan", "json-huge-number"):
                 ok_codes = {0, 1}  # read with that value missing, the rest of the report kept (issue 26, item 8)
-            if name in ("fact-bad-reason", "findings-garbage", "probes-garbage", "paste-150k-gpu-lines",
+            if name == "findings-garbage":
+                # Read, not refused: a saved report is judged again from its facts, so its old findings
+                # are never the verdict; garbage among them is one warning (issue 26, the matrix's own
+                # expectation of exit 2 contradicted the re-judging it also asserts)
+                ok_codes = {0, 1}
+                check = _contains("saved findings are not envdoctor findings; ignored")
+            if name in ("fact-bad-reason", "probes-garbage", "paste-150k-gpu-lines",
                         "paste-one-long-line"):
                 ok_codes = {2}  # refused with one line: not an envdoctor report / larger than a paste can be
             add(Scenario("report-file", name + ("" if not fmt else fmt[0].replace("-", "_")),
                          ["diagnose", "{files}/" + name, *fmt], frozenset(ok_codes), 20, files={name: b""}, check=check,
-                         fast=name == "utf16-report"))
+                         fast=name in ("utf16-report", "findings-garbage")))
     # secrets no name or shape pattern knows, in every command that shows an environment (issue 26, item 10);
     # canary_env plants them in every scenario's environment too
     secret_files = {"secrets-in-env": b"", "secrets-in-report": b""}
