@@ -82,6 +82,8 @@ class Scenario:
     limits: dict[str, int] = field(default_factory=dict)  # resource limits (RLIMIT_<name>: soft and hard)
     cwd_gone: bool = False  # started in a working directory deleted before envdoctor runs
     listener: bool = False  # MASTER_PORT: a port where something accepts connections and never answers
+    burn: int = 0  # CPU-burning loops running beside envdoctor for the scenario's length
+    free_port: bool = False  # MASTER_PORT: a loopback port nobody listens on (rank 0 hosts the store there)
 
     @property
     def id(self) -> str:
@@ -134,6 +136,13 @@ def _children_gone(out: Outcome, folder: Path) -> str:
         if alive(pid):
             return f"child {pid} outlived envdoctor"
     return ""
+
+
+def _at_most_lines(n: int) -> Callable[[Outcome, Path], str]:
+    def check(out: Outcome, folder: Path) -> str:
+        lines = out.stdout.count(b"\n")
+        return f"{lines} lines on stdout (more than {n}: a row per rank?)" if lines > n else ""
+    return check
 
 
 def _all(*checks: Callable[[Outcome, Path], str]) -> Callable[[Outcome, Path], str]:
@@ -272,6 +281,11 @@ def scenarios() -> list[Scenario]:
         add(Scenario("torch", variant, ["check", "--no-micro", "--timeout", deadline],
                      frozenset(expected.get(variant, {0, 1, 3})), 25, torch=variant, check=_all(*checks),
                      fast=variant in ("segfaults", "prints-50mb-then-ok", "secret-in-error")))
+    # issue 26, item 11: 50 MB of binary garbage at `import torch`, under two CPU-burning loops, at
+    # --timeout 1: whether it finishes or not, the run ends at the probes' deadlines (wall clock),
+    # never the minute a loaded machine once took
+    add(Scenario("torch", "prints-50mb-binary-timeout-1-under-load", ["check", "--no-micro", "--timeout", "1"],
+                 frozenset({0, 1, 3}), 40, torch="prints-50mb-binary-then-ok", burn=2, check=_children_gone))
     # tools on PATH
     tools = {
         "dmesg-hangs": {"dmesg": "exec sleep 60"},
@@ -483,6 +497,18 @@ def scenarios() -> list[Scenario]:
                  frozenset({1}), 60, torch=None, listener=True,
                  env={**launch, "RANK": "0", "LOCAL_RANK": "0", "TORCHELASTIC_USE_AGENT_STORE": "True"},
                  check=_contains("could not reach the rendezvous store")))
+    # WORLD_SIZE=100000 with one rank started: within --init-timeout, one summary for the ranks that
+    # never arrived (not 100,000 rows, not 100,000 store reads), and SIGTERM in the wait answered at
+    # once with the signal's exit code and "Stopped early: SIGTERM" (issue 26, item 7)
+    alone = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "100000", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+    add(Scenario("distributed", "world-100000-one-rank", ["check", "--distributed", "--init-timeout", "3",
+                                                          "--timeout", "8"], frozenset({1}), 60, torch=None,
+                 env=alone, free_port=True, check=_all(_contains("99,983 more rank(s) never arrived, no row each"),
+                                                       _at_most_lines(80))))
+    add(Scenario("distributed", "world-100000-sigterm-in-wait", ["check", "--distributed", "--init-timeout", "300",
+                                                                 "--timeout", "8"], frozenset({143}), 60, torch=None,
+                 env=alone, free_port=True, signal_at=("15", signal.SIGTERM),
+                 check=_all(_contains("Stopped early: SIGTERM, while 99999 of 100000"), _lacks("never arrived within"))))
     # PYTHONWARNINGS=error: no "Exception ignored … ResourceWarning" (every child pipe is closed; item 9)
     for name, args in (("check", ["check", "--no-micro"]), ("healthcheck", hc), ("exec", ["exec", "--", "true"]),
                        ("report", ["report", "--no-micro"])):
@@ -596,6 +622,22 @@ def _run_once(s: Scenario, folder: Path, args: list[str], env: dict[str, str]) -
             signal_after = (lambda: pid_file.exists(), signum)
         else:
             signal_after = (float(when), signum)
+    if s.burn:
+        burners = [subprocess.Popen(["timeout", str(int(s.limit) + 5), "sh", "-c", "while :; do :; done"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(s.burn)]
+        try:
+            return run_cli(args, env=env, stdin=s.stdin, timeout=s.limit, preexec=preexec, cwd=str(cwd),
+                           stdout=stdout, signal_after=signal_after)
+        finally:
+            for b in burners:
+                b.terminate()  # timeout(1) passes SIGTERM on to its loop
+                b.wait()
+    if s.free_port:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            env = {**env, "MASTER_PORT": str(probe.getsockname()[1])}
     if s.listener:
         import socket
 
