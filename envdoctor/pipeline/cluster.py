@@ -11,6 +11,8 @@ Exit codes are the usual ones, the same on every rank: 0 no failure, 1 a failure
 cluster (including a rank that never arrived or never finished), 2 usage error (not started by a
 launcher), 3 the cluster check could not complete (rank 0 vanished before its verdict, or a
 check crashed). A rank that cannot reach the rendezvous store exits 1 (its launch is broken).
+Stopped by SIGTERM/SIGINT (torchrun stops every rank when one fails), rank 0 reports what it has
+at once and every rank it reaches exits 128 + the signal (143, 130), as every envdoctor command.
 """
 
 from __future__ import annotations
