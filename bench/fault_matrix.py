@@ -285,7 +285,8 @@ def scenarios() -> list[Scenario]:
     # --timeout 1: whether it finishes or not, the run ends at the probes' deadlines (wall clock),
     # never the minute a loaded machine once took
     add(Scenario("torch", "prints-50mb-binary-timeout-1-under-load", ["check", "--no-micro", "--timeout", "1"],
-                 frozenset({0, 1, 3}), 40, torch="prints-50mb-binary-then-ok", burn=2, check=_children_gone))
+                 frozenset({0, 1, 3}), 40, torch="prints-50mb-binary-then-ok", burn=2, check=_children_gone,
+                 fast=True))  # run by tests/test_fault_matrix.py
     # tools on PATH
     tools = {
         "dmesg-hangs": {"dmesg": "exec sleep 60"},

@@ -359,25 +359,3 @@ def test_the_limits_are_documented():
     for n in (MAX_GPUS, MAX_FINDINGS, MAX_LINES):
         assert f"{n:,}" in readme
 
-
-def test_a_binary_flood_at_import_torch_ends_at_the_deadline_under_load(tmp_path: Path) -> None:
-    """issue 26, item 11: 50 MB of binary garbage printed by `import torch`, with CPU-burning loops
-    beside it and --timeout 1: the run ends at its probes' wall-clock deadlines (the torch probe's
-    is 6 x --timeout + grace), not after the minute a loaded machine once took; no child is left."""
-    import subprocess
-
-    from .faults import fake_torch, run_cli
-
-    folder = fake_torch(tmp_path, "prints-50mb-binary-then-ok")
-    burners = [subprocess.Popen(["timeout", "120", "sh", "-c", "while :; do :; done"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
-    try:
-        out = run_cli(["check", "--no-micro", "--timeout", "1"], env={"PYTHONPATH": str(folder)}, timeout=110)
-    finally:
-        for b in burners:
-            b.terminate()
-            b.wait()
-    assert not out.timed_out and out.rc in (0, 1, 3), out.text[-2000:]
-    assert "Traceback" not in out.text
-    # Generous for a loaded machine (start-up included), and still far below the minute it took.
-    assert out.seconds < 45, out.seconds
