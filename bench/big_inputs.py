@@ -2,6 +2,7 @@
 """Cost of judging big but legal inputs, and of refusing ones over the documented limits.
 
     python bench/big_inputs.py [--runs N] [--before SRC]
+    python bench/big_inputs.py --commands [--runs N]   # the 58 MB report through every command
 
 Makes the inputs in a temporary folder (a 50 MB report, a 20,000-GPU report, a 150,000-GPU-line
 paste, 4 million empty lines, a small report as the floor), then runs
@@ -43,7 +44,42 @@ BASE = {"torch.version": {"value": "2.6.0+cu126"}, "python.version": {"value": "
 
 
 INPUTS = ["floor (small report)", "report 20,000 GPUs", "report 50 MB", "paste 150,000 GPU lines",
-          "paste 4,000,000 empty lines"]
+          "paste 4,000,000 empty lines", "report 58 MB, many facts"]
+
+#: The commands run on the 58 MB report (issue 26, item 11: it peaked at 618 MB; the bar is 500 MB).
+#: ``{f}`` is the report, ``{g}`` a second copy of it (diff), ``{d}`` a folder holding both (fleet).
+COMMANDS = {"diagnose": ["diagnose", "{f}"], "diagnose --json": ["diagnose", "{f}", "--json"],
+            "diagnose --markdown": ["diagnose", "{f}", "--markdown"], "diff": ["diff", "{f}", "{g}"],
+            "fleet": ["fleet", "{d}"], "fleet --json": ["fleet", "{d}", "--json"]}
+
+
+def many_facts_report() -> str:
+    """~58 MB the way a big real report is big: a huge ``python.packages``, a long ``env.vars``,
+    big ``libs.*`` copy listings, ldd output and mapped libraries, and many findings with evidence
+    (a report saved by ``report -o`` keeps its findings)."""
+    site = "/opt/conda/envs/train/lib/python3.12/site-packages"
+    copy = {"path": "", "version": "12.6.77", "source": "site-packages", "package": "nvidia-cuda-runtime-cu12",
+            "soname": "libcudart.so.12", "loaded": False, "size": 712_000, "sha256": "0" * 64}
+    facts = {**BASE,
+             "python.packages": {"value": {f"package-{i}": f"{i % 90}.{i % 7}.{i % 13}" for i in range(250_000)}},
+             "env.vars": {"value": {f"TORCH_SETTING_{i}": f"/srv/cache/{i}/" + "v" * 40 for i in range(40_000)}},
+             "libs.cudart_copies": {"value": [dict(copy, path=f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12.{i}")
+                                              for i in range(30_000)]},
+             "libs.cudnn_copies": {"value": [dict(copy, path=f"{site}/nvidia/cudnn/lib/libcudnn.so.9.{i}",
+                                                  soname="libcudnn.so.9", package="nvidia-cudnn-cu12")
+                                             for i in range(30_000)]},
+             "libs.nccl_copies": {"value": [dict(copy, path=f"{site}/nvidia/nccl/lib/libnccl.so.2.{i}",
+                                                 soname="libnccl.so.2", package="nvidia-nccl-cu12")
+                                            for i in range(20_000)]},
+             "torch.loaded_libraries": {"value": {"cudart": [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12.{i}"
+                                                             for i in range(60_000)]}}}
+    findings = [{"id": f"check-{i % 97}", "status": ("ok", "warn", "fail", "skip")[i % 4],
+                 "title": f"finding {i} about package-{i}", "detail": "d" * 200,
+                 "evidence": {"python.packages": {f"package-{j}": "1.0" for j in range(i % 50)},
+                              "paths": [f"{site}/x/{i}/{j}.so" for j in range(14)]},
+                 "remediation": {"text": "Reinstall it.", "commands": [f"pip install package-{i}==1.0"], "links": []},
+                 "gpus": []} for i in range(10_000)]
+    return json.dumps({"schema_version": 1, "facts": facts, "findings": findings})
 
 
 def _report(facts: dict[str, object]) -> str:
@@ -67,6 +103,7 @@ def make_inputs(folder: Path) -> dict[str, Path]:
         "paste 150,000 GPU lines": "PyTorch version: 2.6.0+cu126\nCUDA used to build PyTorch: 12.6\nGPU models and "
                                    "configuration:\n" + "".join(f"GPU {i}: NVIDIA H100 80GB HBM3\n" for i in range(150_000)),
         "paste 4,000,000 empty lines": "PyTorch version: 2.6.0+cu126\n" + "\n" * 4_000_000,
+        "report 58 MB, many facts": many_facts_report(),
     }
     assert list(inputs) == INPUTS
     paths = {}
@@ -90,11 +127,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before", help="a source tree to compare with (put first on PYTHONPATH)")
+    ap.add_argument("--commands", action="store_true",
+                    help="run every command of COMMANDS on the 58 MB many-facts report (peak RSS per command)")
     ap.add_argument("--make", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.make:
         make_inputs(Path(args.make))
         return 0
+    if args.commands:
+        return commands(args.runs)
     env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
     variants = {"after": dict(env)}
     if args.before:
@@ -135,6 +176,35 @@ def main() -> int:
         ok = ok and met
         print(f"target {name}: {wall:.2f} s (< {limit_s:g} s)" + (f", {rss:.0f} MB (< {limit_mb} MB)" if limit_mb else "")
               + f": {'met' if met else 'NOT met'}")
+    return 0 if ok else 1
+
+
+def commands(runs: int) -> int:
+    """Each command of COMMANDS on the 58 MB many-facts report: median wall seconds and peak RSS;
+    the bar is 500 MB for every one of them."""
+    env = {**os.environ, "NO_COLOR": "1", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "120"}
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, __file__, "--make", tmp], check=True)
+        name = "report 58 MB, many facts"
+        src = Path(tmp) / f"input-{INPUTS.index(name)}.txt"
+        folder = Path(tmp) / "fleet"
+        folder.mkdir()
+        f, g = folder / "node-a.json", folder / "node-b.json"
+        src.rename(f)
+        g.write_bytes(f.read_bytes())
+        print(f"input {name}: {f.stat().st_size / 1e6:.1f} MB", flush=True)
+        got: dict[str, list[tuple[float, int, int]]] = {}
+        for _ in range(runs):
+            for label, argv in COMMANDS.items():
+                args = [a.format(f=f, g=g, d=folder) for a in argv]
+                got.setdefault(label, []).append(measure([sys.executable, "-m", "envdoctor", *args], env, tmp))
+    ok = True
+    print(f"\n{'command':22} {'median s':>9} {'RSS MB':>7} {'exit':>5}")
+    for label, rs in got.items():
+        wall, rss = statistics.median(w for w, _, _ in rs), max(m for _, m, _ in rs) / 1024
+        ok = ok and rss < 500
+        print(f"{label:22} {wall:9.2f} {rss:7.0f} {','.join(str(c) for c in sorted({c for _, _, c in rs})):>5}"
+              + ("" if rss < 500 else "  over 500 MB"))
     return 0 if ok else 1
 
 

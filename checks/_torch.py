@@ -3,6 +3,7 @@ installed torch build, its packages, and the words shared by their findings."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,15 +36,23 @@ class Gpu:
         return self.name or f"GPU {self.index}"
 
 
-_GPUS: list[tuple[Facts, list[Gpu]]] = []  # the last answer, by Facts identity: several checks ask
+#: The last answer, by Facts identity (several checks ask), held weakly: a strong hold kept the
+#: previous report's facts and their copies alive while the next one loaded (diff of two 58 MB reports).
+_GPUS: list[tuple[weakref.ref[Facts], list[Gpu]]] = []
+
+
+def _forget(memo: list[Any], ref: weakref.ref[Facts]) -> None:
+    """The facts of ``memo``'s entry are gone: so is the answer (it may be large)."""
+    if memo and memo[0][0] is ref:
+        memo.clear()
 
 
 def gpus(facts: Facts) -> list[Gpu]:
     """GPUs with their compute capability: NVML's, else torch's, else the table's by product name."""
-    if _GPUS and _GPUS[0][0] is facts:
+    if _GPUS and _GPUS[0][0]() is facts:
         return list(_GPUS[0][1])
     out = _read_gpus(facts)
-    _GPUS[:] = [(facts, out)]
+    _GPUS[:] = [(weakref.ref(facts, lambda r: _forget(_GPUS, r)), out)]
     return list(out)
 
 
@@ -113,7 +122,7 @@ def _exe(facts: Facts) -> str | None:
     return facts.value("python.executable") or None
 
 
-_PACKAGES: list[tuple[Facts, dict[str, str]]] = []  # the last answer, by Facts identity: several checks ask
+_PACKAGES: list[tuple[weakref.ref[Facts], dict[str, str]]] = []  # the last answer, as _GPUS
 
 
 def _lower(name: str) -> str:
@@ -122,11 +131,11 @@ def _lower(name: str) -> str:
 
 def _packages(facts: Facts) -> dict[str, str]:
     """Distribution name (lower-case) -> version. Shared between checks: read it, never change it."""
-    if _PACKAGES and _PACKAGES[0][0] is facts:
+    if _PACKAGES and _PACKAGES[0][0]() is facts:
         return _PACKAGES[0][1]
     pkgs = facts.value("python.packages") or {}
     out = _lowered(pkgs) if hasattr(pkgs, "items") else {}
-    _PACKAGES[:] = [(facts, out)]
+    _PACKAGES[:] = [(weakref.ref(facts, lambda r: _forget(_PACKAGES, r)), out)]
     return out
 
 

@@ -59,6 +59,17 @@ def where(facts: Facts, ranks: list[int]) -> str:
     return ", ".join(parts)
 
 
+#: How many of the ranks that never arrived are named one by one in a finding's detail.
+NAMED = 16
+
+
+def _short_ranges(ranks: list[int]) -> str:
+    """``member_ranges`` cut at 200 characters (scattered ranks of a huge job are a long list)."""
+    text = member_ranges(ranks)
+    cut = text.rfind(", ", 0, 200)
+    return text if len(text) <= 200 else text[:cut if cut > 0 else 200] + ", …"
+
+
 def _expected_host(facts: Facts, rank: int) -> str:
     """Where a rank that never arrived should have run: the node of its neighbours when the
     nodes have equal rank counts (torchrun numbers ranks node by node)."""
@@ -101,13 +112,16 @@ def rendezvous(facts: Facts) -> Finding:
         # their --init-timeout, so "never arrived within N s" would not be true.
         signame = stopped.split(" received", 1)[0]
         return fail(f"Stopped early: {signame}, while {len(missing)} of {world} rank(s) had not arrived: "
-                    f"rank{'s' if len(missing) > 1 else ''} {member_ranges(missing)}",
+                    f"rank{'s' if len(missing) > 1 else ''} {_short_ranges(missing)}",
                     detail="The cluster check was stopped before its --init-timeout"
                     + (f" ({limit:g} s)" if isinstance(limit, (int, float)) else "") + f" ran out: {stopped}.", evidence={"missing": missing, "arrived": sorted(_ranks(facts)), "stopped": stopped})
     if missing:
-        names = "; ".join(f"rank {r} ({_expected_host(facts, r)})" for r in missing)
+        # Each missing rank named, up to NAMED: a WORLD_SIZE of 100,000 with one rank started is
+        # 99,999 ranks that never said anything (the title's ranges name them all).
+        names = "; ".join(f"rank {r} ({_expected_host(facts, r)})" for r in missing[:NAMED]) + (
+            f"; and {len(missing) - NAMED:,} more" if len(missing) > NAMED else "")
         return fail(f"{len(missing)} of {world} rank(s) never arrived within {limit:g} s: "
-                    f"rank{'s' if len(missing) > 1 else ''} {member_ranges(missing)}",
+                    f"rank{'s' if len(missing) > 1 else ''} {_short_ranges(missing)}",
                     detail=f"Never arrived: {names}. The ranks that did arrive stopped instead of waiting for "
                     "the library's default timeout (10-30 minutes). A rank that never arrives crashed before "
                     "init_process_group, runs on a node that cannot reach MASTER_ADDR, or was never started.",

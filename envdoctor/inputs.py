@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from envdoctor.knowledge import remedies
 
-from .model import MAX_NESTING, SCHEMA_VERSION, Facts, TooDeep
+from .model import MAX_NESTING, SCHEMA_VERSION, Facts, Status, TooDeep
 from .redact import may_hold_secret
 from .report import Report, ReportError
 
@@ -269,9 +269,28 @@ def schema_problem(data: Any, name: str) -> str | None:
     return None
 
 
+def _ignored_findings(saved: Any, name: str) -> str:
+    """The warning for saved findings that are not envdoctor findings ('' when they all are, or none
+    were saved). They are not refused: a saved report is judged again from its facts (probe once,
+    judge anywhere), so its old findings are never the verdict and the facts are still worth reading."""
+    if saved is None:
+        return ""
+    if not isinstance(saved, list):
+        what = "its 'findings' is not a list"
+    else:
+        statuses = {s.value for s in Status}
+        bad = sum(1 for f in saved if not isinstance(f, dict) or not isinstance(f.get("id"), str)
+                  or f.get("status") not in statuses)
+        if not bad:
+            return ""
+        what = f"{bad:,} of its {len(saved):,} saved findings are not envdoctor findings"
+    return f"{name}: {what}; ignored (a saved report's facts are judged again, its old findings are never read)"
+
+
 def report_from_json(data: Any, name: str = "input", clean: bool = False, findings: bool = True) -> Report:
     """A parsed JSON value -> Report; ``clean``: the text held nothing a secret could be (no redaction
-    scan needed)."""
+    scan needed). ``findings=False``: the saved findings are not read (they are judged again) and the
+    report's ``warnings`` are only what loading found (the saved ones belong to the old judgement)."""
     problem = schema_problem(data, name)
     if problem is not None:
         raise ReportError(problem)
@@ -280,7 +299,13 @@ def report_from_json(data: Any, name: str = "input", clean: bool = False, findin
         raise ReportError(f"{name} has {len(saved):,} findings; envdoctor reads at most {MAX_FINDINGS:,}")
     _check_counts(data["facts"], name, raw=True)
     try:
-        return Report.from_dict(data, clean, findings)
+        report = Report.from_dict(data, clean, findings)
+        if not findings:  # judged again: what was saved is no verdict, its garbage only worth a word
+            from dataclasses import replace
+
+            ignored = _ignored_findings(saved, name)
+            report = replace(report, warnings=(ignored,) if ignored else ())
+        return report
     except TooDeep:  # found while freezing, which walks every value anyway
         raise ReportError(f"{name} is nested deeper than {MAX_DEPTH} levels; an envdoctor report nests a few") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -212,7 +212,7 @@ def not_collected(key: str) -> Reading:
 class Facts(Mapping[str, Reading]):
     """The snapshot of the world: dotted key (``torch.version``) -> Reading. Immutable."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "__weakref__")  # weakly referenced by report._CLEAN
 
     def __init__(self, readings: Mapping[str, Reading] | Iterable[tuple[str, Reading]] = ()) -> None:
         self._data: Mapping[str, Reading] = MappingProxyType(dict(readings))

@@ -38,6 +38,23 @@ _SECRET_VALUE = [
     lazy_re(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})"),  # Slack
     lazy_re(r"\b(eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"),  # JWT
 ]
+#: A token glued to a word by "_" (``mlx5_ghp_…``, a device or file name built from it): there is no
+#: word boundary before it, so only a token of its issuer's exact length, ending at a non-word
+#: character, and random-looking (a digit, or two capitals in a row, and a lower-case letter) is
+#: masked; ``cls_hf_AutoModelForSequenceClassification`` (34 letters, CamelCase) is an identifier.
+#: Lengths: GitHub's ghp_/gho_/ghu_/ghs_/ghr_ + 36 and github_pat_ + 82 (GitHub's "Behind GitHub's new
+#: authentication token formats", 2021, and fine-grained PATs), Hugging Face hf_ + 34, AWS AKIA + 16.
+_GLUED = lazy_re(r"(?<=[A-Za-z0-9]_)(?P<tok>gh[pousr]_(?P<b1>[A-Za-z0-9]{36})|hf_(?P<b2>[A-Za-z0-9]{34})"
+                 r"|github_pat_(?P<b3>[A-Za-z0-9_]{82})|AKIA(?P<b4>[0-9A-Z]{16}))(?![A-Za-z0-9])")
+_RANDOM = lazy_re(r"^(?=.*[a-z])(?=.*(?:[0-9]|[A-Z]{2}))")
+
+
+def _glued(m: re.Match[str]) -> str:
+    body = m.group("b1") or m.group("b2") or m.group("b3")
+    if body is not None:
+        return REDACTED if _RANDOM.search(body) else m.group(0)
+    return REDACTED if any(c.isdigit() for c in m.group("b4")) else m.group(0)
+
 # Bounded and anchored (no scheme character before it): an unbounded scheme/credential run
 # backtracks quadratically, and whole reports pass through here (64 KB took seconds).
 # The credentials are a user part (``https://TOKEN@host``) or ``user:password`` where the password
@@ -185,6 +202,7 @@ def _redact(text: str) -> str:
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for rx in _SECRET_VALUE:
         text = rx.sub(REDACTED, text)
+    text = _GLUED.sub(_glued, text)
     text = _KEYED.sub(lambda m: m.group("key") + m.group("sep") + (m.group("value") if m.group("value") == REDACTED
                                                                       else REDACTED), text)
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import stat
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -106,7 +107,7 @@ class Report:
         ``findings=False`` leaves the saved findings unread (they are about to be judged again)."""
         facts = _facts_consuming(data.get("facts") or {})
         if clean:
-            _CLEAN[:] = [facts, *_CLEAN[:3]]
+            _CLEAN[:] = [weakref.ref(facts), *_CLEAN[:3]]
         return cls(
             facts=facts,
             findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()) if findings else (),
@@ -143,9 +144,10 @@ def exit_code(findings: Iterable[Finding], fail_on: str = "fail") -> int:
     return ExitCode.OK
 
 
-#: Facts objects already redacted (by identity; a few, strongly held): a report loaded for
-#: diagnose becomes a second Report with the same Facts, which need not be scanned again.
-_CLEAN: list[Facts] = []
+#: Facts objects already redacted (by identity; a few, weakly held): a report loaded for
+#: diagnose becomes a second Report with the same Facts, which need not be scanned again. Weakly:
+#: a strong hold kept the first of two 58 MB reports alive while `diff` read the second.
+_CLEAN: list[weakref.ref[Facts]] = []
 
 
 def mask_env_facts(facts: Facts) -> Facts:
@@ -160,7 +162,7 @@ def mask_env_facts(facts: Facts) -> Facts:
 
 def _redact_facts(facts: Facts) -> Facts:
     facts = mask_env_facts(facts)  # even in a report found clean: a plain word can be a secret's value
-    if any(f is facts for f in _CLEAN):
+    if any(f() is facts for f in _CLEAN):
         return facts
     changed: dict[str, Reading] = {}
     for key, r in facts.items():
@@ -168,7 +170,7 @@ def _redact_facts(facts: Facts) -> Facts:
         if value is not r.value or source is not r.source or detail is not r.detail:
             changed[key] = Reading(value, r.reason, source, detail)
     clean = facts.merged(changed) if changed else facts
-    _CLEAN[:] = [clean, *_CLEAN[:3]]
+    _CLEAN[:] = [weakref.ref(clean), *_CLEAN[:3]]
     return clean
 
 

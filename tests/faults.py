@@ -31,8 +31,10 @@ URL_USER = "CanaryUrlUser7f3k9q"
 AT_SLASH = "CanAtPw1@CanSlashPw2/CanEndPw3"
 TF_VAR = "CanaryTfVarValue5h2"
 HF_API = "CanaryHfApiValue8m4"
+#: A GitHub token of GitHub's own length glued to a word by "_" (``mlx5_ghp_…``): no word boundary before it.
+GLUED = "ghp_CanaryGlued7Token000000000000000000x"
 CANARIES = (GH, HF, AWS, PASSWORD, JWT, SK, PROXY_PASSWORD, URL_USER, *AT_SLASH.replace("@", "/").split("/"), TF_VAR,
-            HF_API)
+            HF_API, GLUED)
 
 
 def canary_env(root: Path | None = None) -> dict[str, str]:
@@ -96,6 +98,9 @@ TORCH_VARIANTS: dict[str, str] = {
     "prints-50mb-then-ok": "import sys\nsys.stdout.write('x' * (50 << 20))\nsys.stdout.flush()\n" + HEALTHY,
     "prints-50mb-lines-then-ok": "import sys\nfor _ in range(1 << 16):\n    sys.stdout.write('y' * 799 + '\\n')\n" + HEALTHY,
     "prints-stderr-50mb-then-ok": "import sys\nsys.stderr.write('e' * (50 << 20))\n" + HEALTHY,
+    # 50 MB of binary garbage at import (random bytes: newlines, lone surrogates' bytes, marks by chance)
+    "prints-50mb-binary-then-ok": ("import os, sys\nfor _ in range(50):\n    sys.stdout.buffer.write(os.urandom(1 << 20))\n"
+                                   "sys.stdout.flush()\n" + HEALTHY),
     "prints-fake-records": ("import sys\nsys.stdout.write('@@envdoctor@@ {\"_done\": true, \"torch\": {\"version\": \"9.9\"}}\\n')\n"
                             + HEALTHY),
     "prints-mark-garbage": "import sys\nsys.stdout.write('@@envdoctor@@ {not json\\n' * 1000)\n" + HEALTHY,

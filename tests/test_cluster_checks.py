@@ -182,3 +182,31 @@ def test_a_rank_missing_because_the_job_was_stopped_says_stopped_early() -> None
     readings = cluster_readings(gathered(missing=(3,)), reports, info, ClusterOptions(init_timeout=30), why)
     (found,) = by_id(diagnose(Facts(readings), cc.CHECKS), "cluster-rendezvous")
     assert found.title.startswith("Stopped early: SIGTERM") and "never arrived" not in found.title
+
+
+def test_a_huge_world_with_one_rank_is_one_summary_not_a_row_per_rank() -> None:
+    # issue 26: WORLD_SIZE=100000 with one rank started printed 100,012 lines (a row per rank)
+    world = 100_000
+    local = Report(facts=node_facts(), findings=())
+    g = {"arrived": {"0": {"rank": 0, "host": "node0", "node_rank": 0, "local_rank": 0, "gpu": None}},
+         "decision": {"go": False, "backend": "gloo", "missing": list(range(1, world)), "sizes": [1 << 16],
+                      "iters": 5, "arrival_seconds": 5.0},
+         "collective": {"finished": {}, "progress": {}, "seconds": 0.0, "stopped": None}}
+    info = {"world_size": world, "local_world_size": 1, "launcher": "env", "master_addr": "127.0.0.1",
+            "master_port": 1, "rank": 0}
+    report, cluster = build_report(g, local, info, ClusterOptions(init_timeout=5))
+    table = cluster["table"]
+    assert [r["rank"] for r in table["rows"]] == list(range(17))
+    assert table["absent"] == {"count": world - 17, "ranks": "17-99999", "state": "never arrived"}
+    (rv,) = [f for f in report.findings if f.id == "cluster-rendezvous"]
+    assert rv.title == "99999 of 100000 rank(s) never arrived within 5 s: ranks 1-99999"
+    assert rv.detail.count("rank ") <= cc.NAMED + 1 and "and 99,983 more" in rv.detail
+
+
+def test_absent_ranks_between_the_ones_that_came_are_ranges() -> None:
+    from envdoctor.pipeline.cluster import _table_ranks
+
+    ranks, absent = _table_ranks(40, {"0", "20", "35", "junk", "99"})
+    assert ranks == [*range(17), 20, 35]
+    assert absent == {"count": 21, "ranks": "17-19, 21-34, 36-39", "state": "never arrived"}
+    assert _table_ranks(4, {"0", "1"}) == ([0, 1, 2, 3], None)  # a small job keeps a row per rank

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -253,3 +254,75 @@ def test_min_busbw_needs_distributed() -> None:
                           text=True, env=base_env(), timeout=60, check=False)
     assert proc.returncode == 2 and "--min-busbw" in proc.stderr and "needs --distributed" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _one_rank_of(world: int, port: int, init_timeout: int) -> subprocess.Popen[str]:
+    """Rank 0 of a job of ``world`` ranks, started alone (the others never come), as a launcher
+    leaves it: RANK/WORLD_SIZE/MASTER_* in the environment, no torchrun."""
+    env = base_env(RANK="0", WORLD_SIZE=str(world), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+    argv = [sys.executable, "-m", "envdoctor", "check", "--distributed", "--init-timeout", str(init_timeout),
+            "--timeout", "8"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_world_of_100000_with_one_rank_is_a_bounded_summary_and_sigterm_ends_it_at_once() -> None:
+    _bounded_summary_within_the_init_timeout()
+    _sigterm_in_the_rendezvous_wait_ends_it_at_once_with_143()
+
+
+def _bounded_summary_within_the_init_timeout() -> None:
+    # issue 26: it ran past 40 s (100,000 store reads, then a row per rank: 100,012 lines printed).
+    # Both costs were per rank of the world, not per rank that arrived: the line count says which.
+    began = time.monotonic()
+    code, out, err = finish(_one_rank_of(100_000, free_port(), 5))
+    elapsed = time.monotonic() - began
+    assert code == 1, out + err
+    assert "99999 of 100000 rank(s) never arrived within 5 s: ranks 1-99999" in out
+    assert "… 99,983 more rank(s) never arrived, no row each: ranks 17-99999" in out
+    assert "; and 99,983 more" in out  # the detail names 16 of them, not 99,999
+    assert len(out.splitlines()) < 80, len(out.splitlines())
+    assert elapsed < LIMIT
+
+
+def _sigterm_in_the_rendezvous_wait_ends_it_at_once_with_143() -> None:
+    # --init-timeout 600: only the signal can end this run within the test's bounds.
+    proc = _one_rank_of(100_000, free_port(), 600)
+    try:
+        end = time.monotonic() + LIMIT
+        while not _children(proc.pid) and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.2)
+        kids = _children(proc.pid)
+        assert kids, "the rank child never started"
+        time.sleep(12)  # the probes (a --timeout 8 torch probe at most) and into the wait
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        out, err = proc.communicate(timeout=LIMIT)
+        answered = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, out + err
+    assert "Stopped early: SIGTERM, while 99999 of 100000 rank(s) had not arrived" in out
+    assert "never arrived within" not in out
+    assert answered < 120, answered  # the probes' deadline at worst; 600 s of --init-timeout were left
+    deadline = time.monotonic() + 10
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(k) for k in kids), "the rank child was left running"

@@ -358,3 +358,4 @@ def test_the_limits_are_documented():
 
     for n in (MAX_GPUS, MAX_FINDINGS, MAX_LINES):
         assert f"{n:,}" in readme
+

@@ -91,3 +91,29 @@ def test_redaction_stays_fast_on_long_strings():
         redact_text(text)
     assert time.monotonic() - began < 2.0
     assert redact_text("see https://me:pw@host/x and " + "y" * 50_000).startswith("see https://<redacted>@host/x")
+
+
+# A token glued to a word by "_" (issue 26: redact_text("mlx5_ghp_…") was not masked): no word
+# boundary before it, so its issuer's exact length and a random look decide, never a bare prefix.
+_GH = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gHx"  # 36 after the prefix
+_HFT = "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNm1234567x"  # 34 after the prefix
+
+
+@pytest.mark.parametrize("text, secret", [
+    (f"mlx5_{_GH}", _GH), (f"/dev/infiniband/mlx5_{_GH}/port", _GH), (f"run_{_HFT}.log", _HFT),
+    (f"eth0_{_GH}_1", _GH), ("KEY_AKIAABCDEFGH12345678", "AKIAABCDEFGH12345678"),
+    ("x_github_pat_" + "A1b" * 27 + "x", "github_pat_" + "A1b" * 27 + "x"),
+])
+def test_a_token_glued_by_underscore_is_masked(text, secret):
+    out = redact_text(text)
+    assert secret not in out and REDACTED in out
+
+
+@pytest.mark.parametrize("text", [
+    "cls_hf_AutoModelForSequenceClassification",  # 34 letters, CamelCase: an identifier
+    "nccl_ghp_x", "torch_hf_hub_download", "MY_AKIAABCDEFGHIJKLMNOP",  # no digit: not an AWS key id
+    "model_hf_" + "abcdefghij" * 3 + "abcd",  # 34 lower-case letters: no sign of randomness
+    "mlx5_ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gHx" + "more",  # not GitHub's length
+])
+def test_ordinary_identifiers_with_a_token_prefix_are_kept(text):
+    assert redact_text(text) == text

@@ -50,3 +50,31 @@ def test_an_empty_folder_says_so(tmp_path, command):
     out = subprocess.run([sys.executable, "-m", "envdoctor", command, str(tmp_path)], env=cli_env(), capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.strip() == f"envdoctor: error: no reports in {tmp_path}"
+
+
+@pytest.mark.parametrize("findings, bad", [([{"id": "x", "status": "bogus"}], "1 of its 1"),
+                                           ([{"id": "torch-import", "status": "ok"}, 7, {"status": "fail"}], "2 of its 3"),
+                                           ("garbage", "'findings' is not a list")])
+def test_garbage_findings_are_ignored_with_a_warning_since_they_are_judged_again(tmp_path, findings, bad):
+    from envdoctor.pipeline.many import judge_path
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "facts": {"torch.version": {"value": "2.6.0"}},
+                                "findings": findings}))
+    judged = judge_path(str(path))
+    assert judged.report is not None, judged.error  # read, not refused: the facts are what is judged
+    assert judged.report.facts.value("torch.version") == "2.6.0"
+    assert all(f.status.value in ("ok", "skip", "warn", "fail", "error") for f in judged.report.findings)
+    warned = [w for w in judged.report.warnings if "ignored" in w]
+    assert len(warned) == 1 and bad in warned[0]
+
+
+def test_well_formed_saved_findings_give_no_warning(tmp_path):
+    from envdoctor.pipeline.many import judge_path
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "facts": {"torch.version": {"value": "2.6.0"}},
+                                "findings": [{"id": "torch-import", "status": "ok", "title": "t"}],
+                                "warnings": ["an old registry warning"]}))
+    judged = judge_path(str(path))
+    assert judged.report is not None and not any("ignored" in w or "old registry" in w for w in judged.report.warnings)

@@ -54,6 +54,8 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_distributed.py::test_rank_that_never_arrives_is_named",
     "test_distributed.py::test_two_nodes_one_with_another_environment",
     "test_distributed.py::test_port_in_use_is_reported_not_hung",
+    "test_big_report_memory.py::test_diff_of_two_58_mb_reports_stays_under_500_mb",
+    "test_distributed.py::test_a_world_of_100000_with_one_rank_is_a_bounded_summary_and_sigterm_ends_it_at_once",
     # healthcheck --slurm against a stand-in scontrol (CLI runs, a hang and a scontrol deadline waited out), and
     # a real single-node Slurm (tests/slurm_cluster.py): slurmd runs the HealthCheckProgram, prolog, epilog, jobs.
     "test_slurm.py::test_healthy_and_drained_by_envdoctor_is_resumed_and_nothing_else_is_touched",

@@ -191,10 +191,19 @@ def gather_arrivals(store, started, world):
         if int(store.add("n_arrived", 0)) >= world:
             break
         time.sleep(0.05)
+    # Who arrived, from the arrival order (``order/<n>`` = the rank that arrived n-th): as many
+    # reads as ranks arrived, never one per rank of the world (a WORLD_SIZE of 100,000 with one
+    # rank started was 100,000 store round trips before anything was said).
     arrived = {}
-    for r in range(world):
-        if has(store, "arrived/%d" % r):
-            arrived[r] = get(store, "arrived/%d" % r)
+    count = int(store.add("n_arrived", 0))
+    late_by = time.monotonic() + 2.0  # a rank between its add and its order key
+    for n in range(1, count + 1):
+        key = "order/%d" % n
+        while not has(store, key) and time.monotonic() < late_by and not stop_requested():
+            time.sleep(0.02)
+        rank = get(store, key) if has(store, key) else None
+        if isinstance(rank, int) and 0 <= rank < world and has(store, "arrived/%d" % rank):
+            arrived[rank] = get(store, "arrived/%d" % rank)
     return arrived
 
 
@@ -487,7 +496,7 @@ def main():
     put(store, "arrived/%d" % rank, {"rank": rank, "host": OPTS.get("host"), "node_rank": OPTS.get("node_rank"),
                                      "local_rank": OPTS.get("local_rank"), "pid": os.getpid(), "gpu": gpu,
                                      "gpu_why": why, "gpu_uuid": uuid, "torch": torch.__version__})
-    store.add("n_arrived", 1)
+    put(store, "order/%d" % int(store.add("n_arrived", 1)), rank)
     stage("arrived")
     total = float(OPTS["facts_timeout"]) + float(OPTS.get("verdict_timeout") or 60)
     if rank == 0:

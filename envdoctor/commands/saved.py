@@ -37,6 +37,9 @@ _WINDOW = 2048
 
 
 # -- diff --------------------------------------------------------------------------------------
+_CLUSTER_KIND = '"envdoctor-cluster"'
+
+
 def load_any(path: str) -> tuple[Any, str]:
     """A saved report or a paste -> (Facts, origin). ``CLUSTER.json#R`` (or a cluster report alone,
     meaning rank 0) picks one rank's report out of a `check --distributed` report. Raises
@@ -50,7 +53,9 @@ def load_any(path: str) -> tuple[Any, str]:
         path, _, rank = path.rpartition("#")
     name = "standard input" if path == "-" else path
     text = inputs.read_text(path)
-    if text.lstrip().startswith("{"):
+    # Parsed here only when it may be a cluster report (its "kind" is spelled in the text): a plain
+    # report parsed twice held two copies of a 58 MB report at once (diff peaked at 626 MB).
+    if _CLUSTER_KIND in text and text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):
@@ -62,7 +67,12 @@ def load_any(path: str) -> tuple[Any, str]:
                 raise ReportError(f"{name} is a cluster report without rank {rank or 0} (it has "
                                   f"{', '.join(r for r, _ in ranks) or 'none'})")
             return report_from_json(chosen, f"{name}#{rank or 0}").facts, f"cluster rank {rank or 0}"
-    loaded = parse_report(text, name)
+        del data
+    # The text is handed over, not kept (parse_report drops it once parsed), and the saved findings
+    # are not read: diff judges both sides again.
+    owned = [text]
+    del text
+    loaded = parse_report(owned.pop(), name, False)
     if isinstance(loaded, Report):
         return loaded.facts, "report"
     assert isinstance(loaded, Facts)
@@ -75,13 +85,17 @@ def diff_reports(path_a: str, path_b: str) -> dict[str, Any]:
     from envdoctor.pipeline.diagnose import diagnose
     from envdoctor.pipeline.judge import registry
 
-    facts_a, kind_a = load_any(path_a)
-    facts_b, kind_b = load_any(path_b)
-    sig_a, sig_b = signature(facts_getter(facts_a)), signature(facts_getter(facts_b))
-    diffs = differences([("A", sig_a), ("B", sig_b)])
     checks = registry()
-    findings_a = {f.id: f for f in diagnose(facts_a, checks)}
-    findings_b = {f.id: f for f in diagnose(facts_b, checks)}
+
+    def side(path: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+        # One side at a time: its facts are let go once signed and judged, so two big reports
+        # are never held at once.
+        facts, kind = load_any(path)
+        return signature(facts_getter(facts)), {f.id: f for f in diagnose(facts, checks)}, kind
+
+    sig_a, findings_a, kind_a = side(path_a)
+    sig_b, findings_b, kind_b = side(path_b)
+    diffs = differences([("A", sig_a), ("B", sig_b)])
     out = []
     for d in diffs:
         values = {m: v for v, ms in d.values.items() for m in ms}

@@ -70,6 +70,15 @@ def _render_allreduce(report: Report, console: Console) -> None:
         console.print(ar)
 
 
+def _absent_line(table_data: Mapping[str, Any]) -> str:
+    """The ranks of a huge job that never arrived, summed up instead of a row each."""
+    absent = table_data.get("absent")
+    if not isinstance(absent, Mapping) or not absent.get("count"):
+        return ""
+    return safe(f"… {absent['count']:,} more rank(s) {absent.get('state') or 'never arrived'}, no row each: "
+                f"ranks {absent.get('ranks')}")
+
+
 def _shown_rows(rows_all: list[Any]) -> list[Any]:
     if len(rows_all) <= ROW_LIMIT:
         return rows_all
@@ -113,6 +122,8 @@ def render_cluster_plain(report: Report, cluster: Mapping[str, Any], console: Co
         line(" ".join(safe(" · ".join(cells)).split()))
     if len(shown) < len(rows_all):
         line(f"… {len(rows_all) - len(shown)} more rank(s) like the first ones (the JSON report has every rank)")
+    if _absent_line(table_data):
+        line(_absent_line(table_data))
     sizes = allreduce_table(report.facts)
     if sizes:
         line("All-reduce (busbw = algbw × 2(n−1)/n)", "bold")
@@ -166,6 +177,8 @@ def render_cluster(report: Report, cluster: Mapping[str, Any], console: Console,
     if len(shown) < len(rows_all):
         console.print(Text(f"… {len(rows_all) - len(shown)} more rank(s) like the first ones (the JSON report has "
                            "every rank)", style="dim"))
+    if _absent_line(table_data):
+        console.print(Text(_absent_line(table_data), style="bold red"))
     _render_allreduce(report, console)
     console.print(findings_table(report.findings, verbose))
     for f in report.findings:

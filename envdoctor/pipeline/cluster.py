@@ -11,6 +11,8 @@ Exit codes are the usual ones, the same on every rank: 0 no failure, 1 a failure
 cluster (including a rank that never arrived or never finished), 2 usage error (not started by a
 launcher), 3 the cluster check could not complete (rank 0 vanished before its verdict, or a
 check crashed). A rank that cannot reach the rendezvous store exits 1 (its launch is broken).
+Stopped by SIGTERM/SIGINT (torchrun stops every rank when one fails), rank 0 reports what it has
+at once and every rank it reaches exits 128 + the signal (143, 130), as every envdoctor command.
 """
 
 from __future__ import annotations
@@ -175,6 +177,7 @@ class _Stopper:
         self.child = child
         self.why: str | None = None
         self.since = 0.0
+        self.signum = 0
         self.previous: dict[int, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -182,9 +185,18 @@ class _Stopper:
             except (ValueError, OSError):  # not the main thread
                 pass
 
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else "signal"
+
+    @property
+    def code(self) -> int:
+        return 128 + self.signum if self.signum else int(ExitCode.INCOMPLETE)
+
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         self.since = self.since or time.monotonic()
+        self.signum = self.signum or signum
         self.why = self.why or (f"{name} received (the launcher stops every rank when one of them exits with an "
                                 "error)")
         self.child.send({"stop": self.why})
@@ -258,6 +270,8 @@ def _follower(child: LiveChild, local: Report, info: Mapping[str, Any], options:
             why = rec.get("why") or "the rank child ended without a verdict"
             return Outcome(ExitCode.INCOMPLETE, None, None, f"rank {rank}: {why}; exit {int(ExitCode.INCOMPLETE)}")
     child.kill()
+    if stop.why:  # stopped, and rank 0 said nothing within the grace: the signal's own exit code
+        return Outcome(stop.code, None, None, f"rank {rank}: stopped early: {stop.name}; exit {stop.code}")
     return Outcome(ExitCode.INCOMPLETE, None, None,
                    f"rank {rank}: no verdict from rank 0 in time; exit {int(ExitCode.INCOMPLETE)}")
 
@@ -271,7 +285,9 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], plan: Plan,
         if store.expired():
             gathered["fatal"] = _no_store_answer(info, options)
             break
-        rec = child.next(0.5)
+        if stop.why:  # stopped: the child reports what it has at once; it is not waited for long
+            deadline = min(deadline, stop.since + _STOP_GRACE)
+        rec = child.next(0.2 if stop.why else 0.5)
         if rec is None:
             continue
         if rec.get("_eof"):
@@ -285,13 +301,15 @@ def _rank0(child: LiveChild, local: Report, info: Mapping[str, Any], plan: Plan,
         if "fatal" in rec or "gathered" in rec:
             break
     report, cluster = build_report(gathered, local, info, options, stop.why, plan)
-    code = report.exit_code(options.fail_on)
+    # Stopped (SIGTERM from the launcher or a user): the report says so, and the exit code is the
+    # signal's (143 for SIGTERM, 130 for SIGINT), on every rank that gets this verdict.
+    code = stop.code if stop.why else report.exit_code(options.fail_on)
     outcome = Outcome(code, report, cluster)
     if publish is not None:
         publish(outcome)
         outcome.published = True
     child.send({"exit": code})
-    end = time.monotonic() + 6.0
+    end = time.monotonic() + (2.0 if stop.why else 6.0)
     while time.monotonic() < end:
         rec = child.next(0.2)
         if rec is not None and (rec.get("_done") or rec.get("_eof")):
@@ -376,9 +394,10 @@ def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]
     coll = facts.value("cluster.collective") or {}
     finished = set((coll.get("finished") or {}).keys())
     progress = coll.get("progress") or {}
-    world = facts.value("cluster.world_size") or 0
+    world = int(facts.value("cluster.world_size") or 0)
+    ranks, absent = _table_ranks(world, {*arrived, *reports, *finished, *progress})
     rows = []
-    for rank in range(int(world)):
+    for rank in ranks:
         key = str(rank)
         a = arrived.get(key) or {}
         sig = sigs.get(key) or {}
@@ -395,7 +414,56 @@ def node_table(facts: Facts, reports: Mapping[str, Any], findings: list[Finding]
         rows.append({"rank": rank, "host": a.get("host"), "node": a.get("node_rank"), "status": status,
                      "state": state, "allreduce_s": times.get(key), "values": values,
                      "odd": sorted(odd.get(key, ()))})
-    return {"columns": [{"name": n, "label": label} for n, label in columns], "rows": rows}
+    table: dict[str, Any] = {"columns": [{"name": n, "label": label} for n, label in columns], "rows": rows}
+    if absent:
+        table["absent"] = absent
+    return table
+
+
+#: Ranks that left no trace (never arrived, no report) get a row each only up to this many; the
+#: others are one summary: a WORLD_SIZE of 100,000 with one rank started is 99,999 empty rows.
+ABSENT_ROWS = 16
+
+
+def _table_ranks(world: int, known_keys: set[Any]) -> tuple[list[int], dict[str, Any] | None]:
+    """The ranks the table has a row for (every rank that left a trace, and the first ABSENT_ROWS
+    of the others), and the summary of the absent ranks left out (None when none is), found
+    without walking every rank of the world."""
+    known = set()
+    for k in known_keys:
+        try:
+            r = int(k)
+        except (TypeError, ValueError):
+            continue
+        if 0 <= r < world:
+            known.add(r)
+    gaps: list[tuple[int, int]] = []  # the absent ranks, as inclusive ranges
+    start = 0
+    for r in sorted(known):
+        if r > start:
+            gaps.append((start, r - 1))
+        start = r + 1
+    if start < world:
+        gaps.append((start, world - 1))
+    shown: list[int] = []
+    for a, b in gaps:
+        shown.extend(range(a, min(b, a + ABSENT_ROWS - len(shown) - 1) + 1))
+        if len(shown) >= ABSENT_ROWS:
+            break
+    count = sum(b - a + 1 for a, b in gaps)
+    left = count - len(shown)
+    ranks = sorted(known | set(shown))
+    if not left:
+        return ranks, None
+    rest, skip = [], len(shown)  # the ranges of the ranks left out, at most 8 of them named
+    for a, b in gaps:
+        if skip >= b - a + 1:
+            skip -= b - a + 1
+            continue
+        a, skip = a + skip, 0
+        rest.append(f"{a}" if a == b else f"{a}-{b}")
+    named = ", ".join(rest[:8]) + (", …" if len(rest) > 8 else "")
+    return ranks, {"count": left, "ranks": named, "state": "never arrived"}
 
 
 def facts_getter_evidence(f: Finding) -> dict[str, Any]:

@@ -52,7 +52,12 @@ def judge_path(path: str, plan: Plan | None = None) -> Judged:
     except RecursionError:
         return Judged(path, error=f"{path} is nested too deeply to be an envdoctor report")
     facts, runs = (loaded, ()) if isinstance(loaded, Facts) else (loaded.facts, loaded.probes)
-    return Judged(path, judge(facts, runs, origin_of(path, loaded), plan or Plan(command="diagnose")))
+    report = judge(facts, runs, origin_of(path, loaded), plan or Plan(command="diagnose"))
+    if not isinstance(loaded, Facts) and loaded.warnings:  # what loading found (saved findings ignored)
+        from dataclasses import replace
+
+        report = replace(report, warnings=(*report.warnings, *loaded.warnings))
+    return Judged(path, report)
 
 
 def expand(items: Iterable[str]) -> Iterator[str]:
