@@ -40,7 +40,7 @@ def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = Non
 def run_pty(*args: str, columns: int = 80, lines: int = 24, env: dict[str, str] | None = None,
             send: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
     """``python -m envdoctor ARGS`` on a terminal of ``columns`` x ``lines`` (stdin, stdout and stderr
-    the pty, as in an xterm); ``send`` is typed once the first output arrived (then Ctrl-D)."""
+    the pty, as in an xterm); ``send`` is typed once the first whole line arrived (then Ctrl-D)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the pty is its controlling terminal
         try:
@@ -65,7 +65,9 @@ def run_pty(*args: str, columns: int = 80, lines: int = 24, env: dict[str, str] 
                 if not chunk:
                     break
                 out += chunk
-                if not sent:
+                # Typed once a whole first line is on the screen: a first chunk may hold half of it, and the
+                # terminal's echo of what is typed would land inside it (seen under load).
+                if not sent and b"\n" in out:
                     os.write(fd, send + b"\n")
                     os.write(fd, b"\x04")
                     sent = True
