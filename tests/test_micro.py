@@ -114,7 +114,7 @@ def test_segfaulting_child_is_reported_as_crashed_with_the_signal() -> None:
 
 
 def test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding() -> None:
-    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker"))
+    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker", timeout=15.0))  # 5 s: loaded CI ended it first
     assert facts["micro.dataloader"].ok, (facts["micro.dataloader"], facts.get("micro.run"), facts.get("torch.version"))
     result = facts.value("micro.dataloader")["cpu"]
     assert result["ok"] is False and result["bus_error"] is True
@@ -147,8 +147,12 @@ def test_a_worker_dying_during_torchs_lazy_imports_is_not_lost(tmp_path: Path) -
     # poll, and the logged traceback pushed the worker's bus-error line out of the stderr tail.
     (tmp_path / "sitecustomize.py").write_text(SLOW_LAZY_IMPORTS)
     host = Host(environ=test_env(PYTHONPATH=str(tmp_path)))
-    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker"), host)
-    result = facts.value("micro.dataloader")["cpu"]
+    # 15 s: the torch child imports torch and starts a worker under a sitecustomize that slows torch's lazy
+    # imports; at 5 s a loaded CI run (serial suite, load ~8) ended it first and micro.dataloader was not read.
+    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker", timeout=15.0), host)
+    reading = facts.get("micro.dataloader")
+    assert reading.ok and reading.value, reading.describe()
+    result = reading.value["cpu"]
     assert result["ok"] is False and result["bus_error"] is True, result
     assert any("Unexpected bus error encountered in worker" in ln for ln in result["worker_stderr"]), result
     # No exception swallowed and logged by torch (it was the worker's SIGCHLD report).
@@ -160,8 +164,10 @@ def test_a_dead_worker_is_noticed_even_when_sigchld_misses_the_main_thread() -> 
     # On a loaded machine the kernel may hand SIGCHLD to one of torch's threads: the main thread
     # then learns of the dead worker only by polling. With DataLoader(timeout=60) that took the
     # whole 60 s per run (the child hung past the test's patience in 1 of 80 loaded runs).
-    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker_unsignalled"))
-    result = facts.value("micro.dataloader")["cpu"]
+    facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker_unsignalled", timeout=15.0))
+    reading = facts.get("micro.dataloader")
+    assert reading.ok and reading.value, reading.describe()
+    result = reading.value["cpu"]
     assert result["ok"] is False and result["bus_error"] is True and result["killed"] is True, result
     assert "exited unexpectedly" in result["error"]  # found by the loader's liveness poll
     assert result["wall_seconds"] < 30, result  # the poll runs every 5 s
