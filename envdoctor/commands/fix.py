@@ -436,9 +436,12 @@ def _fix(plan: Plan, yes: bool, torch_index: str | None, out: Outcome, doc: dict
     if env.externally_managed and (fp.steps or fp.manual):
         # Its remedies already install into a new venv (remedies.into_venv), printed as the user's steps.
         out.status = "refused"
+        from envdoctor.knowledge.remedies import NEW_VENV, VenvCreate
+
         out.say(f"Refused: {python} is an externally managed interpreter (PEP 668: the distribution's packages). "
-                f"Create a venv and install there: {python} -m venv ~/venvs/gpu && ~/venvs/gpu/bin/python -m pip "
-                "install torch …; envdoctor never uses --break-system-packages.")
+                f"Create a venv ({VenvCreate(python).words()}) and run the steps above, which install into "
+                f"{NEW_VENV}; then run fix again with --python {NEW_VENV}. envdoctor never uses "
+                "--break-system-packages.")
         return int(ExitCode.FAIL)
     if not fp.steps:
         out.status = "nothing-to-fix"
