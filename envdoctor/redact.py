@@ -59,11 +59,14 @@ def _glued(m: re.Match[str]) -> str:
 # backtracks quadratically, and whole reports pass through here (64 KB took seconds).
 # The credentials are a user part (``https://TOKEN@host``) or ``user:password`` where the password
 # may hold "@" and "/" unencoded (``https://u:p@ss/w@host``): the password runs to the last "@" of
-# the URL. A ``host:port/path@x`` (a pip ``git+https://host:443/org/repo@v1``) is no password: the
-# digits after the colon end at "/" (a password of digits ends at "@", and is masked).
+# the URL. A ``host.name:port/path@x`` (a pip ``git+https://host.example:443/org/repo@v1``) is no
+# password: after a dotted host the digits after the colon end at "/". A user without a dot is no host
+# name, so ``https://user:12/34@host`` is a password of digits and "/" (masked; masking a dotless
+# ``localhost:8080/repo@v1`` is the safe side of that ambiguity).
 _URL_CREDENTIALS = lazy_re(
     r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)"
-    r"(?P<cred>[^/@\s:\"'<>]{1,256}|[^/@\s:\"'<>]{0,256}:(?!\d{1,5}(?:[/?#\s\"'<>]|$))[^\s\"'<>]{1,256})@")
+    r"(?P<cred>[^/@\s:\"'<>]{1,256}|[^/@\s:.\"'<>]{0,256}:[^\s\"'<>]{1,256}"
+    r"|[^/@\s:\"'<>]{0,256}:(?!\d{1,5}(?:[/?#\s\"'<>]|$))[^\s\"'<>]{1,256})@")
 
 
 def is_secret_name(name: str) -> bool:

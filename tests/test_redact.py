@@ -50,6 +50,8 @@ def test_a_saved_reports_environment_is_masked_by_the_same_list():
     ("http://u:Qa1@Zb2/Xc3@Wd4/Ve5@host.example/path", "Qa1@Zb2/Xc3@Wd4/Ve5"),
     ("https://bob:1234@proxy.example", "1234"),
     ("socks5://:onlypass@proxy.example", "onlypass"),
+    ("https://user:12/34@host/", "12/34"),
+    ("https://user:8080/abc@proxy.example/x", "8080/abc"),
 ])
 def test_url_user_parts_and_passwords_with_at_and_slash_are_masked(url, secret):
     out = redact_text(f"proxy {url} failed")
