@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests import ci
+
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "scontrol", "srun", "sbatch", "squeue")
@@ -34,9 +36,8 @@ def find(name: str) -> str | None:
 
 def unavailable(why: str) -> Any:
     """Skip on a developer's machine; fail under CI, where .ci/run installed Slurm."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{why} (CI=true: .ci/run installs Slurm with .ci/services-slurm)")
-    pytest.skip(f"{why}: run .ci/services-slurm as root (installs Debian's slurm-wlm and munge)")
+    ci.unavailable(f"{why}: run .ci/services-slurm as root (installs Debian's slurm-wlm and munge)",
+                   ".ci/run installs Slurm with .ci/services-slurm")
 
 
 def free_ports(n: int) -> list[int]:

@@ -21,13 +21,14 @@ from envdoctor.commands.saved import fleet
 from envdoctor.redact import redact_tree
 from envdoctor.report import Report, to_json
 from tests.builders import facts
+from tests.ci import in_ci
 from tests.test_fleet import _cluster_file, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "ghp_" + "Q7x9TzR2mK4vW8yN1pL6sD3fH5jB0cA2eG4i"  # a GitHub token's shape, made up
 
 # pyarrow and duckdb are in the [test] extra: skipped only where they are truly absent, never in CI.
-if os.environ.get("CI"):
+if in_ci():
     import pyarrow as pa
     import pyarrow.parquet as pq
 else:
@@ -160,7 +161,7 @@ def _readme_query() -> str:
 
 
 def _duckdb() -> Any:
-    if importlib.util.find_spec("duckdb") is None and not os.environ.get("CI"):
+    if importlib.util.find_spec("duckdb") is None and not in_ci():
         pytest.skip("duckdb is not installed (pip install -e '.[test]')")
     import duckdb
 
