@@ -80,7 +80,6 @@ def fleet_dir(tmp_path: Path) -> Path:
     (d / "binary.json").write_bytes(b"\x00\x01\x02\xff")
     (d / "deep.json").write_text("[" * 200000)
     (d / "other.json").write_text('{"hello": "world"}')
-    (d / "future.json").write_text('{"schema_version": 1, "facts": {}, "findings": "not a list"}')
     hostile = {"schema_version": 1, "facts": {
         "torch.version": {"value": "\u001b[2J\u001b]0;owned\u0007"}, "nvml.gpus": {"value": "x" * 50},
         "env.vars": {"value": {"NCCL_X": ["a"]}}, "python.packages": {"value": {"a": {"b": 1}}}},
@@ -96,8 +95,7 @@ def test_fleet_groups_outliers_failures_and_skips_corrupt(fleet_dir: Path) -> No
     result = fleet([str(fleet_dir)])
     assert result["reports"] == 14  # 12 + sub/node99 + the hostile one (readable, just odd)
     skipped = {Path(c["path"]).name: c["error"] for c in result["corrupt"]}
-    assert set(skipped) == {"truncated.json", "empty.json", "binary.json", "deep.json", "other.json", "pipe.json",
-                            "future.json"}
+    assert set(skipped) == {"truncated.json", "empty.json", "binary.json", "deep.json", "other.json", "pipe.json"}
     assert "not valid JSON" in skipped["truncated.json"] and "not a regular file" in skipped["pipe.json"]
     configs = result["configurations"]
     assert configs[0]["majority"] and configs[0]["count"] == 10
@@ -217,3 +215,17 @@ def test_diff_and_fleet_on_a_terminal_are_tables(tmp_path: Path) -> None:
     buf = io.StringIO()
     render_fleet(fleet([str(tmp_path)]), Console(file=buf, force_terminal=True, width=160, no_color=True))
     assert "\t" not in buf.getvalue() and "Configurations" in buf.getvalue() and "(majority)" in buf.getvalue()
+
+
+def test_a_report_whose_saved_findings_are_not_a_list_is_judged_again_from_its_facts(tmp_path: Path) -> None:
+    """As diagnose does: the saved verdict is unreadable, the facts are not, so the node is counted."""
+    for i in range(3):
+        write_report(tmp_path / f"node{i}.json")
+    odd = tmp_path / "node3.json"
+    write_report(odd)
+    data = json.loads(odd.read_text())
+    data["findings"] = "not a list"
+    odd.write_text(json.dumps(data))
+    result = fleet([str(tmp_path)])
+    assert result["reports"] == 4 and result["corrupt"] == []
+    assert result["configurations"][0]["count"] == 4

@@ -209,7 +209,8 @@ def _summarize_report(path: str, data: Any, rejudge: bool, rank: str | None = No
     if problem is not None:
         raise ReportError(problem)
     if not isinstance(data.get("findings", []), list):
-        raise ReportError(f"{path} is not a well-formed envdoctor report ('findings' is not a list)")
+        # Its saved verdict cannot be read, its facts can: judged again, as diagnose judges it.
+        rejudge = True
     if rejudge:
         from envdoctor.inputs import report_from_json
 
