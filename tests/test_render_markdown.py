@@ -135,3 +135,18 @@ def test_ten_thousand_problems_still_fit():
     assert len(markdown) < MARKDOWN_LIMIT and "the rows of " in markdown
     _, tree = html_of(markdown)
     assert tree.top == ["details"] and tree.summaries[0].endswith("+9990 more) · 0 ok · 0 skip")
+
+
+def test_a_command_two_problems_share_is_in_one_fence_and_pointed_to_after():
+    """As on the screen: each command once per report."""
+    dmesg = "sudo dmesg | grep -iE 'nvrm|nvidia'"
+    findings = (Finding("a-check", Status.FAIL, "The driver is not loaded",
+                        remediation=Remediation("Load it.", ("sudo modprobe nvidia", dmesg))),
+                Finding("b-check", Status.WARN, "A GPU fell off the bus",
+                        remediation=Remediation("Read the kernel log.", (dmesg,))),
+                Finding("c-check", Status.WARN, "Either way",
+                        remediation=Remediation("", (), alternatives=(Remediation("Look.", (dmesg,)),))))
+    text = render_markdown(Report(facts=Facts({}), findings=findings))
+    assert text.count(dmesg) == 1, text
+    assert "**What to do:** Read the kernel log. (command above)" in text, text
+    assert "*Either* Look. (the command above)" in text, text

@@ -414,24 +414,31 @@ def _md_commands(commands: Iterable[str]) -> list[str]:
     return [f"{fence}sh", body, fence, ""]
 
 
-def _md_block(f: Finding) -> list[str]:
+def _md_block(f: Finding, shown: Iterable[str] = ()) -> list[str]:
     """One problem: heading, detail, what to do, the commands (each once, in a shell fence; the
-    alternatives as *Either* … *or* …), the links."""
+    alternatives as *Either* … *or* …), the links. A command in ``shown`` (an earlier block of this
+    report printed it) is not printed again, as on the screen."""
+    above = set(shown)
     r = f.remediation
     commands = all_commands(r)
     out = [f"#### {ICONS[f.status]} {f.status.value}: `{f.id}` — {_md(f.title)}", ""]
     if f.detail:
-        out += [_md(_without_commands(f.detail, commands)), ""]
+        out += [_md(_without_commands(f.detail, commands, above)), ""]
     if f.evidence:
         key, value = next(iter(f.evidence.items()))
         out += [f"Evidence: `{_md(key)}` = {_md(_value_text(value)[:300])}", ""]
-    if r.text:
-        out += [f"**What to do:** {_md(_without_commands(r.text, commands))}", ""]
-    out += _md_commands(r.commands)
+    own_above = bool(r.commands) and all(c in above for c in r.commands)
+    pointer = (" (commands above)" if len(r.commands) > 1 else " (command above)") if own_above else ""
+    if r.text or pointer:
+        words = _md(_without_commands(r.text, commands, above)) if r.text else pointer.strip(" ()")
+        out += [f"**What to do:** {words}{pointer if r.text else ''}", ""]
+    out += _md_commands(c for c in r.commands if c not in above)
     for n, option in enumerate(_options(r)):
         words = _md(getattr(option, "text", "") or "")
-        out += [("*Either*" if n == 0 else "*or*") + (f" {words}" if words else ":"), ""]
-        out += _md_commands(_commands_of(option))
+        fresh = [c for c in _commands_of(option) if c not in above]
+        note = " (the command above)" if _commands_of(option) and not fresh else ""
+        out += [("*Either*" if n == 0 else "*or*") + (f" {words}" if words else ":") + note, ""]
+        out += _md_commands(fresh)
     out += [f"- <{safe(link)}>" for link in r.links]
     return out + ([""] if r.links else [])
 
@@ -486,14 +493,16 @@ def render_markdown(report: Report, limit: int = MARKDOWN_LIMIT) -> str:
             body.append(row)
             used += len(row) + 1
         body.append("")
+    shown: set[str] = set()  # each command once per report: a later block points above
     for n, f in enumerate(problems):
-        block = _md_block(f)
+        block = _md_block(f, shown)
         size = sum(len(line) + 1 for line in block)
         if used + size > limit - reserve:
             cut.append(f"the details of {len(problems) - n} problem(s) ({_some([g.id for g in problems[n:]])})")
             break
         body += block
         used += size
+        shown.update(all_commands(f.remediation))
     if passing:
         rows = ["<details><summary>" + f"{len(passing)} passing check(s)</summary>", "", *table,
                 *[_md_row(f) for f in passing], "", "</details>", ""]
