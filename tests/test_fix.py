@@ -549,3 +549,37 @@ def test_anything_that_breaks_after_the_first_change_is_rolled_back(monkeypatch:
     out = fixmod.Outcome()
     code = fixmod._apply(None, None, None, [], out, {})  # type: ignore[arg-type]
     assert rolled == [True] and code == 3 and any("could not finish: registry broken" in line for line in out.lines)
+
+
+def test_a_check_that_passed_before_and_fails_after_is_a_failed_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answered finding passes, but the fix broke another check (torchvision no longer matches, say):
+    that is a failed verification (rolled back), not a fix."""
+    from types import SimpleNamespace
+
+    from envdoctor.commands import fix as fixmod
+    from envdoctor.model import Facts, Finding, Status
+
+    def report(**statuses: Status) -> Any:
+        return SimpleNamespace(findings=[Finding(cid.replace("_", "-"), s, cid) for cid, s in statuses.items()],
+                               facts=Facts({}))
+
+    after = report(torch_cuda_build=Status.OK, torch_companions=Status.FAIL, nccl_mismatch=Status.FAIL)
+    monkeypatch.setattr(fixmod, "examine", lambda plan: after)
+    fp = SimpleNamespace(answered=("torch-cuda-build",), steps=())
+    env = SimpleNamespace(torch=None)
+    out = fixmod.Outcome()
+    out.before = fixmod.worst_statuses(report(torch_cuda_build=Status.FAIL, torch_companions=Status.OK,
+                                              nccl_mismatch=Status.SKIP).findings)
+    failed = fixmod._verify(None, fp, env, out)  # type: ignore[arg-type]
+    # the companions broke; NCCL was not examined before (skip), so its failure is not the fix's doing
+    assert failed == "verification failed: torch-companions was ok before and is fail now"
+    assert out.verified == {"torch-cuda-build": "ok"}
+
+
+def test_worst_status_of_a_check_with_one_finding_per_gpu() -> None:
+    from envdoctor.commands.fix import worst_statuses
+    from envdoctor.model import Finding, Status
+
+    found = [Finding("gpu-xid", Status.OK, "GPU 0"), Finding("gpu-xid", Status.FAIL, "GPU 1"),
+             Finding("gpu-xid", Status.WARN, "GPU 2"), Finding("driver-installed", Status.SKIP, "x")]
+    assert worst_statuses(found) == {"gpu-xid": "fail", "driver-installed": "skip"}

@@ -315,6 +315,19 @@ def examine(plan: Plan) -> Any:
         raise FixError(str(exc)) from None
 
 
+_WORST = {"skip": 0, "ok": 1, "warn": 2, "error": 3, "fail": 4}
+
+
+def worst_statuses(findings: Any) -> dict[str, str]:
+    """Each check id's worst status among its findings (a check may give one per GPU)."""
+    worst: dict[str, str] = {}
+    for f in findings:
+        status = f.status.value
+        if _WORST.get(status, 0) >= _WORST.get(worst.get(f.id, "skip"), 0):
+            worst[f.id] = status
+    return worst
+
+
 def _torch_of(report: Any) -> str | None:
     value = report.facts.value("torch.version")
     return str(value) if value else None
@@ -333,6 +346,9 @@ class Outcome:
         self.status = "planned"
         self.steps: list[dict[str, Any]] = []
         self.verified: dict[str, str] = {}
+        #: Each check's worst status before the fix: a check that passed (or warned) before and fails
+        #: after is a failed verification too, not only an answered finding that still fails.
+        self.before: dict[str, str] = {}
         self.restored: dict[str, Any] | None = None
         self.lines: list[str] = []
         self.code: int = ExitCode.FAIL
@@ -428,6 +444,7 @@ def _fix(plan: Plan, yes: bool, torch_index: str | None, out: Outcome, doc: dict
     doc["target"].update({"prefix": env.prefix, "installer": env.installer, "conda": env.conda, "torch": torch,
                           "conda_exe": env.conda_exe})
     fp = plan_fix(before.findings, env)
+    out.before = worst_statuses(before.findings)
     if fp.steps and "+cu" in (torch or ""):
         # The constraints file is named now, so the plan shows it; it is written with the snapshot.
         fp = plan_fix(before.findings, env.replace(constraints=str(_snapshot_dir(env) / "constraints.txt")))
@@ -578,6 +595,10 @@ def _verify(plan: Plan, fp: FixPlan, env: Environment, out: Outcome) -> str | No
         out.verified[fid] = status
         if status != "ok":
             bad.append(f"{fid} is {status}")
+    worse = worst_statuses(after.findings)
+    for fid, was in out.before.items():
+        if was in ("ok", "warn") and worse.get(fid) in ("fail", "error") and fid not in fp.answered:
+            bad.append(f"{fid} was {was} before and is {worse[fid]} now")
     torch_after = _torch_of(after)
     if "+cu" in (env.torch or "") and torch_after != env.torch:
         wanted = {getattr(s.command, "variant", None) for s in fp.steps
