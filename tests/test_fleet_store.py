@@ -292,3 +292,12 @@ def test_a_store_written_into_the_reports_folder_is_not_read_back_as_a_broken_re
     first = fleet([str(d)], store=str(d / "fleet.parquet"))
     again = fleet([str(d)], store=str(d / "fleet.parquet"))
     assert not again["corrupt"] and again["reports"] == first["reports"] == 3
+
+
+def test_the_install_line_names_the_fleet_extras_requirement_from_pyproject() -> None:
+    """One home: the version floor printed is the one pyproject.toml's ``fleet`` extra declares."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["fleet"]
+    assert columnar.fleet_requirement() in declared
+    assert columnar.install_line().endswith(f"-m pip install '{columnar.fleet_requirement()}'")

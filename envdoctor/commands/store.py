@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -73,9 +72,32 @@ STORE_VERSION = "1"
 META_KEY = b"envdoctor.store"
 ASPECT_COLUMNS: tuple[str, ...] = tuple(a.name for a in ASPECTS)
 UNREADABLE = "unreadable"
-#: envdoctor is not on a package index (no ``envdoctor[fleet]`` to install): pyarrow goes into the
-#: interpreter envdoctor runs in.
-INSTALL = f"{shlex.quote(sys.executable)} -m pip install 'pyarrow>=16'"
+DISTRIBUTION = "gpu-envdoctor"
+
+
+def fleet_requirement() -> str:
+    """The ``fleet`` extra's requirement as pyproject.toml declares it (read from the installed
+    metadata: one home), or plain ``pyarrow`` where no metadata can be read (a source tree)."""
+    from importlib import metadata
+
+    try:
+        declared = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        declared = []
+    for line in declared:
+        spec, _, marker = line.partition(";")
+        if spec.strip().startswith("pyarrow") and "fleet" in marker:
+            return spec.strip()
+    return "pyarrow"
+
+
+def install_line() -> str:
+    """envdoctor is not on a package index (no ``envdoctor[fleet]`` to install): pyarrow goes into the
+    interpreter envdoctor runs in."""
+    from envdoctor.knowledge.remedies import pip_install
+
+    return str(pip_install(sys.executable, fleet_requirement(), quote=True))
+
 #: Reports per row group (a row group is written, and read, at once).
 BATCH = 4096
 #: Parquet's page compression (zstd: small and fast to read; "none" lets a test search the bytes).
@@ -93,7 +115,7 @@ def pyarrow_missing() -> str | None:
     try:
         import pyarrow.parquet  # noqa: F401
     except ImportError:
-        return f"a Parquet fleet store needs pyarrow, which is not installed: {INSTALL}"
+        return f"a Parquet fleet store needs pyarrow, which is not installed: {install_line()}"
     return None
 
 
