@@ -617,7 +617,9 @@ def fabric_manager_package(branch: str) -> str:
 #: Where the fabric manager's package names and versions come from: NVIDIA's packaging templates
 #: (``nvidia-fabricmanager-<branch>_<driver version>-1`` in NVIDIA's CUDA repository; "the version of
 #: fabricmanager must match the NVIDIA driver installed"); Ubuntu's archive builds the same package
-#: names as ``<driver version>-0ubuntu…`` (packages.ubuntu.com, source fabric-manager-<branch>).
+#: names as ``<driver version>-0ubuntu…`` (packages.ubuntu.com, source fabric-manager-<branch>). The
+#: name holds for the newest branches too: Ubuntu 24.04's source fabric-manager-590 (590.48.01-0ubuntu0.24.04.2)
+#: and fabric-manager-595 (595.71.05) build nvidia-fabricmanager-590 / -595 (packages.ubuntu.com, 2026).
 FABRIC_PACKAGING = "https://github.com/NVIDIA/apt-packaging-fabric-manager"
 
 #: The shell's answer for the driver version when none was read.
