@@ -69,7 +69,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "gpu": ("gpu", "gpus", "device", "gpu model", "gpu models", "gpu name", "gpu type", "gpu device", "graphics card",
             "graphics", "graphics adapter", "video card", "gpu card", "nvidia gpu", "gpu hardware", "device name", "cuda device",
             "torch.cuda.get_device_name()", "torch.cuda.get_device_name", "hardware gpu", "card", "gpu s",
-            "gpu models and configuration", "accelerator", "cuda gpu"),
+            "gpu models and configuration", "accelerator", "cuda gpu", "gpu model and memory"),
     "gpu.device": ("name", "devices name", "device 0", "cuda device name"),
     "gpu.cc": ("compute capability", "cuda capability", "gpu compute capability", "capability", "cc",
                "sm", "cuda arch", "gpu arch", "cuda compute capability", "torch.cuda.get_device_capability()",
