@@ -10,7 +10,10 @@ A sentence states a fact when it names the component and one value of the compon
   hypothesis or plan ("if I install torch 2.2", "planning to buy an RTX 5090") states nothing;
 * a GPU is a GPU only when the catalogue (knowledge/ GPU catalogue, ``compat.gpu_by_name`` through
   :func:`envdoctor.parsers.statements.gpu_value`) knows the product; "the T5 model" or "my Tesla car" is none;
-* lines that are a log's, a traceback's or an error's (they quote versions of other things), statements in list
+* a CUDA is torch's only when the sentence names torch too ("torch 2.1.0 with CUDA 12.1"); alone ("installed CUDA
+  11.8") it is the toolkit's or the driver's as often, and states nothing;
+* lines that are a log's, a traceback's or an error's (they quote versions of other things), a table's or a
+  package listing's (columns aligned by runs of spaces or TABs), statements in list
   form (:mod:`envdoctor.parsers.statements` reads those) and URLs and paths are not prose.
 
 A prose fact fills only a fact that nothing else read; each keeps the sentence it came from in its detail.
@@ -46,12 +49,17 @@ _MENTIONS: tuple[tuple[str, re.Pattern[str] | Any], ...] = (
                                     re.IGNORECASE)),
     ("python.version", lazy_re(r"\bpython\s*3?" + _FILLER + r"(3\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)", re.IGNORECASE)),
 )
-_GPU_RE = lazy_re(r"\b(?:NVIDIA\s+)?(?:GeForce\s+)?(?:RTX|GTX|Quadro|Tesla|TITAN|Jetson)\s*[A-Z]?\d{2,4}\w*"
-                  r"(?:\s+(?:Ti|SUPER|Laptop|Max-Q|Ada|D))*\b"
+_GPU_TAIL = r"\s*[A-Z]{0,2}\d{2,4}\w*(?:\s+(?:(?i:ti|super|laptop|max-q|mobile)|Ada|D))*\b"
+_GPU_RE = lazy_re(r"\b(?:NVIDIA\s+)?(?:GeForce|Quadro|Tesla|TITAN|Jetson)(?:\s+(?:RTX|GTX|GT))?" + _GPU_TAIL +
+                  r"|\b(?:NVIDIA\s+)?(?:RTX|GTX)" + _GPU_TAIL +
                   r"|\b(?:NVIDIA\s+)?(?:A|H|L|B|V|T|P|K|GH|GB)\d{1,3}(?:-[A-Z0-9]+)*\b(?:\s+(?:PCIe|SXM\d?|NVL))?", 0)
 # "a 3090", "my 4090 Ti", "two 3080s": a bare GeForce model number after an article or a possessive.
 _BARE_GPU_RE = lazy_re(r"\b(?:a|an|my|our|the|one|single|with|on)\s+((?:[1-5]0[5-9]0|16[56]0|9[6-8]0)(?:\s*Ti)?)s?\b",
                        re.IGNORECASE)
+# "2 nvidia A40", "four A100s", "8x H100": how many, right before the product.
+_COUNT_BEFORE_RE = lazy_re(r"(?<![\d.,])(\d{1,2}|two|three|four|five|six|seven|eight)\s*(?:x\s*|×\s*)?(?:nvidia\s+)?$",
+                           re.IGNORECASE)
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 _QUESTION_RE = lazy_re(r"^(?:does|do|did|is|are|can|could|should|which|what|how|will|would|has|have|why|anyone|any)\b",
                        re.IGNORECASE)
 _NEGATION_RE = lazy_re(r"\b(?:not|no|without|never|none|instead|rather|neither|nor|cannot)\b|n't\b", re.IGNORECASE)
@@ -60,7 +68,7 @@ _HYPOTHESIS_RE = lazy_re(r"\b(?:if|would|should|plan|planning|plans|want|wants|w
                          r"supported|compatible|upgrade to|downgrade to|switch to|try|trying|tried)\b", re.IGNORECASE)
 # A line that is a log's, a traceback's or an error's, not a person's sentence.
 _NOT_PROSE_RE = lazy_re(r"^\s*(?:File \"|Traceback|\[|\d{4}-\d\d-\d\d|\d\d:\d\d|(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)\b|[\w.]+(?:Error|Warning|"
-                        r"Exception)\b|>>>|\$|#)|Error:|Warning:|\bat 0x|\bline \d+", 0)
+                        r"Exception)\b|>>>|\$|#)|Error:|Warning:|\bat 0x|\bline \d+|Found GPU\s*\d|\S {3,}\S|\t", 0)
 _WORD_RE = lazy_re(r"[a-z]{2,}")
 
 
@@ -93,8 +101,11 @@ def _gpus(sentence: str) -> list[tuple[str, int, int, Any]]:
     spans = [(m.group(0), m.start()) for m in _GPU_RE.finditer(sentence)]
     spans += [(_bare_gpu(m.group(1)), m.start(1)) for m in _BARE_GPU_RE.finditer(sentence)
               if not re.match(r"(?:RTX|GTX)\s*$", sentence[max(0, m.start(1) - 4):m.start(1)])]
-    for name, _ in sorted(spans, key=lambda s: s[1]):
+    for name, start in sorted(spans, key=lambda s: s[1]):
         if (said := gpu_value(name)) is not None and said[0] not in [f[0] for f in found]:
+            if said[2] == 1 and (count := _COUNT_BEFORE_RE.search(sentence[max(0, start - 24):start])):
+                word = count.group(1).lower()
+                said = (said[0], said[1], int(word) if word.isdigit() else _NUMBERS[word], said[3])
             found.append(said)
     return found
 
@@ -106,10 +117,15 @@ def statements(lines: Sequence[str]) -> dict[str, tuple[Any, str]]:
     for sentence in _sentences(lines):
         if _states_nothing(sentence):
             continue
+        named_torch = False
         for fact, pattern in _MENTIONS:
             values = {next(g for g in m.groups() if g) for m in pattern.finditer(sentence)}
             if fact == "torch.version":
                 values = {v for v in values if v.split(".")[0] in ("1", "2")}
+            if fact == "torch.version" and values:
+                named_torch = True
+            if fact == "cuda" and not named_torch:
+                continue  # a CUDA said without torch beside it is the toolkit's or the driver's as often as torch's
             if len(values) == 1:
                 value = next(iter(values))
                 said.setdefault(fact, set()).add(value)
@@ -144,9 +160,9 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
             readings["torch.cuda_version"] = ok(versions.variant_cuda(tag), SOURCE, f"torch's version tag, "
                                                 f"{torch.detail}")
         elif "cuda" in said and not tag:
-            # A CUDA said without saying whose is torch's, as a statement's unqualified "CUDA: 12.1" is.
+            # "torch 2.1.0 with CUDA 12.1": a CUDA said in the sentence that names torch is torch's.
             value, sentence = said["cuda"]
-            readings["torch.cuda_version"] = ok(value, SOURCE, f"said in prose (whose CUDA is not said): {sentence!r}")
+            readings["torch.cuda_version"] = ok(value, SOURCE, f"said in prose beside torch: {sentence!r}")
     if "gpu" in said and _unread(readings, "nvml.gpus"):
         (name, index, count, cc), sentence = said["gpu"]
         records = [{"index": i, "name": name, **({"compute_capability": versions.cc_text(cc)} if cc else {})}

@@ -18,7 +18,8 @@ Each tool's line is matched on the fixed words of its own format string (never o
 * AUTOMATIC1111's web UI footer (AUTOMATIC1111/stable-diffusion-webui, modules/ui.py ``versions_html``):
   ``version: … • python: … • torch: … • xformers: … • gradio: … • checkpoint: …``.
 * vLLM (vllm-project/vllm, vllm/engine/llm_engine.py and vllm/v1/engine/core.py): ``Initializing an LLM engine
-  (v%s) with config`` / ``Initializing a V1 LLM engine (v%s) with config``.
+  (v%s) with config`` / ``Initializing a V1 LLM engine (v%s) with config``; vllm/entrypoints/openai/api_server.py:
+  ``vLLM API server version %s``.
 * ``conda info`` (conda/conda, conda/cli/main_info.py): ``conda version : X``, ``python version : 3.11.5.final.0``
   and the virtual package ``__cuda=12.2=0`` (conda/plugins/virtual_packages/cuda.py: the CUDA version the driver
   supports).
@@ -66,7 +67,8 @@ _TF_DEVICE_RE = lazy_re(r"device: (\d{1,2}), name: (.{2,120}?), pci bus id: ([0-
                         r"compute capability: (\d{1,2})\.(\d)")
 _COMFY_VRAM_RE = lazy_re(r"\bTotal VRAM (\d+) MB, total RAM (\d+) MB")
 _A1111_RE = lazy_re(r"\bversion:\s*\S+\s*•\s*python:\s*(\S+)\s*•\s*torch:\s*(\S+)(?:\s*•\s*xformers:\s*(\S+))?")
-_VLLM_RE = lazy_re(r"Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+[\w.+-]*)\) with config")
+_VLLM_RE = lazy_re(r"Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+[\w.+-]*)\) with config"
+                   r"|vLLM API server version (\d+\.\d+[\w.+-]*)")
 _CONDA_RE = lazy_re(r"^\s*(conda version|python version|virtual packages)\s*:\s*(\S.*)$")
 _CONDA_CUDA_RE = lazy_re(r"__cuda=(\d+\.\d+)")
 _CONDA_PY_RE = lazy_re(r"^(\d+\.\d+\.\d+)")
@@ -92,7 +94,7 @@ _ENV_NAME_RE = lazy_re(r"^(?:CUDA_\w+|NCCL_\w+|NVIDIA_\w+|TORCH_\w+|PYTORCH_\w+|
                        r"MASTER_ADDR|MASTER_PORT|GLOO_\w+|UCX_\w+|FI_\w+|NVTE_\w+|MIOPEN_\w+|HSA_\w+)$")
 _ASSIGN_RE = lazy_re(r"(?:^|\s)(?:export\s+|set\s+|\$env:|-e\s+|--env[=\s]+)?([A-Z][A-Z0-9_]{1,60})=(\"[^\"]*\"|'[^']*'|\S*)")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
-_COMMAND_START_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:\([^)]*\)\s*)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
+_COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
 
 
@@ -139,78 +141,130 @@ class _Found:
     def gpu(self, record: dict[str, Any] | None, line: str) -> None:
         if record is not None and record["index"] not in self.gpus:
             self.gpus[record["index"]] = record
-            self.gpu_lines.append(line.strip()[:160])
+            self.gpu_lines.append(f"{self.tools[-1]['tool']}'s start-up line {line.strip()[:160]!r}")
 
 
-def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
+def _where(line: str) -> str:
+    return line.strip()[:160]
+
+
+def _ggml(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "found" in line and (m := _GGML_FOUND_RE.search(line)):
         found.tool("llama.cpp", line)
-        found.device_count = found.device_count or (int(m.group(1)), line.strip()[:160])
-        return
-    if "compute capability" in line:
-        if m := _GGML_DEVICE_RE.match(line):
-            found.tool("llama.cpp", line)
-            found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(3)}.{m.group(4)}"), line)
-            return
-        if m := _TF_DEVICE_RE.search(line):
-            found.tool("tensorflow", line)
-            found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(4)}.{m.group(5)}"), line)
-            return
-    if "inference compute" in line and _OLLAMA_RE.search(line):
-        found.tool("ollama", line)
-        pairs = _slog(line)
-        if pairs.get("library", "").lower() == "cuda":
-            name = pairs.get("description") or pairs.get("name") or ""
-            cc = pairs.get("compute") or None
-            index = len(found.gpus)
-            found.gpu(_gpu(name, index, cc if cc and re.fullmatch(r"\d{1,2}\.\d", cc) else None), line)
-            driver = pairs.get("driver", "")
-            if re.fullmatch(r"\d{1,2}\.\d", driver) and driver != "0.0":
-                found.driver_cuda = found.driver_cuda or (driver, line.strip()[:160])
-        return
+        found.device_count = found.device_count or (int(m.group(1)), _where(line))
+        return True
+    if "compute capability" in line and (m := _GGML_DEVICE_RE.match(line)):
+        found.tool("llama.cpp", line)
+        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(3)}.{m.group(4)}"), line)
+        return True
+    return False
+
+
+def _tensorflow(line: str, found: _Found, _block: list[str | None]) -> bool:
+    if "compute capability" in line and (m := _TF_DEVICE_RE.search(line)):
+        found.tool("tensorflow", line)
+        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(4)}.{m.group(5)}"), line)
+        return True
+    return False
+
+
+def _ollama(line: str, found: _Found, _block: list[str | None]) -> bool:
+    if "inference compute" not in line or not _OLLAMA_RE.search(line):
+        return False
+    found.tool("ollama", line)
+    pairs = _slog(line)
+    if pairs.get("library", "").lower() == "cuda":  # "cpu" when it found no GPU: the line says only that
+        name = pairs.get("description") or pairs.get("name") or ""
+        cc = pairs.get("compute") or ""
+        found.gpu(_gpu(name, len(found.gpus), cc if re.fullmatch(r"\d{1,2}\.\d", cc) else None), line)
+        driver = pairs.get("driver", "")
+        if re.fullmatch(r"\d{1,2}\.\d", driver) and driver != "0.0":
+            found.driver_cuda = found.driver_cuda or (driver, _where(line))
+    return True
+
+
+def _comfyui(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "Total VRAM" in line and _COMFY_VRAM_RE.search(line):
         found.tool("comfyui", line)
-        return
-    if "•" in line and (m := _A1111_RE.search(line)):
-        found.tool("stable-diffusion-webui", line)
-        if re.fullmatch(r"\d+\.\d+\.\d+", m.group(1)):
-            found.python = found.python or (m.group(1), line.strip()[:160])
-        if re.match(r"\d+\.\d+", m.group(2)):
-            found.torch = found.torch or (m.group(2), line.strip()[:160])
-        if m.group(3) and re.match(r"\d+\.\d+", m.group(3)):
-            found.frameworks.setdefault("xformers", m.group(3))
-        return
-    if "LLM engine" in line and (m := _VLLM_RE.search(line)):
+        return True
+    return False
+
+
+def _a1111(line: str, found: _Found, _block: list[str | None]) -> bool:
+    if "•" not in line or not (m := _A1111_RE.search(line)):
+        return False
+    found.tool("stable-diffusion-webui", line)
+    if re.fullmatch(r"\d+\.\d+\.\d+", m.group(1)):
+        found.python = found.python or (m.group(1), _where(line))
+    if re.match(r"\d+\.\d+", m.group(2)):
+        found.torch = found.torch or (m.group(2), _where(line))
+    if m.group(3) and re.match(r"\d+\.\d+", m.group(3)):
+        found.frameworks.setdefault("xformers", m.group(3))
+    return True
+
+
+def _vllm(line: str, found: _Found, _block: list[str | None]) -> bool:
+    if ("vLLM" in line or "LLM engine" in line) and (m := _VLLM_RE.search(line)):
         found.tool("vllm", line)
-        found.frameworks.setdefault("vllm", m.group(1))
-        return
+        found.frameworks.setdefault("vllm", m.group(1) or m.group(2))
+        return True
+    return False
+
+
+def _conda_info(line: str, found: _Found, block: list[str | None]) -> bool:
     if " : " in line and (m := _CONDA_RE.match(line)):
         found.tool("conda info", line)
         block[0] = "conda" if m.group(1) == "virtual packages" else None
         if m.group(1) == "python version" and (py := _CONDA_PY_RE.match(m.group(2))):
-            found.python = found.python or (py.group(1), line.strip()[:160])
+            found.python = found.python or (py.group(1), _where(line))
         elif m.group(1) == "virtual packages" and (cu := _CONDA_CUDA_RE.search(m.group(2))):
-            found.driver_cuda = found.driver_cuda or (cu.group(1), line.strip()[:160])
-        return
+            found.driver_cuda = found.driver_cuda or (cu.group(1), _where(line))
+        return True
     if block[0] == "conda" and "__cuda=" in line and (cu := _CONDA_CUDA_RE.search(line)):
-        found.driver_cuda = found.driver_cuda or (cu.group(1), line.strip()[:160])
-        return
+        found.driver_cuda = found.driver_cuda or (cu.group(1), _where(line))
+        return True
+    return False
+
+
+def _kubectl_node(line: str, found: _Found, block: list[str | None]) -> bool:
     if m := _NODE_BLOCK_RE.match(line):
         block[0] = m.group(1).lower()
-        return
-    if block[0] in ("capacity", "allocatable") and "nvidia.com/gpu" in line and (m := _NODE_GPU_RE.match(line)):
+        return True
+    if block[0] not in ("capacity", "allocatable"):
+        return False
+    if "nvidia.com/gpu" in line and (m := _NODE_GPU_RE.match(line)):
         found.tool("kubectl describe node", line)
         found.node.setdefault(str(block[0]), int(m.group(1)))
-        return
-    if block[0] in ("capacity", "allocatable") and _BLOCK_HEADER_RE.match(line):
+        return True
+    if _BLOCK_HEADER_RE.match(line):
         block[0] = None  # the next block ("System Info:", "Allocated resources:")
+    return False
+
+
+def _framework(line: str, found: _Found, _block: list[str | None]) -> bool:
     if (m := _FRAMEWORK_RE.match(line)) is not None:
         found.frameworks.setdefault(_FRAMEWORKS[m.group(1).lower()], m.group(2))
-        return
+        return True
+    return False
+
+
+def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
     if (m := _CONTAINER_RUN_RE.match(line.strip())) is not None:
         found.tool(m.group(1), line)  # the container runtime's command: its -e variables below
     if "=" in line and _COMMAND_START_RE.match(line.strip()):
         _assignments(line, found)
+        return True
+    return m is not None
+
+
+#: Each tool's reader, tried in this order on every line until one reads it.
+_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _framework, _command)
+
+
+def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
+    for reader in _READERS:
+        if reader(line, found, block):
+            return
 
 
 def _assignments(line: str, found: _Found) -> None:
@@ -253,7 +307,7 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
                                         "Capacity / Allocatable blocks")
     if found.gpus and _unread(readings, "nvml.gpus"):
         gpus = [found.gpus[i] for i in sorted(found.gpus)]
-        why = f"a tool's start-up line: {found.gpu_lines[0]!r}"
+        why = "; ".join(found.gpu_lines[:4])
         readings["nvml.gpus"] = ok(gpus, SOURCE, why)
         if _unread(readings, "nvml.device_count"):
             count = found.device_count[0] if found.device_count and found.device_count[0] >= len(gpus) else len(gpus)
