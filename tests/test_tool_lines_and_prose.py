@@ -242,6 +242,7 @@ def test_versions_stated_differently_in_two_sentences_state_neither() -> None:
     "I drive my Tesla car to the lab where the server runs.",
     "The RTX voice app runs on the same machine.",
     "See page 3090 of the manual for the details of the run.",
+    "My RTX 9999 card crashes when the run starts.",  # branded, but no product the catalogue knows
 ])
 def test_a_gpu_word_that_is_no_gpu_states_no_gpu(text: str) -> None:
     facts = parse_text(text + "\nRuntimeError: stopped\n")
@@ -328,3 +329,23 @@ def test_a_package_listing_line_is_no_prose() -> None:
     text = "pytorch                   2.1.0           py3.11_cuda12.1_cudnn8.9.2_0    pytorch\nRuntimeError: x\n"
     facts = parse_text(text)
     assert facts.get("torch.version").source != "prose" and facts.get("torch.cuda_version").source != "prose"
+
+
+# -- through the CLI --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "judged"), [
+    (HEAD + OLLAMA + TAIL, True),
+    ("I'm on torch 2.1.0 with CUDA 12.1 and a 3090, driver 535.104.05. It hangs at the first step.\n", True),
+    ("my training loop is slower than I expected\n", False),
+], ids=["ollama-log", "prose", "nothing-read"])
+def test_diagnose_judges_what_it_reads_and_refuses_only_nothing(tmp_path: Any, text: str, judged: bool) -> None:
+    from .faults import run_cli
+
+    paste = tmp_path / "ticket.md"
+    paste.write_text(text, encoding="utf-8")
+    shown = run_cli(["diagnose", str(paste)])
+    assert shown.rc is not None and not shown.timed_out, shown.text
+    if judged:
+        assert shown.rc == 0 and "no environment evidence" not in shown.text, shown.text
+        assert "could not be judged: not in the text" in shown.text  # what the text does not show is said
+    else:
+        assert shown.rc != 0 and "no environment evidence" in shown.text, shown.text

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envdoctor.knowledge import versions
+from envdoctor.knowledge import compat, versions
 
 from ..lazyre import lazy_re
 from ..model import Reading, ok
@@ -102,7 +102,10 @@ def _gpus(sentence: str) -> list[tuple[str, int, int, Any]]:
     spans += [(_bare_gpu(m.group(1)), m.start(1)) for m in _BARE_GPU_RE.finditer(sentence)
               if not re.match(r"(?:RTX|GTX)\s*$", sentence[max(0, m.start(1) - 4):m.start(1)])]
     for name, start in sorted(spans, key=lambda s: s[1]):
-        if (said := gpu_value(name)) is not None and said[0] not in [f[0] for f in found]:
+        said = gpu_value(name)
+        if said is None or compat.gpu_by_name(said[0]) is None:
+            continue  # a product the catalogue does not know ("RTX 9999", "T5") is no GPU
+        if said[0] not in [f[0] for f in found]:
             if said[2] == 1 and (count := _COUNT_BEFORE_RE.search(sentence[max(0, start - 24):start])):
                 word = count.group(1).lower()
                 said = (said[0], said[1], int(word) if word.isdigit() else _NUMBERS[word], said[3])
