@@ -70,6 +70,14 @@ _HYPOTHESIS_RE = lazy_re(r"\b(?:if|would|should|plan|planning|plans|want|wants|w
 _NOT_PROSE_RE = lazy_re(r"^\s*(?:File \"|Traceback|\[|\d{4}-\d\d-\d\d|\d\d:\d\d|(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)\b|[\w.]+(?:Error|Warning|"
                         r"Exception)\b|>>>|\$|#)|Error:|Warning:|\bat 0x|\bline \d+|Found GPU\s*\d|\S {3,}\S|\t", 0)
 _WORD_RE = lazy_re(r"[a-z]{2,}")
+#: A line holds a fact only if it names a component or holds a model number: others are not looked at again.
+_HINT_WORDS = ("torch", "cuda", "driver", "python", "rtx", "gtx", "quadro", "tesla", "titan", "jetson")
+_MODEL_RE = lazy_re(r"\b[A-Za-z]{1,2}\d{2,3}\b|\b\d{4}\b")
+
+
+def _hint(text: str) -> bool:
+    low = text.lower()
+    return any(w in low for w in _HINT_WORDS) or bool(_MODEL_RE.search(text))
 
 
 def _bare_gpu(number: str) -> str:
@@ -80,11 +88,11 @@ def _bare_gpu(number: str) -> str:
 
 def _sentences(lines: Sequence[str]) -> list[str]:
     out: list[str] = []
-    for line in lines:
-        text = line.strip()
-        if not text or len(text) > _MAX_LINE or _NOT_PROSE_RE.search(text) or split_statement(text) is not None:
-            continue
-        if len(_WORD_RE.findall(text)) < 3:
+    for line in dict.fromkeys(line.strip() for line in lines):  # a repeated line says nothing new
+        text = line
+        if not text or len(text) > _MAX_LINE or not _hint(text) or len(_WORD_RE.findall(text)) < 3:
+            continue  # cheap tests first: no component's word, no model number, or no sentence
+        if _NOT_PROSE_RE.search(text) or split_statement(text) is not None:
             continue
         text = _URL_OR_PATH_RE.sub(" ", text)
         out.extend(s.strip() for s in _SENTENCE_RE.split(text) if s.strip())
