@@ -349,3 +349,23 @@ def test_diagnose_judges_what_it_reads_and_refuses_only_nothing(tmp_path: Any, t
         assert "could not be judged: not in the text" in shown.text  # what the text does not show is said
     else:
         assert shown.rc != 0 and "no environment evidence" in shown.text, shown.text
+
+
+@pytest.mark.parametrize("prose", [False, True], ids=["alone", "in-prose"])
+def test_pip_show_gives_the_packages_version(prose: bool) -> None:
+    show = ("Name: torch\nVersion: 2.3.1+cu118\nSummary: Tensors and Dynamic neural networks in Python\n"
+            "Location: /opt/venv/lib/python3.11/site-packages\n\nName: tensorflow\nVersion: 2.15.1\n")
+    read = _read(HEAD + show + TAIL if prose else show)
+    assert read["torch.version"] == "2.3.1+cu118" and read["torch.cuda_version"] == "11.8"
+    assert read["text.frameworks"] == {"tensorflow": "2.15.1"}
+
+
+@pytest.mark.parametrize(("command", "echo", "key", "want"), [
+    ('$ python -c "import torch; print(torch.__version__)"', "2.2.0+cpu", "torch.version", "2.2.0+cpu"),
+    ("python3 -c 'import torch; print(torch.version.cuda)'", "12.1", "torch.cuda_version", "12.1"),
+    ('python -c "import torch;print(torch.cuda.get_device_name(0))"', "NVIDIA GeForce RTX 2080 Ti", "nvml.gpus", None),
+])
+def test_a_shells_python_c_print_and_its_output_is_a_statement(command: str, echo: str, key: str, want: Any) -> None:
+    facts = parse_text(f"{HEAD}{command}\n{echo}\n{TAIL}")
+    got = facts.value(key)
+    assert (got[0]["name"] == echo) if key == "nvml.gpus" else got == want

@@ -25,6 +25,7 @@ Each tool's line is matched on the fixed words of its own format string (never o
   supports).
 * ``kubectl describe node`` (kubernetes/kubectl, pkg/describe/describe.go): the ``Capacity:`` and
   ``Allocatable:`` blocks, one ``nvidia.com/gpu:  N`` row each (the NVIDIA device plugin's resource name).
+* ``pip show NAME`` (pypa/pip, src/pip/_internal/commands/show.py): ``Name: %s`` then ``Version: %s``.
 * Issue forms and ``jax.print_environment_info()`` (jax-ml/jax, jax/_src/environment_info.py: ``jax:    X``,
   ``jaxlib: X``) stating the version of a framework other than torch: ``TensorFlow version: 2.15.0``.
 * Container runs: ``docker|podman|nvidia-docker run …`` (kept as a tool line; parsers/__init__.py reads whether
@@ -73,6 +74,8 @@ _CONDA_RE = lazy_re(r"^\s*(conda version|python version|virtual packages)\s*:\s*
 _CONDA_CUDA_RE = lazy_re(r"__cuda=(\d+\.\d+)")
 _CONDA_PY_RE = lazy_re(r"^(\d+\.\d+\.\d+)")
 _NODE_BLOCK_RE = lazy_re(r"^\s*(Capacity|Allocatable):\s*$")
+_PIP_NAME_RE = lazy_re(r"^Name: ([A-Za-z0-9][\w.-]{0,80})\s*$")
+_PIP_VERSION_RE = lazy_re(r"^Version: (\d+(?:\.\d+)+[\w.+-]*)\s*$")
 _BLOCK_HEADER_RE = lazy_re(r"^\s*[A-Z][\w ]{1,40}:\s*$")
 _NODE_GPU_RE = lazy_re(r"^\s*nvidia\.com/gpu:\s+(\d+)\s*$")
 # A framework's version in an issue form or jax.print_environment_info(): "TensorFlow version: 2.15.0",
@@ -241,6 +244,24 @@ def _kubectl_node(line: str, found: _Found, block: list[str | None]) -> bool:
     return False
 
 
+def _pip_show(line: str, found: _Found, block: list[str | None]) -> bool:
+    """`pip show NAME` (pypa/pip, src/pip/_internal/commands/show.py): "Name: %s" then "Version: %s"."""
+    if line.startswith("Name: ") and (m := _PIP_NAME_RE.match(line)):
+        block[0] = f"pip:{m.group(1).lower().replace('_', '-')}"
+        return True
+    if not (block[0] or "").startswith("pip:") or not line.startswith("Version: "):
+        return False
+    name, block[0] = str(block[0])[4:], None
+    if (m := _PIP_VERSION_RE.match(line)) is None:
+        return True
+    found.tool("pip show", line)
+    if name == "torch":
+        found.torch = found.torch or (m.group(1), f"pip show torch: {_where(line)}")
+    elif name in _FRAMEWORKS:
+        found.frameworks.setdefault(_FRAMEWORKS[name], m.group(1))
+    return True
+
+
 def _framework(line: str, found: _Found, _block: list[str | None]) -> bool:
     if (m := _FRAMEWORK_RE.match(line)) is not None:
         found.frameworks.setdefault(_FRAMEWORKS[m.group(1).lower()], m.group(2))
@@ -258,7 +279,8 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
 
 
 #: Each tool's reader, tried in this order on every line until one reads it.
-_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _framework, _command)
+_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _pip_show, _framework,
+            _command)
 
 
 def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
@@ -326,6 +348,14 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
                 readings["torch.cuda_version"] = ok(cuda, SOURCE, f"torch's version tag, from {found.torch[1]!r}")
             elif tag == "cpu":
                 readings["torch.cuda_version"] = ok(None, SOURCE, f"torch's version tag, from {found.torch[1]!r}")
+    torch = readings.get("torch.version")
+    if torch is not None and torch.ok and torch.value and _unread(readings, "torch.cuda_version"):
+        # torch's own version tag says what torch.version.cuda is ("2.3.1+cu118", "2.2.0+cpu"), whoever read it.
+        from envdoctor.knowledge.versions import local_tag, variant_cuda
+
+        tag = local_tag(str(torch.value).split(" ")[0])
+        if tag == "cpu" or variant_cuda(tag):
+            readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
     if found.python and _unread(readings, "python.version"):
         readings["python.version"] = ok(found.python[0], SOURCE, f"from {found.python[1]!r}")
 
