@@ -45,7 +45,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envdoctor.knowledge.versions import cuda_to_int
+from envdoctor.knowledge.versions import cuda_to_int, local_tag, variant_cuda
 
 from ..lazyre import lazy_re
 from ..model import Reading, ok
@@ -340,19 +340,9 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
                                              f"{found.driver_cuda[1]!r}")
     if found.torch and _unread(readings, "torch.version"):
         readings["torch.version"] = ok(found.torch[0], SOURCE, f"from {found.torch[1]!r}")
-        from envdoctor.knowledge.versions import local_tag, variant_cuda
-
-        tag = local_tag(found.torch[0])
-        if _unread(readings, "torch.cuda_version"):
-            if cuda := variant_cuda(tag):
-                readings["torch.cuda_version"] = ok(cuda, SOURCE, f"torch's version tag, from {found.torch[1]!r}")
-            elif tag == "cpu":
-                readings["torch.cuda_version"] = ok(None, SOURCE, f"torch's version tag, from {found.torch[1]!r}")
     torch = readings.get("torch.version")
     if torch is not None and torch.ok and torch.value and _unread(readings, "torch.cuda_version"):
         # torch's own version tag says what torch.version.cuda is ("2.3.1+cu118", "2.2.0+cpu"), whoever read it.
-        from envdoctor.knowledge.versions import local_tag, variant_cuda
-
         tag = local_tag(str(torch.value).split(" ")[0])
         if tag == "cpu" or variant_cuda(tag):
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
