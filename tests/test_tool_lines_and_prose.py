@@ -369,3 +369,9 @@ def test_a_shells_python_c_print_and_its_output_is_a_statement(command: str, ech
     facts = parse_text(f"{HEAD}{command}\n{echo}\n{TAIL}")
     got = facts.value(key)
     assert (got[0]["name"] == echo) if key == "nvml.gpus" else got == want
+
+
+def test_lspci_without_ids_is_read_as_a_tool_line_only() -> None:
+    read = _read(HEAD + "01:00.0 VGA compatible controller: NVIDIA Corporation GA102 [GeForce RTX 3090] (rev a1)\n"
+                 + TAIL)
+    assert "lspci" in {t["tool"] for t in read["text.tools"]} and "nvml.gpus" not in read

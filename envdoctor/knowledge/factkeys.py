@@ -65,7 +65,8 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('text.tools', 'list', ('parser:toollines',),
        'pastes only: the start-up lines of known tools the text holds (llama.cpp/ggml `ggml_cuda_init`, Ollama\'s '
        '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
-       'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`): `[{"tool", "line"}]`, redacted'),
+       'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`, `pip show`, `lspci`, a '
+       '`docker|podman run`): `[{"tool", "line"}]`, redacted'),
     _k('text.frameworks', 'object', ('parser:toollines',),
        'pastes only: versions of frameworks other than torch the text states (issue forms, '
        '`jax.print_environment_info()`, A1111\'s footer, vLLM\'s engine line): `{"tensorflow": "2.15.0", '

@@ -25,6 +25,7 @@ Each tool's line is matched on the fixed words of its own format string (never o
   supports).
 * ``kubectl describe node`` (kubernetes/kubectl, pkg/describe/describe.go): the ``Capacity:`` and
   ``Allocatable:`` blocks, one ``nvidia.com/gpu:  N`` row each (the NVIDIA device plugin's resource name).
+* ``lspci`` without ``-nn`` (pciutils): an NVIDIA display controller on the bus, kept as a tool line.
 * ``pip show NAME`` (pypa/pip, src/pip/_internal/commands/show.py): ``Name: %s`` then ``Version: %s``.
 * Issue forms and ``jax.print_environment_info()`` (jax-ml/jax, jax/_src/environment_info.py: ``jax:    X``,
   ``jaxlib: X``) stating the version of a framework other than torch: ``TensorFlow version: 2.15.0``.
@@ -74,6 +75,8 @@ _CONDA_RE = lazy_re(r"^\s*(conda version|python version|virtual packages)\s*:\s*
 _CONDA_CUDA_RE = lazy_re(r"__cuda=(\d+\.\d+)")
 _CONDA_PY_RE = lazy_re(r"^(\d+\.\d+\.\d+)")
 _NODE_BLOCK_RE = lazy_re(r"^\s*(Capacity|Allocatable):\s*$")
+_LSPCI_RE = lazy_re(r"(?:^|\s)[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]\s+(?:VGA compatible|3D|Display) controller:\s*"
+                    r"NVIDIA Corporation\b", re.IGNORECASE)
 _PIP_NAME_RE = lazy_re(r"^Name: ([A-Za-z0-9][\w.-]{0,80})\s*$")
 _PIP_VERSION_RE = lazy_re(r"^Version: (\d+(?:\.\d+)+[\w.+-]*)\s*$")
 _BLOCK_HEADER_RE = lazy_re(r"^\s*[A-Z][\w ]{1,40}:\s*$")
@@ -262,6 +265,16 @@ def _pip_show(line: str, found: _Found, block: list[str | None]) -> bool:
     return True
 
 
+def _lspci(line: str, found: _Found, _block: list[str | None]) -> bool:
+    """`lspci` without ``-nn`` (pciutils, lspci.c ``show_terse``: "<slot> <class>: <vendor> <device>"): an NVIDIA
+    display controller on the bus. Its name is the PCI database's chip name, not a product the driver reports,
+    so it is kept as a tool line only (with ``-nn`` the id names the product: parsers/evidence.py)."""
+    if "NVIDIA Corporation" in line and _LSPCI_RE.search(line) and "[10de:" not in line:
+        found.tool("lspci", line)
+        return True
+    return False
+
+
 def _framework(line: str, found: _Found, _block: list[str | None]) -> bool:
     if (m := _FRAMEWORK_RE.match(line)) is not None:
         found.frameworks.setdefault(_FRAMEWORKS[m.group(1).lower()], m.group(2))
@@ -279,8 +292,8 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
 
 
 #: Each tool's reader, tried in this order on every line until one reads it.
-_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _pip_show, _framework,
-            _command)
+_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _pip_show, _lspci,
+            _framework, _command)
 
 
 def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
