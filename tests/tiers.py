@@ -20,6 +20,8 @@ SLOW_ONLY_FILES: frozenset[str] = frozenset()
 MIN_FAST_TESTS = 1500
 
 SLOW_TESTS: frozenset[str] = frozenset({
+    # `envdoctor diagnose` end to end on pasted tool logs and prose (a CLI child each).
+    "test_tool_lines_and_prose.py::test_diagnose_judges_what_it_reads_and_refuses_only_nothing",
     # Real torch children and microcheck runs (the CPU build of torch; inductor compiles for ~80 s).
     "test_micro.py::test_compile_runs_inductor_on_the_cpu",
     "test_micro.py::test_hanging_child_is_a_timeout_within_the_deadline_and_keeps_earlier_results",

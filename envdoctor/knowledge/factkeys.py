@@ -62,6 +62,22 @@ _ENTRIES: tuple[FactKey, ...] = (
        'pastes only: the message-catalogue rows (`envdoctor/data/messages.json`, and the code strings of '
        'errors.json) the text holds: `[{"id", "cause", "severity", "judged_by", "remedy", "emitter", "line", '
        '"args"}]`, the line redacted'),
+    _k('text.tools', 'list', ('parser:toollines',),
+       'pastes only: the start-up lines of known tools the text holds (llama.cpp/ggml `ggml_cuda_init`, Ollama\'s '
+       '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
+       'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`, `pip show`, `lspci`, a '
+       '`docker|podman run`): `[{"tool", "line"}]`, redacted'),
+    _k('text.frameworks', 'object', ('parser:toollines',),
+       'pastes only: versions of frameworks other than torch the text states (issue forms, '
+       '`jax.print_environment_info()`, A1111\'s footer, vLLM\'s engine line): `{"tensorflow": "2.15.0", '
+       '"jax": "0.4.23", "xformers": "0.0.23.post1"}`'),
+    _k('text.env_assignments', 'object', ('parser:toollines',),
+       'pastes only: the GPU stack\'s variables a command line in the text sets (`CUDA_VISIBLE_DEVICES=1 python '
+       '…`, `export NCCL_P2P_DISABLE=1`, `docker run -e …`), name → value (redacted). Only what the text shows: '
+       'a variable it does not show is unknown, not unset, so this is never `env.vars`'),
+    _k('text.node_gpus', 'object', ('parser:toollines',),
+       'pastes only: `kubectl describe node`\'s `nvidia.com/gpu` in its blocks: `{"capacity": 4, '
+       '"allocatable": 0}` (a block the text does not show is absent)'),
     _k('text.error_lines', 'list', ('parser:collect_env',),
        'pastes only: the lines reporting an error (an exception line, `error:`, `failed`, `cannot`, `NCCL WARN`, '
        'a fatal signal, a non-zero exit) that no signature or catalogue row explains, worst first: '
@@ -146,7 +162,7 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('python.target', 'object', ('probe:python',),
        'the interpreter examined and why it was chosen: `{"path": …, "chosen_by": "--python" | "VIRTUAL_ENV" | '
        '"CONDA_PREFIX" | ".venv in DIR" | "python3 on PATH" | "envdoctor\'s own interpreter: …"}`'),
-    _k('python.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:parse_text', 'parser:statements'),
+    _k('python.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:parse_text', 'parser:statements', 'parser:toollines', 'parser:prose'),
        '`"3.11.7"`'),
     _k('python.implementation', 'str', ('probe:python',),
        '`"CPython"`'),
@@ -155,7 +171,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'stdlib folder, not a venv), where `pip install` is refused with "externally-managed-environment"'),
     _k('python.packages', 'object', ('probe:python', 'parser:collect_env', 'parser:packages'),
        'object dist name (normalised, lower-case, `-`) → version, relevant ones only'),
-    _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements'),
+    _k('torch.version', 'str', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements', 'parser:toollines', 'parser:prose'),
        '`"2.6.0+cu126"`; reason `absent` when torch is not installed, `failed` when its import raised '
        '(detail = the error text)'),
     _k('torch.import_error', 'str|null', ('probe:python',),
@@ -170,7 +186,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'printed); over 1 MiB `torch-import` warns of a flood'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
-    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:evidence'),
+    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:evidence', 'parser:toollines', 'parser:prose'),
        '`"12.6"` or null for a CPU build (`torch.version.cuda`)'),
     _k('torch.hip_version', 'str|null', ('probe:python', 'parser:collect_env'),
        'string or null'),
@@ -252,7 +268,7 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('nvml.library_path', 'str', ('probe:nvml',),
        'the `libnvidia-ml` file the child actually mapped (`/proc/self/maps`), e.g. '
        '`…/libnvidia-ml.so.570.124.06`; reason `absent` when it could not be loaded'),
-    _k('nvml.driver_version', 'str', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements'),
+    _k('nvml.driver_version', 'str', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements', 'parser:prose'),
        '`"570.124.06"`; when nvmlInit failed: the init error\'s reason, detail `nvmlInit failed: NAME '
        '(message)`'),
     _k('nvml.smi_not_found', 'str', ('parser:nvidia_smi',),
@@ -261,9 +277,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        'text shows one'),
     _k('nvml.cuda_driver_version', 'int|null', ('probe:nvml', 'parser:nvidia_smi'),
        'int, e.g. `12080` (`nvmlSystemGetCudaDriverVersion_v2`, falling back to the unversioned call)'),
-    _k('nvml.device_count', 'int', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements'),
+    _k('nvml.device_count', 'int', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements', 'parser:toollines', 'parser:prose'),
        'int'),
-    _k('nvml.gpus', 'list', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements'),
+    _k('nvml.gpus', 'list', ('probe:nvml', 'parser:collect_env', 'parser:nvidia_smi', 'parser:statements', 'parser:toollines', 'parser:prose'),
        'list of per-GPU objects (below)'),
     _k('driver.userspace_version', 'str', ('parser:collect_env',),
        'pastes only: the driver client (userspace) version from the kernel\'s "NVRM: API mismatch: the client'
@@ -287,7 +303,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        "the dlerror), `timeout`/`crashed` when cuInit hung/died. From a paste: the code of torch's "
        '"Unexpected error from cudaGetDeviceCount() … Error 802: …" / "cuda runtime error (999)" message, '
        'for the runtime codes that equal a cuInit result (`envdoctor/knowledge/messages.py`)'),
-    _k('cuda.driver_version', 'int', ('probe:cuda-driver', 'parser:collect_env'),
+    _k('cuda.driver_version', 'int', ('probe:cuda-driver', 'parser:collect_env', 'parser:toollines'),
        'int from `cuDriverGetVersion` (answers even when cuInit fails)'),
     _k('cuda.device_count', 'int', ('probe:cuda-driver',),
        'int from `cuDeviceGetCount`; reason `failed` when cuInit failed'),

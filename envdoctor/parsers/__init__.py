@@ -15,7 +15,7 @@ from envdoctor.knowledge.factkeys import validate_fact_keys
 
 from ..lazyre import lazy_re
 from ..model import Facts, Reading, Reason, missing, ok
-from . import collect_env, evidence, nvidia_smi, packages, signatures, statements, ultralytics
+from . import collect_env, evidence, nvidia_smi, packages, prose, signatures, statements, toollines, ultralytics
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -25,7 +25,7 @@ PASTE_KEYS = ("host.os", "python.version", "host.container", "host.container_evi
 PARSERS: dict[str, tuple[str, ...]] = {
     "collect_env": collect_env.KEYS, "nvidia_smi": (*nvidia_smi.KEYS, *nvidia_smi.WRITES_WHEN_SHOWN),
     "ultralytics": ultralytics.KEYS, "packages": packages.KEYS, "parse_text": PASTE_KEYS,
-    "statements": statements.KEYS, "evidence": evidence.KEYS,
+    "statements": statements.KEYS, "evidence": evidence.KEYS, "toollines": toollines.KEYS, "prose": prose.KEYS,
 }
 for _name, _keys in PARSERS.items():
     validate_fact_keys(_keys, f"parser {_name!r} KEYS", producer=f"parser:{_name}")
@@ -152,15 +152,12 @@ def detect_formats(text: str) -> list[str]:
     return found
 
 
-#: Facts that only give context: a text holding nothing else has no evidence.
-_CONTEXT_ONLY = frozenset({"host.os", "host.distro", "python.version"})
-
-
 def _has_evidence(readings: dict[str, Reading]) -> bool:
-    """A fact about the GPU stack was read, or a read that failed was shown (collect_env's "Could not
-    collect" is not one). The OS or Python alone ("OS: Linux") says nothing a check can judge."""
-    return any(key not in _CONTEXT_ONLY and r.ok or (r.reason is not None and r.reason.value in ("failed", "absent")
-                        and r.detail not in ("Could not collect", "No CUDA")) for key, r in readings.items())
+    """Anything at all was read: a fact (the OS or Python alone included: the answer then says what the text
+    does not show), an error line, a known tool's line, or a read that failed was shown (collect_env's "Could
+    not collect" is not one). Only a text in which nothing is read is refused."""
+    return any(r.ok or (r.reason is not None and r.reason.value in ("failed", "absent")
+                        and r.detail not in ("Could not collect", "No CUDA")) for r in readings.values())
 
 
 def parse_text(text: str) -> Facts:
@@ -221,6 +218,10 @@ def _parse(text: str) -> Facts:
         signatures.scan_messages(lines, readings, nvidia_smi.explained_lines(lines))
     # Version statements in any list form; a report's own reading wins over a statement.
     statements.parse(lines, readings, statements.COLLECT_ENV_OWN if is_collect_env else frozenset())
+    # Known tools' start-up lines and command lines, then prose: each fills only what nothing above read.
+    toollines.parse(lines, readings)
+    if not is_collect_env:
+        prose.parse(lines, readings)
     if not readings.get("host.os", Reading(None, Reason.NOT_IN_REPORT)).ok:
         # The interactive interpreter's banner names the platform: "Python 3.11.14 (main, …) [GCC 11.4.0] on linux".
         banner = next((m for line in lines if (m := _PY_BANNER_RE.match(line.strip()))), None)

@@ -9,8 +9,8 @@ Information" and start-up log) and hand-written lists, whatever their punctuatio
     2.5.1+cu124
     {"torch": "2.5.1", "gpu": "NVIDIA A100-SXM4-80GB"}  (JSON, also one key per line; YAML and TOML
                                                          sections name the key's subject: ``[torch]``)
-    >>> torch.version.cuda                              (an interpreter's prompt and what it echoed)
-    '12.1'
+    >>> torch.version.cuda                              (an interpreter's prompt and what it echoed, or a shell's
+    '12.1'                                               `python -c "import torch; print(torch.version.cuda)"`)
 
 Each line is split into a key and a value (at ``:``, ``==``, ``=``, a table's ``|``, a TAB, or a key
 ending in ``version``), the key is looked up in :data:`ALIASES` (the one table of the keys people
@@ -69,7 +69,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "gpu": ("gpu", "gpus", "device", "gpu model", "gpu models", "gpu name", "gpu type", "gpu device", "graphics card",
             "graphics", "graphics adapter", "video card", "gpu card", "nvidia gpu", "gpu hardware", "device name", "cuda device",
             "torch.cuda.get_device_name()", "torch.cuda.get_device_name", "hardware gpu", "card", "gpu s",
-            "gpu models and configuration", "accelerator", "cuda gpu"),
+            "gpu models and configuration", "accelerator", "cuda gpu", "gpu model and memory"),
     "gpu.device": ("name", "devices name", "device 0", "cuda device name"),
     "gpu.cc": ("compute capability", "cuda capability", "gpu compute capability", "capability", "cc",
                "sm", "cuda arch", "gpu arch", "cuda compute capability", "torch.cuda.get_device_capability()",
@@ -376,16 +376,26 @@ _ECHO_RE = lazy_re(r"^(?:Out\[\d+\]:\s*)?(?:'(?P<q1>[^']{1,80})'|\"(?P<q2>[^\"]{
                    r"|(?P<value>[\w.+-]{1,40}))$")
 
 
+# A shell running one print: `python -c "import torch; print(torch.__version__)"`, its output on the next line.
+_PYTHON_C_RE = lazy_re(r"^(?:\S*[$#>]\s+)?python[\d.]*\s+-c\s+([\"'])(?:[^\"';]{0,200};\s*){0,4}"
+                       r"print\((?P<printed>[\w.()]{3,60})\)\s*;?\s*\1\s*$")
+
+
 def _repl_pairs(lines: Sequence[str]) -> list[tuple[str, str, str]]:
     """The interpreter's prompt-and-echo pairs whose expression names a fact: ``(table entry, value, the pair)``."""
     out: list[tuple[str, str, str]] = []
     for i, line in enumerate(lines[:-1]):
-        if "." not in line or len(line) > 80:
+        if "." not in line or len(line) > 400:
             continue
-        prompt = _PROMPT_RE.match(line.strip())
-        echo = _ECHO_RE.match(lines[i + 1].strip()) if prompt else None
+        prompt = _PROMPT_RE.match(line.strip()) if len(line) <= 80 else None
+        printed = lines[i + 1].strip()
+        if prompt is None and "-c" in line and "print(" in line and 0 < len(printed) <= 80:
+            # print() writes the value bare ("NVIDIA GeForce RTX 2080 Ti"): the whole next line is the value.
+            if prompt := _PYTHON_C_RE.match(line.strip()):
+                printed = repr(printed) if printed[:1] not in "'\"(" else printed
+        echo = _ECHO_RE.match(printed) if prompt else None
         if prompt and echo:
-            expr = prompt.group("printed") or prompt.group("expr")
+            expr = prompt.group("printed") or (prompt.groupdict().get("expr") or "")
             fact = _synonyms().get(norm_key(re.sub(r"\(\s*\d*\s*\)$", "()", expr)))
             said = echo.group("q1") or echo.group("q2") or echo.group("tuple") or echo.group("value")
             if fact:
