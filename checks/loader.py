@@ -93,6 +93,45 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
                        "entries that point at another CUDA off it.", tuple(commands), (remedies.PYTORCH_GET_STARTED,))
 
 
+def _tensorflow(facts: Facts, err: dict[str, Any], python: str | None) -> Remediation:
+    windows = str(err["library"]).lower().endswith(".dll") or facts.value("host.os") == "Windows"
+    text, commands, links = remedies.tensorflow_gpu(python, windows)
+    return Remediation(f"TensorFlow cannot load {err['library']}. {text}", commands, links)
+
+
+def _onnxruntime(facts: Facts, err: dict[str, Any], python: str | None) -> Remediation:
+    family, major = err.get("family"), err.get("cuda_major")
+    lib = compat.family_library(family) if family else None
+    wheel = compat.wheel_name(lib.wheel, major) if lib and lib.wheel and major and major >= 11 else None
+    return Remediation(f"onnxruntime-gpu's CUDA provider needs {err['library']}, of the CUDA (and cuDNN) major that "
+                       "onnxruntime-gpu release was built for: install that CUDA's libraries"
+                       + (f" (the {wheel} wheel)" if wheel else "") + ", or the onnxruntime-gpu build for the CUDA "
+                       "this machine has.", tuple(c for c in (
+                           remedies.pip_install(python, wheel) if wheel else None,
+                           "python -c \"import onnxruntime as o; print(o.__version__, o.get_available_providers())\"")
+                           if c is not None), (remedies.ONNXRUNTIME_CUDA,))
+
+
+#: What needed a library when a framework's own loader said so (envdoctor.knowledge.messages): its own remedy.
+_FRAMEWORKS = {"tensorflow": _tensorflow, "onnxruntime": _onnxruntime}
+
+
+def _link_missing(err: dict[str, Any], ev: dict[str, Any]) -> Any:
+    """GNU ld could not find a library while a program or a library was being built (not run)."""
+    library, family = str(err["library"]), err.get("family")
+    needed = f", needed by {err['requester']}" if err.get("requester") else ""
+    stubs = family == "cuda"
+    what = ("the driver's libcuda.so: a build links against the CUDA toolkit's stub copy in lib64/stubs (the real one "
+            "comes with the driver at run time)" if stubs else
+            f"{library}: the CUDA toolkit's (or the library's -dev package's) unversioned copy, in a folder the linker "
+            "searches")
+    return fail(f"The linker cannot find {_what(err)}{needed}",
+                detail=f"GNU ld could not find {library} while linking{needed}: nothing is wrong at run time yet; the "
+                       "build cannot finish.", evidence=ev,
+                remedy=Remediation(f"Give the linker {what}: pass its folder with -L, or put it on LIBRARY_PATH.",
+                                   remedies.link_library(library, stubs), (remedies.CUDA_ARCHIVE,)))
+
+
 def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
     python = facts.value("python.executable")
     kind, role, what = err["kind"], err.get("role"), _what(err)
@@ -123,8 +162,12 @@ def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
                     remedy=Remediation("Take the folder holding the wrong build off LD_LIBRARY_PATH (or the loader "
                                        "cache), so the 64-bit copy is found.",
                                        (remedies.find_library(err["library"]),), ()))
+    if err.get("stage") == "link":
+        return _link_missing(err, ev)
     if role == "driver":
         remedy = _driver_missing(facts, err, python)
+    elif err.get("needed_by") == "framework" and err.get("package") in _FRAMEWORKS:
+        remedy = _FRAMEWORKS[str(err["package"])](facts, err, python)
     elif role in ("toolkit", "torch") and err.get("family"):
         remedy = _toolkit_missing(facts, err, python) if role == "toolkit" else Remediation(
             "torch's own library is missing: its installation is broken; reinstall torch.",

@@ -15,7 +15,7 @@ from typing import Any
 from envdoctor.knowledge import catalogue, remedies
 
 from ..kit import Remediation, evidence, fail, skip, warn
-from ..model import Facts
+from ..model import Facts, Finding
 from ..registry import CheckResult, check
 
 #: At most this many findings per check: a looping log says each thing once.
@@ -48,8 +48,15 @@ def known_message(facts: Facts) -> CheckResult:
     if not by_cause:
         return skip("Every catalogued message the text holds is judged by its own check", evidence=ev)
     python = facts.value("python.executable")
-    found = []
-    for cause_id, rows in sorted(by_cause.items(), key=lambda kv: kv[1][0]["severity"] != "fail"):
+    found: list[Finding] = []
+    # Causes before symptoms ("JAX could not initialise its CUDA backend" is what a cuDNN mismatch leads to): a
+    # symptom the same text explains is folded into the first cause's finding as its evidence, said once.
+    groups = sorted(by_cause.items(), key=lambda kv: (_role(kv[1]) == "symptom", kv[1][0]["severity"] != "fail"))
+    explained = [(cid, rows) for cid, rows in groups if _role(rows) == "symptom"] if any(
+        _role(rows) == "cause" for _, rows in groups) else []
+    for cause_id, rows in groups:
+        if (cause_id, rows) in explained:
+            continue
         cause = causes.get(cause_id)
         title = cause.title if cause else cause_id
         first = rows[0]
@@ -62,10 +69,23 @@ def known_message(facts: Facts) -> CheckResult:
         if first["severity"] == "fail" and not verified:
             detail += (" The row's wording was not read in its emitter's source (verified: false), so this is a "
                        "warning at most.")
-        make = fail if first["severity"] == "fail" and verified else warn
-        found.append(make(title, detail=detail, evidence={"text.messages": [r["id"] for r in rows][:10],
-                                                          "lines": lines[:5]}, remedy=said))
+        said_ev: dict[str, Any] = {"text.messages": [r["id"] for r in rows][:10], "lines": lines[:5],
+                                   "role": _role(rows)}
+        if explained and not found:
+            led = [(causes[cid].title if cid in causes else cid, str(srows[0]["line"])) for cid, srows in explained]
+            detail += " It explains what the text shows next: " + "; ".join(
+                f"{what.lower()} (\"{line[:160]}\")" for what, line in led) + "."
+            said_ev["symptoms"] = [str(srows[0]["id"]) for _, srows in explained]
+        worst = [first] + ([srows[0] for _, srows in explained] if said_ev.get("symptoms") else [])
+        failing = any(r["severity"] == "fail" and r.get("verified", True) for r in worst)
+        make = fail if failing and (verified or first["severity"] != "fail") else warn
+        found.append(make(title, detail=detail, evidence=said_ev, remedy=said))
     return found[:MAX_FINDINGS]
+
+
+def _role(rows: list[dict[str, Any]]) -> str:
+    """A cause's rows are a symptom when every one of them is (the row's role, else its cause's, in the data)."""
+    return "symptom" if all((r.get("role") or catalogue.role_of(r.get("cause"))) == "symptom" for r in rows) else "cause"
 
 
 def message_remedy(name: str | None, python: str | None, container: str | None) -> Remediation | None:

@@ -201,6 +201,10 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
     # even when the version itself is not shown.
     said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and any(
         NOT_COMPILED in str(m) for m in facts.value("torch.cuda_available_messages") or ())
+    # A catalogued message whose words show a CPU torch where CUDA was wanted (xFormers' "built for: PyTorch … with
+    # CUDA … (you have 2.1.1+cpu)") says the same: the program asked this CPU build for CUDA.
+    said_cpu = said_cpu or any(m.get("cause") == "torch-cpu-build" and m.get("judged_by") == "torch-cpu-build"
+                               for m in facts.value("text.messages") or () if hasattr(m, "get"))
     cuda = facts.value("torch.cuda_version")
     if facts.value("torch.version") is None and not said_cpu and not cuda:
         return skip("torch not available", detail=facts.get("torch.version").describe(),
@@ -288,7 +292,7 @@ def torch_cuda_available(facts: Facts) -> CheckResult:
                                        (GET_STARTED,)))
     return fail("CUDA is not available to torch" if not available else "CUDA initialisation fails in torch",
                 detail=detail + (f" ({why}.)" if present else "") + " The driver, device and library findings "
-                "above say why.", evidence=ev,
+                "above say why.", evidence={**ev, "role": "symptom"},  # what a driver/library cause leads to
                 remedy=Remediation("Fix the failing driver/device finding first; then verify with the command.",
                                    (verify,), (GET_STARTED,)))
 

@@ -1179,5 +1179,42 @@ def message_remedy(name: str | None, python: str | None = None,
                       ("nvcc --list-gpu-arch   # the architectures this nvcc knows",
                        env_set("TORCH_CUDA_ARCH_LIST", "<an architecture from that list>", "for torch extensions")),
                       (NVCC_GPU_ARCH, CUDA_ARCHIVE)),
+        "nccl-gpu-arch": ("The NCCL that ran has no device code for this GPU's architecture (its CUDA kernels were "
+                          "built for other GPUs): use the NCCL built for this GPU, the one of a torch CUDA build that "
+                          "supports it, and take an older libnccl off LD_LIBRARY_PATH.",
+                          ("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the GPU's compute capability",
+                           pip(python, "list 2>/dev/null | grep -i nccl   # the NCCL wheels installed"),
+                           "echo $LD_LIBRARY_PATH   # a folder holding another libnccl.so.2 here is loaded first"),
+                          (NCCL_TROUBLESHOOTING,)),
+        "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
+                              "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
+                              (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "
+                                                     "reboot"), (DRIVER_DOWNLOAD,)),
     }
     return table.get(name) if name else None
+
+
+#: TensorFlow's install page: GPU support on native Windows ended after TensorFlow 2.10 (WSL 2 from 2.11 on).
+TENSORFLOW_WINDOWS = "https://www.tensorflow.org/install/pip#windows-native"
+
+
+def tensorflow_gpu(python: str | None, windows: bool) -> tuple[str, tuple[Line | str, ...], tuple[str, ...]]:
+    """What makes TensorFlow find its CUDA libraries: on Linux its ``and-cuda`` extra; on native Windows there is no
+    GPU TensorFlow after 2.10 (TensorFlow's install page): WSL 2, or TensorFlow 2.10 with CUDA 11.2 and cuDNN 8.1."""
+    if windows:
+        return ("TensorFlow's GPU support on native Windows ended with TensorFlow 2.10: run TensorFlow in WSL 2 (and "
+                "install it there with its CUDA libraries), or stay with TensorFlow 2.10 and install the CUDA 11.2 "
+                "and cuDNN 8.1 it was built with.",
+                (step("wsl", "wsl --install", "in PowerShell, then inside WSL: pip install 'tensorflow[and-cuda]'"),
+                 pip(python, "install \"tensorflow<2.11\"", note="native Windows: the last GPU release line")),
+                (TENSORFLOW_WINDOWS,))
+    return ("Install TensorFlow with its CUDA libraries (pip), which puts them where TensorFlow looks, and take "
+            "LD_LIBRARY_PATH entries that point at another CUDA off it.",
+            (pip(python, "install 'tensorflow[and-cuda]'"),), (TENSORFLOW_PIP,))
+
+
+def link_library(library: str, stubs: bool) -> tuple[Line | str, ...]:
+    """What lets the linker (ld) find a library at build time: where it is, then its folder on LIBRARY_PATH (the
+    toolkit's ``lib64/stubs`` for the driver's libcuda.so, which a build links against without a driver)."""
+    folder = "$CUDA_HOME/lib64/stubs" if stubs else "$CUDA_HOME/lib64"
+    return (find_library(library), env_set("LIBRARY_PATH", f"{folder}:$LIBRARY_PATH", "the folders ld searches for -l"))
