@@ -32,6 +32,8 @@ def _what(err: dict[str, Any]) -> str:
 def _mine(err: dict[str, Any]) -> bool:
     """The failures this check judges: not a family another check owns, not a CUDA-library symbol clash."""
     family, provider = err.get("family"), err.get("provider")
+    if err.get("needed_by") == "framework" and err["kind"] == "missing-library":
+        return True  # another framework's loader: its remedy, whichever check owns the family for torch
     if family and owner_of(f"library_errors:{family}") or provider and owner_of(f"library_errors:{provider}"):
         return False
     if err["kind"] == "undefined-symbol":

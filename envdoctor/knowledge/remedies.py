@@ -1186,6 +1186,10 @@ def message_remedy(name: str | None, python: str | None = None,
                            pip(python, "list 2>/dev/null | grep -i nccl   # the NCCL wheels installed"),
                            "echo $LD_LIBRARY_PATH   # a folder holding another libnccl.so.2 here is loaded first"),
                           (NCCL_TROUBLESHOOTING,)),
+        "driver-update": ("Update the NVIDIA driver to a release whose CUDA version is at least the one the message "
+                          "names (on a data-centre GPU, CUDA's forward-compatibility package is the other way).",
+                          ("nvidia-smi   # 'CUDA Version' in the header: the newest CUDA this driver runs",
+                           ubuntu_drivers_install("or the driver from NVIDIA's page")), (DRIVER_DOWNLOAD,)),
         "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
                               "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
                               (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "

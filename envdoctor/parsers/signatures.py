@@ -196,6 +196,8 @@ def _words(words: str) -> Callable[[str], bool]:
     return lambda text: words in text
 
 
+_VERSION_WORD_RE = lazy_re(r"\d+(?:\.\d+)*(?:[+.-][\w.+-]{1,40})?")
+
 #: A paste repeating one message (every rank, a loop) records it this many times at most.
 _MAX_CATALOGUED = 50
 
@@ -221,8 +223,8 @@ def _captured_value(key: str, text: str) -> Any:
     from envdoctor.knowledge.factkeys import lookup
 
     spec = lookup(key)
-    if spec is None:
-        return None
+    if spec is None or key.endswith("version") and not _VERSION_WORD_RE.fullmatch(text):
+        return None  # a version key takes a version ("NOT_FOUND: was unable to find libcuda.so" is none)
     if spec.type.startswith("int"):
         if key.startswith("cuda.") or key.endswith("cuda_driver_version"):
             return cuda_to_int(text) if "." in text else (int(text) if text.isdigit() else None)

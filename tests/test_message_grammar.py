@@ -1,0 +1,268 @@
+"""Issue 21 (grammar): rows that write the facts their format strings carry, causes before symptoms, the loader
+grammar in every wording (TensorFlow's dso_loader, GNU ld, cuDNN's own loader, ctypes, onnxruntime), and the
+kernel's and the frameworks' messages that name a cause of their own.
+
+Every text here is written for the test from the emitter's format string (never a ticket's text).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.knowledge import catalogue, compat
+from envdoctor.model import Finding, Status
+from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose, is_symptom, sort_findings
+
+from .test_message_catalogue import REGISTRY, _sonames
+
+
+def _top(text: str) -> Finding:
+    found = [f for f in sort_findings(diagnose(parse_text(text), REGISTRY)) if f.status in (Status.FAIL, Status.WARN)]
+    assert found, text
+    return found[0]
+
+
+def _problems(text: str) -> list[Finding]:
+    return [f for f in sort_findings(diagnose(parse_text(text), REGISTRY)) if f.status in (Status.FAIL, Status.WARN)]
+
+
+def _commands(finding: Finding) -> str:
+    return " ".join(finding.remediation.command_lines())
+
+
+# -- the data: roles and writes ------------------------------------------------------------------------------------
+def test_every_role_is_a_cause_or_a_symptom_and_the_named_symptoms_are_symptoms() -> None:
+    assert {c.role for c in catalogue.causes().values()} <= {"cause", "symptom"}
+    for symptom in ("jax-cuda-backend", "no-visible-gpu", "nccl-cuda-error", "dataloader-worker-killed"):
+        assert catalogue.role_of(symptom) == "symptom"
+    for cause in ("cudnn-mismatch", "nccl-shm-exhausted", "loader-library-missing", "torch-cpu-build"):
+        assert catalogue.role_of(cause) == "cause"
+    assert all(row.role in ("cause", "symptom") for row in catalogue.messages())
+
+
+def test_a_row_s_writes_name_a_matched_argument_and_a_known_fact_key() -> None:
+    from envdoctor.knowledge.factkeys import lookup
+
+    for row in catalogue.messages():
+        for key, group in row.writes:
+            assert lookup(key) is not None, (row.id, key)
+            assert 1 <= group <= row.pattern.groups, (row.id, key, group)
+    with pytest.raises(ValueError):
+        catalogue._argument_group("%s: cannot open shared object file", 1)  # a leading argument is never matched
+
+
+# -- causes before symptoms ----------------------------------------------------------------------------------------
+def test_sort_findings_puts_a_cause_before_a_symptom_of_the_same_status() -> None:
+    symptom = Finding("a-check", Status.FAIL, "CUDA is not available", evidence={"role": "symptom"})
+    cause = Finding("b-check", Status.FAIL, "The driver is too old")
+    warning = Finding("c-check", Status.WARN, "something else")
+    assert [f.title for f in sort_findings([warning, symptom, cause])] == [
+        "The driver is too old", "CUDA is not available", "something else"]
+    assert is_symptom(symptom) and not is_symptom(cause)
+
+
+_CUDNN = ("E0101 00:00:00.000000 1 cuda_dnn.cc:454] Loaded runtime CuDNN library: 8.6.0 but source was compiled "
+          "with: 8.9.4.  CuDNN library needs to have matching major version and equal or higher minor version.")
+_JAX_BACKEND = "RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: DNN library initialization failed."
+
+
+@pytest.mark.parametrize("lines", [(_CUDNN, _JAX_BACKEND), (_JAX_BACKEND, _CUDNN)])
+def test_jax_s_backend_failure_is_the_evidence_of_the_cudnn_mismatch_whatever_the_order(lines: tuple[str, str]) -> None:
+    found = _problems("\n".join(lines) + "\n")
+    top = found[0]
+    assert top.status is Status.FAIL and "cuDNN" in top.title
+    assert list(top.evidence["symptoms"]) == ["jax-backend-init"] and "backend" in top.detail
+    assert not any("JAX could not initialise" in f.title for f in found)  # said once, in the cause's finding
+    assert not any("torch" in c for c in top.remediation.command_lines())
+
+
+def test_a_symptom_alone_is_still_said() -> None:
+    top = _top(_JAX_BACKEND + "\n")
+    assert top.id == "known-message" and "JAX could not initialise" in top.title and top.evidence["role"] == "symptom"
+
+
+@pytest.mark.parametrize("words", ["no kernel image is available for execution on the device", "named symbol not found"])
+def test_nccl_s_cuda_failure_naming_an_architecture_error_is_the_cause_not_the_cuda_failure(words: str) -> None:
+    text = (f"node7:2187:2300 [0] enqueue.cc:42 NCCL WARN Cuda failure '{words}'\n"
+            "RuntimeError: NCCL error in: /opt/src/ProcessGroupNCCL.cpp:1270, unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n")
+    found = _problems(text)
+    assert found[0].title == catalogue.causes()["nccl-gpu-arch"].title and found[0].status is Status.FAIL
+    assert "compute_cap" in _commands(found[0])
+    assert not any(f.title == catalogue.causes()["nccl-cuda-error"].title for f in found)
+
+
+# -- rows that write facts -----------------------------------------------------------------------------------------
+_XFORMERS = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+             "    PyTorch 2.3.0+cu121 with CUDA 1201 (you have {torch})\n    Python  3.11.9 (you have 3.11.9)\n")
+
+
+def test_xformers_naming_a_cpu_torch_makes_the_cpu_torch_the_first_failure() -> None:
+    facts = parse_text(_XFORMERS.format(torch="2.3.1+cpu"))
+    assert facts.value("torch.version") == "2.3.1+cpu"
+    top = _top(_XFORMERS.format(torch="2.3.1+cpu"))
+    assert top.id == "torch-cpu-build" and top.status is Status.FAIL
+    assert "download.pytorch.org/whl/cu" in _commands(top)
+
+
+def test_xformers_naming_a_cuda_torch_is_an_xformers_mismatch_and_no_cpu_build() -> None:
+    found = _problems(_XFORMERS.format(torch="2.3.1+cu121"))
+    assert found[0].title == catalogue.causes()["xformers-torch-mismatch"].title
+    assert not any(f.id == "torch-cpu-build" for f in found)
+
+
+def test_xla_s_kernel_and_dso_versions_are_the_driver_facts_the_mismatch_check_judges() -> None:
+    text = ("2024-01-01 00:00:00.000001: E external/local_xla/xla/stream_executor/cuda/cuda_diagnostics.cc:262] kernel "
+            "version 535.104.5 does not match DSO version 545.23.8 -- cannot find working devices in this "
+            "configuration\n")
+    facts = parse_text(text)
+    assert facts.value("driver.kernel_module_version") == "535.104.5"
+    assert facts.value("driver.userspace_version") == "545.23.8"
+    top = _top(text)
+    assert top.id == "driver-version-mismatch" and top.status is Status.FAIL
+
+
+def test_a_version_argument_that_is_no_version_writes_no_fact() -> None:
+    text = ("E cuda_diagnostics.cc:262] kernel version NOT_FOUND: no /proc/driver/nvidia/version does not match DSO "
+            "version 545.23.8 -- cannot find working devices in this configuration\n")
+    assert not parse_text(text).get("driver.kernel_module_version").ok
+
+
+def test_xla_s_driver_older_than_ptxas_writes_the_driver_s_cuda_and_warns() -> None:
+    text = ("W0101 external/xla/xla/service/gpu/nvptx_compiler.cc:760] The NVIDIA driver's CUDA version is 12.2 which "
+            "is older than the ptxas CUDA version (12.6.77). Because the driver is older than the ptxas version, XLA "
+            "is disabling parallel compilation, which may slow down compilation.\n")
+    assert parse_text(text).value("cuda.driver_version") == 12020
+    top = _top(text)
+    assert top.status is Status.WARN and top.title == catalogue.causes()["driver-older-than-ptxas"].title
+    assert "nvidia-smi" in _commands(top)
+
+
+# -- the kernel ----------------------------------------------------------------------------------------------------
+def test_nvrm_lines_naming_nouveau_say_nouveau_holds_the_gpu_and_how_to_blacklist_it() -> None:
+    text = ("[    4.101] NVRM: The NVIDIA probe routine was not called for 1 device(s).\n"
+            "[    4.102] NVRM: This can occur when a driver such as: \n"
+            "            NVRM: nouveau, rivafb, nvidiafb or rivatv \n"
+            "            NVRM: was loaded and obtained ownership of the NVIDIA device(s).\n")
+    top = _top(text)
+    assert top.status is Status.FAIL and top.title == catalogue.causes()["nvrm-other-driver"].title
+    assert "blacklist nouveau" in _commands(top)
+
+
+# -- the loader grammar in every wording -----------------------------------------------------------------------------
+def test_tensorflow_missing_a_windows_dll_gets_wsl2_or_tensorflow_2_10_never_torch() -> None:
+    text = ("2024-01-01 10:00:00.000001: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
+            "load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found\n")
+    failure = parse_text(text).value("torch.loader_failures")[0]
+    assert failure["family"] == "cudnn" and failure["needed_by"] == "framework" and failure["package"] == "tensorflow"
+    top = [f for f in _problems(text) if f.id == "loader-library"][0]
+    assert "wsl --install" in _commands(top) and "tensorflow<2.11" in _commands(top)
+    assert "tensorflow.org/install/pip#windows-native" in " ".join(top.remediation.links)
+    assert "torch" not in _commands(top).replace("tensorflow", "")
+
+
+def test_tensorflow_missing_a_linux_library_gets_tensorflow_s_cuda_extra_never_torch() -> None:
+    text = ("W tensorflow/tsl/platform/default/dso_loader.cc:66] Could not load dynamic library 'libcublas.so.12'; "
+            "dlerror: libcublas.so.12: cannot open shared object file: No such file or directory\n")
+    top = _top(text)
+    assert top.id == "loader-library" and "tensorflow[and-cuda]" in _commands(top)
+    assert "torch" not in _commands(top)
+
+
+def test_onnxruntime_s_cuda_provider_missing_a_library_gets_onnxruntime_s_remedy() -> None:
+    text = ("2024-01-01 10:00:00.1 [E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA] "
+            "/onnxruntime_src/onnxruntime/core/session/provider_bridge_ort.cc:1209 onnxruntime::Provider& "
+            "onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : FAIL : Failed to load library "
+            "libonnxruntime_providers_cuda.so with error: libcufft.so.11: cannot open shared object file: No such "
+            "file or directory\n")
+    failure = parse_text(text).value("torch.loader_failures")[0]
+    assert failure["library"] == "libcufft.so.11" and failure["package"] == "onnxruntime"
+    top = _top(text)
+    assert top.id == "loader-library" and "onnxruntime" in _commands(top)
+    assert "torch" not in _commands(top)
+
+
+def test_cudnn_s_own_loader_names_the_library_that_is_really_missing() -> None:
+    text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No "
+            "such file or directory\n")
+    failure = parse_text(text).value("torch.loader_failures")[0]
+    assert failure["library"] == "libcuda.so" and failure["family"] == "cuda"
+    top = _top(text)
+    assert top.id == "loader-library" and "driver" in top.remediation.text.lower()
+
+
+def test_ctypes_could_not_find_a_cuda_dll_is_read_as_that_library() -> None:
+    text = ("FileNotFoundError: Could not find module 'C:\\venv\\Lib\\site-packages\\cupy\\nvrtc64_120_0.dll' (or "
+            "one of its dependencies). Try using the full path with constructor syntax.\n")
+    failure = parse_text(text).value("torch.loader_failures")[0]
+    assert failure["library"] == "nvrtc64_120_0.dll" and failure["family"] == "nvrtc"
+    assert _top(text).id == "loader-library"
+
+
+@pytest.mark.parametrize(("line", "library", "stubs"), [
+    ("/usr/bin/ld: warning: libcudart.so.12, needed by build/libkernels.so, not found (try using -rpath or "
+     "-rpath-link)", "libcudart.so.12", False),
+    ("/usr/bin/ld: cannot find -lcudart: No such file or directory", "libcudart.so", False),
+    ("/usr/bin/ld: cannot find -lcuda", "libcuda.so", True),
+])
+def test_gnu_ld_missing_a_library_at_link_time_gets_the_linker_s_search_path(line: str, library: str,
+                                                                              stubs: bool) -> None:
+    text = line + "\ncollect2: error: ld returned 1 exit status\n"
+    facts = parse_text(text)
+    failure = facts.value("torch.loader_failures")[0]
+    assert failure["library"] == library and failure["stage"] == "link"
+    found = _problems(text)
+    top = found[0]
+    assert top.id == "loader-library" and "linker" in top.title.lower()
+    assert "LIBRARY_PATH=" in _commands(top) and ("lib64/stubs" in _commands(top)) is stubs
+    assert "torch" not in _commands(top)
+    # collect2's own line is what the linker's lines explain: no finding of its own
+    assert not any(f.id == "unexplained-error" for f in found)
+
+
+_NEW_LINUX = (
+    "Could not load library libcudnn_ops_infer.so.8. Error: {0}: cannot open shared object file: No such file or "
+    "directory",
+    "Failed to load library libonnxruntime_providers_cuda.so with error: {0}: cannot open shared object file: No "
+    "such file or directory",
+)
+_NEW_WINDOWS = (
+    "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library '{0}'; dlerror: "
+    "{0} not found",
+    "FileNotFoundError: Could not find module 'C:\\env\\Library\\bin\\{0}' (or one of its dependencies). Try using "
+    "the full path with constructor syntax.",
+)
+_CASES = [(lib, name, wording) for lib in compat.cuda_libraries() for name in _sonames(lib)
+          for wording in (_NEW_WINDOWS if name.endswith(".dll") else _NEW_LINUX)]
+
+
+@pytest.mark.parametrize(("lib", "name", "wording"), _CASES,
+                         ids=[f"{name}-{w.split(' ')[0][:10]}-{i}" for i, (_, name, w) in enumerate(_CASES)])
+def test_every_soname_in_the_new_wordings_yields_its_family_and_a_remedy(lib: compat.CudaLibrary, name: str,
+                                                                          wording: str) -> None:
+    facts = parse_text(wording.format(name) + "\n")
+    failures = facts.get("torch.loader_failures").value
+    assert failures and failures[0]["family"] == lib.family and failures[0]["kind"] == "missing-library", failures
+    fails = [f for f in sort_findings(diagnose(facts, REGISTRY)) if f.status is Status.FAIL]
+    assert fails and fails[0].remediation.command_lines(), (name, wording)
+    if fails[0].id == "loader-library":
+        assert name in fails[0].title
+        if failures[0]["needed_by"] == "framework" and lib.role != "driver":
+            assert "torch" not in _commands(fails[0]).replace("tensorflow", ""), (name, _commands(fails[0]))
+
+
+_LINK_CASES = [(lib, name) for lib in compat.cuda_libraries() for name in _sonames(lib) if ".so" in name]
+
+
+@pytest.mark.parametrize(("lib", "name"), _LINK_CASES, ids=[n for _, n in _LINK_CASES])
+def test_every_soname_at_link_time_yields_its_family_and_the_linker_s_path(lib: compat.CudaLibrary, name: str) -> None:
+    stem = name.split(".so")[0]
+    for line in (f"/usr/bin/ld: warning: {name}, needed by ./libapp.so, not found (try using -rpath or -rpath-link)",
+                 f"/usr/bin/ld: cannot find -l{stem[3:]}"):
+        facts = parse_text(line + "\n")
+        failure = facts.value("torch.loader_failures")[0]
+        assert failure["family"] == lib.family and failure["stage"] == "link", (line, failure)
+        top = [f for f in sort_findings(diagnose(facts, REGISTRY)) if f.status is Status.FAIL][0]
+        if top.id == "loader-library":
+            assert "LIBRARY_PATH=" in _commands(top), line
