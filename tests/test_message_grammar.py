@@ -47,6 +47,8 @@ def test_a_row_s_writes_name_a_matched_argument_and_a_known_fact_key() -> None:
     for row in catalogue.messages():
         for key, group in row.writes:
             assert lookup(key) is not None, (row.id, key)
+            # signatures.py writes them as the pasted text's source: the registry must name that producer
+            assert "parser:collect_env" in lookup(key).producers, (row.id, key)  # type: ignore[union-attr]
             assert 1 <= group <= row.pattern.groups, (row.id, key, group)
     with pytest.raises(ValueError):
         catalogue._argument_group("%s: cannot open shared object file", 1)  # a leading argument is never matched
