@@ -268,3 +268,35 @@ def test_every_soname_at_link_time_yields_its_family_and_the_linker_s_path(lib: 
         top = [f for f in sort_findings(diagnose(facts, REGISTRY)) if f.status is Status.FAIL][0]
         if top.id == "loader-library":
             assert "LIBRARY_PATH=" in _commands(top), line
+
+
+def test_onnxruntime_s_windows_wording_names_the_dll_that_is_missing_not_the_provider() -> None:
+    text = ('onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\env\\Lib\\site-'
+            'packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" which depends on "cublasLt64_12.dll" which '
+            "is missing.\n"
+            "Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime.\n")
+    failure = parse_text(text).value("torch.loader_failures")[0]
+    assert failure["library"] == "cublasLt64_12.dll" and failure["family"] == "cublas"
+    assert failure["package"] == "onnxruntime"
+    found = _problems(text)
+    assert found[0].id == "loader-library" and "cublasLt64_12.dll" in found[0].title
+    assert "torch" not in _commands(found[0])
+
+
+def test_onnxruntime_s_provider_warning_alone_says_what_onnxruntime_gpu_needs() -> None:
+    text = ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:993 CreateExecutionProviderInstance] Failed to create "
+            "CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*. Please install all dependencies as mentioned in "
+            "the GPU requirements page, make sure they're in the PATH, and that your GPU is supported.\n")
+    top = _top(text)
+    assert top.status is Status.WARN and top.title == catalogue.causes()["ort-cuda-dependencies"].title
+    assert "onnxruntime" in _commands(top) and "torch" not in _commands(top)
+
+
+def test_deepspeed_s_cuda_mismatch_writes_the_toolkit_s_and_torch_s_cuda() -> None:
+    text = ("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version "
+            "12.4 does not match the version torch was compiled with 11.8, unable to compile cuda/cpp extensions "
+            "without a matching cuda version.\n")
+    facts = parse_text(text)
+    assert facts.value("toolkit.nvcc_version") == "12.4" and facts.value("torch.cuda_version") == "11.8"
+    top = _top(text)
+    assert top.status is Status.FAIL and top.title == catalogue.causes()["toolkit-mismatch"].title

@@ -234,9 +234,20 @@ def _requester(text: str) -> str | None:
     return token or None
 
 
+#: onnxruntime's own Windows wording names the DLL that is really missing after the one it loaded:
+#: 'Error loading "…\\onnxruntime_providers_cuda.dll" which depends on "cublasLt64_12.dll" which is missing.'
+_WIN_DEPENDS_RE = lazy_re(r'which depends on\s+"([^"]{1,300}?\.dll)"\s+which is missing')
+
+
 def _windows(text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     code = _WIN_ERROR_RE.search(text) if "WinError" in text else None
+    if "which depends on" in text:
+        for m in _WIN_DEPENDS_RE.finditer(text):
+            rec = _failure("missing-library", m.group(1), None, None, family_of(m.group(1)))
+            out.append(rec)
+        if out:
+            return out[:20]
     for m in _WIN_DLL_RE.finditer(text):
         dll = m.group(1) or m.group(2) or m.group(3)
         kind = _WIN_KIND[code.group(1)] if code else "missing-library"
