@@ -300,3 +300,21 @@ def test_deepspeed_s_cuda_mismatch_writes_the_toolkit_s_and_torch_s_cuda() -> No
     assert facts.value("toolkit.nvcc_version") == "12.4" and facts.value("torch.cuda_version") == "11.8"
     top = _top(text)
     assert top.status is Status.FAIL and top.title == catalogue.causes()["toolkit-mismatch"].title
+
+
+def test_the_windows_paging_file_error_loading_a_cuda_dll_is_virtual_memory_not_a_missing_library() -> None:
+    text = ('OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading '
+            '"C:\\env\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.\n')
+    facts = parse_text(text)
+    assert not facts.get("torch.loader_failures").ok or not facts.value("torch.loader_failures")
+    top = _top(text)
+    assert top.status is Status.FAIL and top.title == catalogue.causes()["windows-paging-file"].title
+    assert "SystemPropertiesPerformance.exe" in _commands(top)
+
+
+def test_nvrm_s_rm_init_adapter_minor_number_line_is_a_failed_gpu_init() -> None:
+    text = ("[   13.7] NVRM: GPU 0000:0b:00.0: RmInitAdapter failed! (0x26:0x56:1474)\n"
+            "[   13.8] NVRM: GPU 0000:0b:00.0: rm_init_adapter failed, device minor number 0\n")
+    found = _problems(text)
+    assert found[0].title == catalogue.causes()["nvrm-init-failed"].title and found[0].status is Status.FAIL
+    assert len([f for f in found if f.id == "known-message"]) == 1  # one cause, said once

@@ -133,6 +133,7 @@ _WIN_DLL_RE = lazy_re(r'Error loading\s+"([^"]{1,400}?\.dll)"|Could not (?:load 
                       # and ctypes on Python >= 3.8 ("Could not find module 'C:\\…\\nvcuda.dll' (or one of its dependencies)")
                       r"|Could not (?:load dynamic library|find module)\s+'([^']{1,400}?\.dll)'",
                       re.IGNORECASE)
+_ANY_WIN_ERROR_RE = lazy_re(r"\[WinError \d+\]")
 _WIN_KIND = {"126": "missing-library", "127": "undefined-symbol", "193": "wrong-architecture"}
 #: Torch's own objects: a path under torch/ (torch/lib/libtorch_cuda.so, torch/_C.cpython-…so).
 _TORCH_PATH_RE = lazy_re(r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)")
@@ -242,6 +243,8 @@ _WIN_DEPENDS_RE = lazy_re(r'which depends on\s+"([^"]{1,300}?\.dll)"\s+which is 
 def _windows(text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     code = _WIN_ERROR_RE.search(text) if "WinError" in text else None
+    if code is None and _ANY_WIN_ERROR_RE.search(text):
+        return out  # another Windows error ([WinError 1455] the paging file) while loading a DLL: not a loader failure
     if "which depends on" in text:
         for m in _WIN_DEPENDS_RE.finditer(text):
             rec = _failure("missing-library", m.group(1), None, None, family_of(m.group(1)))

@@ -1190,6 +1190,14 @@ def message_remedy(name: str | None, python: str | None = None,
                           "names (on a data-centre GPU, CUDA's forward-compatibility package is the other way).",
                           ("nvidia-smi   # 'CUDA Version' in the header: the newest CUDA this driver runs",
                            ubuntu_drivers_install("or the driver from NVIDIA's page")), (DRIVER_DOWNLOAD,)),
+        "windows-paging-file": ("Windows ran out of committed virtual memory: every DataLoader worker process maps "
+                                "torch's CUDA DLLs again. Let Windows size the paging file itself (or make it larger), "
+                                "or start fewer DataLoader workers.",
+                                (step("windows-settings", "SystemPropertiesPerformance.exe",
+                                      "Advanced > Virtual memory > Change: 'System managed size', then restart"),
+                                 "DataLoader(..., num_workers=2)   # fewer workers, or 0 to confirm"),
+                                ("https://learn.microsoft.com/en-us/troubleshoot/windows-client/performance/"
+                                 "how-to-determine-the-appropriate-page-file-size-for-64-bit-versions-of-windows",)),
         "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
                               "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
                               (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "
