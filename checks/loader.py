@@ -57,7 +57,9 @@ def _driver_missing(facts: Facts, err: dict[str, Any], python: str | None) -> Re
     if facts.value("host.wsl"):
         return Remediation(f"On WSL 2, {err['library']} comes from the Windows NVIDIA driver (/usr/lib/wsl/lib): "
                            "install or update the driver on Windows, not inside Linux.",
-                           ("ls -l /usr/lib/wsl/lib/libcuda*   # what the Windows driver provides",),
+                           ("ls -l /usr/lib/wsl/lib/libcuda*   # what the Windows driver provides",
+                            remedies.env_set("LD_LIBRARY_PATH", "/usr/lib/wsl/lib:$LD_LIBRARY_PATH",
+                                             "where WSL 2 mounts the driver's libcuda")),
                            (remedies.WSL_CUDA_GUIDE,))
     return Remediation(f"{err['library']} comes with the NVIDIA driver, never from pip: install the driver (or, if it "
                        "is installed, repair it so its user-space libraries are in the loader's path).",

@@ -60,7 +60,8 @@ def known_message(facts: Facts) -> CheckResult:
         cause = causes.get(cause_id)
         title = cause.title if cause else cause_id
         first = rows[0]
-        said = message_remedy(first.get("remedy"), python, _container(facts))
+        said = _tensorflow(facts, rows, python) if first.get("remedy") == "tensorflow-cuda" else \
+            message_remedy(first.get("remedy"), python, _container(facts))
         lines = list(dict.fromkeys(str(r["line"]) for r in rows))
         detail = (f"{first['emitter']} says: \"{lines[0][:300]}\""
                   + (f" (and {len(lines) - 1} more line(s) of this cause)" if len(lines) > 1 else "")
@@ -81,6 +82,16 @@ def known_message(facts: Facts) -> CheckResult:
         make = fail if failing and (verified or first["severity"] != "fail") else warn
         found.append(make(title, detail=detail, evidence=said_ev, remedy=said))
     return found[:MAX_FINDINGS]
+
+
+def _tensorflow(facts: Facts, rows: list[dict[str, Any]], python: str | None) -> Remediation:
+    """TensorFlow's remedy for this platform: on native Windows (its lines name .dll files, or the OS was read) GPU
+    TensorFlow ended with 2.10 (TensorFlow's install page), elsewhere its ``and-cuda`` extra."""
+    shown = [*rows, *(facts.value("text.messages") or ())]
+    windows = facts.value("host.os") == "Windows" or any(".dll" in str(r.get("line", "")).lower() for r in shown) or any(
+        str(f.get("library", "")).lower().endswith(".dll") for f in facts.value("torch.loader_failures") or ())
+    text, commands, links = remedies.tensorflow_gpu(python, windows)
+    return Remediation(text, commands, links)
 
 
 def _role(rows: list[dict[str, Any]]) -> str:

@@ -318,3 +318,17 @@ def test_nvrm_s_rm_init_adapter_minor_number_line_is_a_failed_gpu_init() -> None
     found = _problems(text)
     assert found[0].title == catalogue.causes()["nvrm-init-failed"].title and found[0].status is Status.FAIL
     assert len([f for f in found if f.id == "known-message"]) == 1  # one cause, said once
+
+
+def test_tensorflow_s_cannot_dlopen_on_windows_gets_wsl2_or_tensorflow_2_10() -> None:
+    text = ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make "
+            "sure the missing libraries mentioned above are installed properly if you would like to use GPU.\n")
+    linux = _top(text)
+    assert "tensorflow[and-cuda]" in _commands(linux)
+    windows = _top("W tensorflow/tsl/platform/default/dso_loader.cc:64] Could not load dynamic library 'cudart64_110.dll'; "
+                   "dlerror: cudart64_110.dll not found\n" + text)
+    assert "tensorflow<2.11" in _commands(windows)
+    said = [f for f in _problems("W tensorflow/tsl/platform/default/dso_loader.cc:64] Could not load dynamic library "
+                                 "'cudart64_110.dll'; dlerror: cudart64_110.dll not found\n" + text)
+            if f.id == "known-message"]
+    assert said and "tensorflow<2.11" in _commands(said[0])  # the same platform's remedy, said by both findings
