@@ -308,7 +308,8 @@ def test_the_windows_paging_file_error_loading_a_cuda_dll_is_virtual_memory_not_
     facts = parse_text(text)
     assert not facts.get("torch.loader_failures").ok or not facts.value("torch.loader_failures")
     top = _top(text)
-    assert top.status is Status.FAIL and top.title == catalogue.causes()["windows-paging-file"].title
+    # Microsoft's documented text, not a source read (verified: false): a warning at most
+    assert top.status is Status.WARN and top.title == catalogue.causes()["windows-paging-file"].title
     assert "SystemPropertiesPerformance.exe" in _commands(top)
 
 
