@@ -10,9 +10,10 @@ quoted as a warning, with the package of the traceback's last frame: an error is
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from envdoctor.knowledge import catalogue, remedies
+from envdoctor.knowledge import catalogue, compat, remedies
 
 from ..kit import Remediation, evidence, fail, skip, warn
 from ..model import Facts, Finding
@@ -62,6 +63,8 @@ def known_message(facts: Facts) -> CheckResult:
         first = rows[0]
         said = _tensorflow(facts, rows, python) if first.get("remedy") == "tensorflow-cuda" else \
             message_remedy(first.get("remedy"), python, _container(facts))
+        if cause_id in _ARCH_CAUSES and said is not None and (arch := _toolkit_for_arch(facts, rows)):
+            said = Remediation(f"{arch} {said.text}", said.commands, said.links)
         lines = list(dict.fromkeys(str(r["line"]) for r in rows))
         detail = (f"{first['emitter']} says: \"{lines[0][:300]}\""
                   + (f" (and {len(lines) - 1} more line(s) of this cause)" if len(lines) > 1 else "")
@@ -82,6 +85,47 @@ def known_message(facts: Facts) -> CheckResult:
         make = fail if failing and (verified or first["severity"] != "fail") else warn
         found.append(make(title, detail=detail, evidence=said_ev, remedy=said))
     return found[:MAX_FINDINGS]
+
+
+#: The causes whose line names a GPU architecture a compiler does not know (nvcc's compute_NN, ptxas' sm_NN).
+_ARCH_CAUSES = ("nvcc-unknown-arch", "ptxas-unknown-arch")
+_ARCH_RE = re.compile(r"(?:compute_|sm_)?(\d{2,3})[a-z]?$")
+
+
+def _toolkit_for_arch(facts: Facts, rows: list[dict[str, Any]]) -> str | None:
+    """Which CUDA toolkits compile for the architecture the line names (compat.json's toolkit_targets), and, when
+    the text shows nvcc's own version line, why this one does not: "nvcc 11.7 targets CC 3.5–8.7; compute_90 (CC
+    9.0) needs CUDA 11.8 or newer"."""
+    cc = None
+    for row in rows:
+        for arg in row.get("args") or ():
+            if m := _ARCH_RE.search(str(arg).strip("'\" ")):
+                digits = m.group(1)
+                cc = (int(digits[:-1]), int(digits[-1]))
+                break
+        if cc:
+            break
+    if cc is None:
+        return None
+    fitting = []
+    for target in compat.data()["toolkit_targets"]["rows"]:
+        span = compat.toolkit_range(str(target["cuda"]))
+        if span and span[0] <= cc <= span[1]:
+            fitting.append(str(target["cuda"]))
+    want = f"CC {cc[0]}.{cc[1]}"
+    nvcc = facts.value("toolkit.nvcc_version")
+    span = compat.toolkit_range(str(nvcc)) if nvcc else None
+    this = f"nvcc {nvcc} compiles for CC {span[0][0]}.{span[0][1]}–{span[1][0]}.{span[1][1]} (its version line); " \
+        if span else ""
+    if not fitting:
+        return f"{this}no CUDA toolkit in envdoctor's table compiles for {want}." if this else None
+    newest = max(fitting, key=lambda v: tuple(int(x) for x in v.split(".")))
+    oldest = min(fitting, key=lambda v: tuple(int(x) for x in v.split(".")))
+    if span and cc > span[1]:
+        return f"{this}{want} needs CUDA {oldest} or newer."
+    if span and cc < span[0]:
+        return f"{this}{want} was last compiled for by CUDA {newest}: build for a newer architecture, or use that toolkit."
+    return f"{this}CUDA {oldest} to {newest} compile for {want}."
 
 
 def _tensorflow(facts: Facts, rows: list[dict[str, Any]], python: str | None) -> Remediation:

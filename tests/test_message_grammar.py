@@ -333,3 +333,19 @@ def test_tensorflow_s_cannot_dlopen_on_windows_gets_wsl2_or_tensorflow_2_10() ->
                                  "'cudart64_110.dll'; dlerror: cudart64_110.dll not found\n" + text)
             if f.id == "known-message"]
     assert said and "tensorflow<2.11" in _commands(said[0])  # the same platform's remedy, said by both findings
+
+
+def test_nvcc_s_unknown_architecture_with_its_version_line_names_the_toolkit_that_knows_it() -> None:
+    text = ("$ nvcc --version\nCuda compilation tools, release 11.7, V11.7.99\n$ python setup.py install\n"
+            "nvcc fatal   : Unsupported gpu architecture 'compute_90'\n")
+    top = [f for f in _problems(text) if f.id == "known-message"][0]
+    assert top.title == catalogue.causes()["nvcc-unknown-arch"].title
+    assert "nvcc 11.7.99" in top.remediation.text and "CUDA 11.8 or newer" in top.remediation.text
+    assert "nvcc --list-gpu-arch" in _commands(top)
+
+
+def test_an_architecture_newer_toolkits_dropped_names_the_last_toolkit_for_it() -> None:
+    text = ("Cuda compilation tools, release 12.4, V12.4.131\n"
+            "nvcc fatal   : Unsupported gpu architecture 'compute_35'\n")
+    top = [f for f in _problems(text) if f.id == "known-message"][0]
+    assert "was last compiled for by CUDA 11.8" in top.remediation.text
