@@ -10,6 +10,7 @@ quoted as a warning, with the package of the traceback's last frame: an error is
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -46,6 +47,7 @@ def known_message(facts: Facts) -> CheckResult:
             continue
         if row.get("judged_by") is None and row.get("severity") in ("fail", "warn"):
             by_cause.setdefault(str(row["cause"]), []).append(dict(row))
+    _one_symptom_per_line(by_cause)
     if not by_cause:
         return skip("Every catalogued message the text holds is judged by its own check", evidence=ev)
     python = facts.value("python.executable")
@@ -136,6 +138,37 @@ def _tensorflow(facts: Facts, rows: list[dict[str, Any]], python: str | None) ->
         str(f.get("library", "")).lower().endswith(".dll") for f in facts.value("torch.loader_failures") or ())
     text, commands, links = remedies.tensorflow_gpu(python, windows)
     return Remediation(text, commands, links)
+
+
+def _fixed_words(row_id: str) -> int:
+    """How much of a row's format is fixed text: of two rows one line is an instance of, the longer says more."""
+    row = _rows_by_id().get(row_id)
+    return len(catalogue._PLACEHOLDER_RE.sub("", row.format)) if row else 0
+
+
+@functools.lru_cache(maxsize=1)
+def _rows_by_id() -> dict[str, catalogue.Message]:
+    return {row.id: row for row in catalogue.messages()}
+
+
+def _one_symptom_per_line(by_cause: dict[str, list[dict[str, Any]]]) -> None:
+    """A line two symptom rows read (torch's "NCCL error in: …, unhandled cuda error …" is also NCCL's "unhandled cuda
+    error") is the most specific row's: one line says one thing."""
+    symptoms = [(cid, r) for cid, rows in by_cause.items() for r in rows
+                if (r.get("role") or catalogue.role_of(cid)) == "symptom"]
+    best: dict[str, tuple[int, str]] = {}
+    for _cid, r in symptoms:
+        score = _fixed_words(str(r.get("id")))
+        line = str(r.get("line"))
+        if line not in best or score > best[line][0]:
+            best[line] = (score, str(r.get("id")))
+    for cid in list(by_cause):
+        kept = [r for r in by_cause[cid] if not ((r.get("role") or catalogue.role_of(cid)) == "symptom"
+                                                 and best.get(str(r.get("line")), (0, r.get("id")))[1] != r.get("id"))]
+        if kept:
+            by_cause[cid] = kept
+        else:
+            del by_cause[cid]
 
 
 def _role(rows: list[dict[str, Any]]) -> str:

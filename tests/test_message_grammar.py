@@ -349,3 +349,19 @@ def test_an_architecture_newer_toolkits_dropped_names_the_last_toolkit_for_it() 
             "nvcc fatal   : Unsupported gpu architecture 'compute_35'\n")
     top = [f for f in _problems(text) if f.id == "known-message"][0]
     assert "was last compiled for by CUDA 11.8" in top.remediation.text
+
+
+def test_nccl_s_cuda_failure_string_is_the_cause_its_unhandled_cuda_error_follows() -> None:
+    text = ("node3:11:12 [1] NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n"
+            "RuntimeError: NCCL error in: /src/ProcessGroupNCCL.cpp:1191, unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.14.3\n")
+    found = _problems(text)
+    assert found[0].id == "driver-too-old" and found[0].status is Status.FAIL
+    assert all(f.status is Status.WARN for f in found[1:])  # NCCL's own words follow their cause
+
+
+def test_a_line_two_symptom_rows_read_is_said_once_by_the_more_specific_row() -> None:
+    text = ("RuntimeError: NCCL error in: /src/ProcessGroupNCCL.cpp:1191, unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.14.3\n")
+    said = [f for f in _problems(text) if f.id == "known-message"]
+    assert [f.title for f in said] == [catalogue.causes()["nccl-cuda-error"].title]

@@ -214,6 +214,17 @@ def _generated() -> list[Message]:
                          "format": info.name, "cause": "cuda-runtime-error", "remedy": "cuda-error",
                          **judged(code, "cuda.init", by if "name" in info.recognise else None)},
                         {"url": src["cuda_runtime"]}, code))
+    # NCCL's CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)) (src/include/checks.h): the CUDA error NCCL
+    # met is the cause its "unhandled cuda error" is the symptom of. A string a data row words itself (with a cause of
+    # its own: "no kernel image …" is NCCL's architecture) is that row's.
+    worded = {str(raw["format"]).lower() for raw in _load()["messages"]}
+    nccl = _load()["sources"].get("nccl_checks")
+    for code, info in sorted(errors.cuda_runtime().items()):
+        fmt = f"Cuda failure '{info.message}'"
+        if nccl and info.message and fmt.lower() not in worded:
+            out.append(_row({"id": f"nccl-cuda-failure-{code}", "emitter": "NCCL", "format": fmt,
+                             "cause": "cuda-runtime-error", "remedy": "cuda-error",
+                             **judged(code, "cuda.init", "cuda-init" if info.as_cuinit else None)}, dict(nccl), code))
     for code, info in sorted(errors.cuda_driver().items()):
         # A CUresult name is what cuInit returned in every message that prints one (XLA's "failed call to cuInit").
         out.append(_row({"id": f"cuda-driver-{code}", "emitter": "the CUDA driver API (cuGetErrorName)",
