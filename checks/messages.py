@@ -48,6 +48,7 @@ def known_message(facts: Facts) -> CheckResult:
         if row.get("judged_by") is None and row.get("severity") in ("fail", "warn"):
             by_cause.setdefault(str(row["cause"]), []).append(dict(row))
     _one_symptom_per_line(by_cause)
+    _one_reading_per_sentence(by_cause)
     if not by_cause:
         return skip("Every catalogued message the text holds is judged by its own check", evidence=ev)
     python = facts.value("python.executable")
@@ -165,6 +166,29 @@ def _one_symptom_per_line(by_cause: dict[str, list[dict[str, Any]]]) -> None:
     for cid in list(by_cause):
         kept = [r for r in by_cause[cid] if not ((r.get("role") or catalogue.role_of(cid)) == "symptom"
                                                  and best.get(str(r.get("line")), (0, r.get("id")))[1] != r.get("id"))]
+        if kept:
+            by_cause[cid] = kept
+        else:
+            del by_cause[cid]
+
+
+def _one_reading_per_sentence(by_cause: dict[str, list[dict[str, Any]]]) -> None:
+    """A line two rows of one emitter read (JAX's "Found cuDNN version …, but JAX was built against …" is also its
+    "Found <library> version …") is the most specific row's."""
+    best: dict[tuple[str, str, str], tuple[int, str]] = {}
+
+    def key(cid: str, r: dict[str, Any]) -> tuple[str, str, str]:
+        # a cause's sentence and the symptom's that wraps it ("CUDA backend failed to initialize: Found cuDNN …")
+        # are two sentences of one line: only rows of one role compete
+        return str(r.get("line")), str(r.get("emitter")), str(r.get("role") or catalogue.role_of(cid))
+
+    for cid, rows in by_cause.items():
+        for r in rows:
+            k, score = key(cid, r), _fixed_words(str(r.get("id")))
+            if k not in best or score > best[k][0]:
+                best[k] = (score, str(r.get("id")))
+    for cid in list(by_cause):
+        kept = [r for r in by_cause[cid] if best[key(cid, r)][1] == r.get("id")]
         if kept:
             by_cause[cid] = kept
         else:

@@ -365,3 +365,38 @@ def test_a_line_two_symptom_rows_read_is_said_once_by_the_more_specific_row() ->
             "NCCL_DEBUG=INFO for details), NCCL version 2.14.3\n")
     said = [f for f in _problems(text) if f.id == "known-message"]
     assert [f.title for f in said] == [catalogue.causes()["nccl-cuda-error"].title]
+
+
+_JAX_FOUND = ("CUDA backend failed to initialize: Found {lib} version {have}, but JAX was built against version {built}, "
+              "which is newer. The copy of {lib} that is installed must be at least as new as the version against which "
+              "JAX was built. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)\n")
+
+
+def test_jax_s_older_cudnn_is_a_cudnn_mismatch_with_jax_s_remedy_and_its_backend_failure_the_evidence() -> None:
+    found = _problems(_JAX_FOUND.format(lib="cuDNN", have="8600", built="8907"))
+    top = found[0]
+    assert top.status is Status.FAIL and top.title == catalogue.causes()["cudnn-mismatch"].title
+    assert list(top.evidence["symptoms"]) == ["jax-backend-failed-to-initialize"]
+    assert "jax[cuda12]" in _commands(top) and "torch" not in _commands(top)
+    assert len([f for f in found if f.id == "known-message"]) == 1
+
+
+def test_jax_s_other_older_cuda_library_is_jax_s_outdated_library() -> None:
+    top = _top(_JAX_FOUND.format(lib="cuSOLVER", have="11400", built="11500"))
+    assert top.title == catalogue.causes()["jax-cuda-outdated"].title and top.status is Status.FAIL
+
+
+def test_jax_without_a_cuda_jaxlib_says_so() -> None:
+    top = _top("WARNING:jax._src.xla_bridge:An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is "
+               "not installed. Falling back to cpu.\n")
+    assert top.title == catalogue.causes()["jax-cpu-build"].title and "jax[cuda12]" in _commands(top)
+
+
+def test_cudnn_s_handle_and_tensorflow_s_convolution_algorithm_are_one_cudnn_init_finding() -> None:
+    text = ("E0101 cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+            "tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution algorithm. This is "
+            "probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed "
+            "above.\n")
+    said = [f for f in _problems(text) if f.id == "known-message"]
+    assert [f.title for f in said] == [catalogue.causes()["cudnn-init-failed"].title]
+    assert "TF_FORCE_GPU_ALLOW_GROWTH=true" in _commands(said[0])

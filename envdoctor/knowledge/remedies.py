@@ -1198,6 +1198,13 @@ def message_remedy(name: str | None, python: str | None = None,
                                  "DataLoader(..., num_workers=2)   # fewer workers, or 0 to confirm"),
                                 ("https://learn.microsoft.com/en-us/troubleshoot/windows-client/performance/"
                                  "how-to-determine-the-appropriate-page-file-size-for-64-bit-versions-of-windows",)),
+        "cudnn-init": ("cuDNN could not start: make the cuDNN the framework loads the one it was built with (one copy in "
+                       "the environment), and leave it GPU memory (TensorFlow takes all of it at start unless told to "
+                       "grow; another process may hold it).",
+                       ("nvidia-smi --query-compute-apps=pid,used_memory --format=csv   # what holds GPU memory",
+                        env_set("TF_FORCE_GPU_ALLOW_GROWTH", "true", "TensorFlow: allocate GPU memory as needed"),
+                        pip(python, "list 2>/dev/null | grep -i cudnn   # every cuDNN wheel installed")),
+                       (CUDNN_SUPPORT_MATRIX,)),
         "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
                               "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
                               (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "
