@@ -400,3 +400,12 @@ def test_cudnn_s_handle_and_tensorflow_s_convolution_algorithm_are_one_cudnn_ini
     said = [f for f in _problems(text) if f.id == "known-message"]
     assert [f.title for f in said] == [catalogue.causes()["cudnn-init-failed"].title]
     assert "TF_FORCE_GPU_ALLOW_GROWTH=true" in _commands(said[0])
+
+
+def test_onnxruntime_without_the_cuda_provider_is_the_cpu_package_and_fails() -> None:
+    text = ("/venv/lib/python3.10/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py:69: UserWarning: "
+            "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "
+            "'AzureExecutionProvider, CPUExecutionProvider'\n")
+    said = [f for f in _problems(text) if f.id == "known-message"]
+    assert [f.title for f in said] == [catalogue.causes()["ort-cpu-package"].title]
+    assert said[0].status is Status.FAIL and "onnxruntime-gpu" in _commands(said[0])
