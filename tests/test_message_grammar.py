@@ -409,3 +409,16 @@ def test_onnxruntime_without_the_cuda_provider_is_the_cpu_package_and_fails() ->
     said = [f for f in _problems(text) if f.id == "known-message"]
     assert [f.title for f in said] == [catalogue.causes()["ort-cpu-package"].title]
     assert said[0].status is Status.FAIL and "onnxruntime-gpu" in _commands(said[0])
+
+
+def test_nvrm_s_invalid_pci_region_is_the_cause_its_failed_probe_follows() -> None:
+    text = ("[   13.377538] NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:\n"
+            "[   13.377539] NVRM: BAR1 is 0M @ 0x0 (PCI:0000:02:00.0)\n"
+            "[   13.377626] nvidia: probe of 0000:02:00.0 failed with error -1\n"
+            "[   13.377638] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+            "[   13.377640] NVRM: None of the NVIDIA devices were initialized.\n")
+    said = [f for f in _problems(text) if f.id == "known-message"]
+    assert said[0].title == catalogue.causes()["nvrm-pci-bar"].title
+    assert "pci=realloc" in said[0].remediation.text + _commands(said[0])
+    assert len(said) == 1 and list(said[0].evidence["symptoms"])  # the failed probe is its evidence, not a rival
+    assert not any(f.id == "unexplained-error" for f in _problems(text))  # the driver core's probe line is explained

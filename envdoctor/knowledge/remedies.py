@@ -1205,6 +1205,13 @@ def message_remedy(name: str | None, python: str | None = None,
                         env_set("TF_FORCE_GPU_ALLOW_GROWTH", "true", "TensorFlow: allocate GPU memory as needed"),
                         pip(python, "list 2>/dev/null | grep -i cudnn   # every cuDNN wheel installed")),
                        (CUDNN_SUPPORT_MATRIX,)),
+        "pci-bar": ("The GPU's memory window (BAR) got no address: enable 'Above 4G Decoding' (and Resizable BAR) in "
+                    "the BIOS; in a VM give the guest UEFI (OVMF) firmware; or let Linux reassign it with the pci=realloc "
+                    "kernel parameter.",
+                    (kernel_log("BAR|NVRM", flags="-iE", tail=20),
+                     "lspci -vv -d 10de: | grep -iE 'Region|Memory at'   # an unassigned region reads <unassigned> or size 0",
+                     step("grub", "sudo update-grub", "after adding pci=realloc to GRUB_CMDLINE_LINUX_DEFAULT in "
+                          "/etc/default/grub; then reboot")), (DRIVER_DOWNLOAD,)),
         "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
                               "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
                               (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "
