@@ -422,3 +422,11 @@ def test_nvrm_s_invalid_pci_region_is_the_cause_its_failed_probe_follows() -> No
     assert "pci=realloc" in said[0].remediation.text + _commands(said[0])
     assert len(said) == 1 and list(said[0].evidence["symptoms"])  # the failed probe is its evidence, not a rival
     assert not any(f.id == "unexplained-error" for f in _problems(text))  # the driver core's probe line is explained
+
+
+def test_no_cuda_gpus_next_to_a_cpu_torch_puts_the_cpu_build_first() -> None:
+    text = (">>> import torch\n>>> torch.__version__\n'2.4.0+cpu'\n>>> torch.zeros(1).cuda()\n"
+            "RuntimeError: No CUDA GPUs are available\n")
+    found = _problems(text)
+    assert found[0].id == "torch-cpu-build" and found[0].status is Status.FAIL
+    assert [f.id for f in found[1:2]] == ["known-message"] and is_symptom(found[1])
