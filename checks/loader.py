@@ -176,6 +176,9 @@ def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
         remedy = _toolkit_missing(facts, err, python) if role == "toolkit" else Remediation(
             "torch's own library is missing: its installation is broken; reinstall torch.",
             (_torch_reinstall(facts, python),), (remedies.PYTORCH_GET_STARTED,))
+    elif str(err["library"]).lower().endswith(".dll"):
+        remedy = Remediation(f"Install what provides {err['library']} (zlibwapi.dll: the zlib cuDNN 8 needs on Windows), "
+                             "and put the folder that holds it on PATH.", remedies.windows_library(err["library"]), ())
     else:
         remedy = Remediation(f"Install the package that provides {err['library']}, or put the folder that holds it "
                              "on LD_LIBRARY_PATH.", (remedies.system_library(err["library"]),

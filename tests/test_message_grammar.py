@@ -430,3 +430,9 @@ def test_no_cuda_gpus_next_to_a_cpu_torch_puts_the_cpu_build_first() -> None:
     found = _problems(text)
     assert found[0].id == "torch-cpu-build" and found[0].status is Status.FAIL
     assert [f.id for f in found[1:2]] == ["known-message"] and is_symptom(found[1])
+
+
+def test_a_windows_dll_outside_the_table_gets_windows_commands_not_apt() -> None:
+    top = _top("Could not locate zlibwapi.dll. Please make sure it is in your library path!\n")
+    assert top.id == "loader-library" and "zlibwapi.dll" in top.title
+    assert "where.exe" in _commands(top) and "apt" not in _commands(top)

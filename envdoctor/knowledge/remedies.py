@@ -1020,6 +1020,12 @@ def find_library(library: str) -> str:
     return f"ldconfig -p | grep {shlex.quote(library.split('.so')[0])} || find / -name {shlex.quote(library + '*')} 2>/dev/null"
 
 
+def windows_library(library: str) -> tuple[Line, ...]:
+    """Where a DLL is on this Windows machine, then its folder on PATH (the folders Windows loads DLLs from)."""
+    return (step("where", f"where.exe /R C:\\ {library}", "the folders that hold it"),
+            step("set-path", "set PATH=<that folder>;%PATH%", "cmd; PowerShell: $env:PATH = \"<that folder>;$env:PATH\""))
+
+
 def system_library(library: str) -> str:
     """The distribution package that ships a system library (Debian/Ubuntu)."""
     return step("apt-file", f"apt-file search {shlex.quote(library)}", "then: sudo apt-get install <that package>")
