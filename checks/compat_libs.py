@@ -80,7 +80,10 @@ def _cudnn_facts(facts: Facts) -> tuple[tuple[int, int, int] | None, tuple[int, 
 def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """A cuDNN sub-library failed to load ("Could not load library libcudnn_cnn_train.so.8 …
     undefined symbol"): two cuDNN copies are mixed, typically a system one shadowing torch's."""
-    errs = [e for e in library_errors(facts) if "cudnn" in (e["provider"], e["family"])]
+    # A framework's own loader (TensorFlow's dso_loader, onnxruntime) missing cuDNN is loader-library's to judge,
+    # with that framework's remedy: torch's cuDNN wheel is not what it loads.
+    errs = [e for e in library_errors(facts) if "cudnn" in (e["provider"], e["family"])
+            and e.get("needed_by") != "framework"]
     if not errs:
         return None
     ev["library_errors"] = [f"{x['path']}: {x['kind']} {x['symbol'] or ''}".strip()[:300] for x in errs]
@@ -195,7 +198,7 @@ def cudnn_mismatch(facts: Facts) -> Finding:
 
 def _nccl_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """torch (libtorch_cuda.so) needs an NCCL symbol the loaded libnccl lacks, or libnccl is missing."""
-    errs = [e for e in library_errors(facts) if "nccl" in (e["provider"], e["family"])]
+    errs = [e for e in library_errors(facts) if "nccl" in (e["provider"], e["family"]) and e.get("needed_by") != "framework"]
     if not errs:
         return None
     e = errs[0]

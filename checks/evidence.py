@@ -137,6 +137,10 @@ def cudnn_dll_missing(facts: Facts) -> Finding:
              if d.replace("/", "\\").rsplit("\\", 1)[-1].lower().startswith("cudnn")]
     if not cudnn:
         return skip("No cuDNN DLL among the missing ones", evidence=ev)
+    if any(m.get("cause") == "windows-paging-file" for m in facts.value("text.messages") or () if hasattr(m, "get")):
+        # "[WinError 1455] The paging file is too small … Error loading …cudnn…dll": the DLL is there, Windows ran out
+        # of virtual memory mapping it (known-message says so, with its remedy).
+        return skip("The cuDNN DLL failed for want of virtual memory, not for being missing", evidence=ev)
     lines = facts.value("libs.missing_dlls")
     in_torch = any("torch\\lib" in str(line).lower() or "torch/lib" in str(line).lower() for line in lines)
     return fail(f"Windows could not load {cudnn[0]}",

@@ -32,6 +32,8 @@ def _what(err: dict[str, Any]) -> str:
 def _mine(err: dict[str, Any]) -> bool:
     """The failures this check judges: not a family another check owns, not a CUDA-library symbol clash."""
     family, provider = err.get("family"), err.get("provider")
+    if err.get("needed_by") == "framework" and err["kind"] == "missing-library":
+        return True  # another framework's loader: its remedy, whichever check owns the family for torch
     if family and owner_of(f"library_errors:{family}") or provider and owner_of(f"library_errors:{provider}"):
         return False
     if err["kind"] == "undefined-symbol":
@@ -55,7 +57,9 @@ def _driver_missing(facts: Facts, err: dict[str, Any], python: str | None) -> Re
     if facts.value("host.wsl"):
         return Remediation(f"On WSL 2, {err['library']} comes from the Windows NVIDIA driver (/usr/lib/wsl/lib): "
                            "install or update the driver on Windows, not inside Linux.",
-                           ("ls -l /usr/lib/wsl/lib/libcuda*   # what the Windows driver provides",),
+                           ("ls -l /usr/lib/wsl/lib/libcuda*   # what the Windows driver provides",
+                            remedies.env_set("LD_LIBRARY_PATH", "/usr/lib/wsl/lib:$LD_LIBRARY_PATH",
+                                             "where WSL 2 mounts the driver's libcuda")),
                            (remedies.WSL_CUDA_GUIDE,))
     return Remediation(f"{err['library']} comes with the NVIDIA driver, never from pip: install the driver (or, if it "
                        "is installed, repair it so its user-space libraries are in the loader's path).",
@@ -93,6 +97,45 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
                        "entries that point at another CUDA off it.", tuple(commands), (remedies.PYTORCH_GET_STARTED,))
 
 
+def _tensorflow(facts: Facts, err: dict[str, Any], python: str | None) -> Remediation:
+    windows = str(err["library"]).lower().endswith(".dll") or facts.value("host.os") == "Windows"
+    text, commands, links = remedies.tensorflow_gpu(python, windows)
+    return Remediation(f"TensorFlow cannot load {err['library']}. {text}", commands, links)
+
+
+def _onnxruntime(facts: Facts, err: dict[str, Any], python: str | None) -> Remediation:
+    family, major = err.get("family"), err.get("cuda_major")
+    lib = compat.family_library(family) if family else None
+    wheel = compat.wheel_name(lib.wheel, major) if lib and lib.wheel and major and major >= 11 else None
+    return Remediation(f"onnxruntime-gpu's CUDA provider needs {err['library']}, of the CUDA (and cuDNN) major that "
+                       "onnxruntime-gpu release was built for: install that CUDA's libraries"
+                       + (f" (the {wheel} wheel)" if wheel else "") + ", or the onnxruntime-gpu build for the CUDA "
+                       "this machine has.", tuple(c for c in (
+                           remedies.pip_install(python, wheel) if wheel else None,
+                           "python -c \"import onnxruntime as o; print(o.__version__, o.get_available_providers())\"")
+                           if c is not None), (remedies.ONNXRUNTIME_CUDA,))
+
+
+#: What needed a library when a framework's own loader said so (envdoctor.knowledge.messages): its own remedy.
+_FRAMEWORKS = {"tensorflow": _tensorflow, "onnxruntime": _onnxruntime}
+
+
+def _link_missing(err: dict[str, Any], ev: dict[str, Any]) -> Any:
+    """GNU ld could not find a library while a program or a library was being built (not run)."""
+    library, family = str(err["library"]), err.get("family")
+    needed = f", needed by {err['requester']}" if err.get("requester") else ""
+    stubs = family == "cuda"
+    what = ("the driver's libcuda.so: a build links against the CUDA toolkit's stub copy in lib64/stubs (the real one "
+            "comes with the driver at run time)" if stubs else
+            f"{library}: the CUDA toolkit's (or the library's -dev package's) unversioned copy, in a folder the linker "
+            "searches")
+    return fail(f"The linker cannot find {_what(err)}{needed}",
+                detail=f"GNU ld could not find {library} while linking{needed}: nothing is wrong at run time yet; the "
+                       "build cannot finish.", evidence=ev,
+                remedy=Remediation(f"Give the linker {what}: pass its folder with -L, or put it on LIBRARY_PATH.",
+                                   remedies.link_library(library, stubs), (remedies.CUDA_ARCHIVE,)))
+
+
 def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
     python = facts.value("python.executable")
     kind, role, what = err["kind"], err.get("role"), _what(err)
@@ -123,12 +166,19 @@ def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
                     remedy=Remediation("Take the folder holding the wrong build off LD_LIBRARY_PATH (or the loader "
                                        "cache), so the 64-bit copy is found.",
                                        (remedies.find_library(err["library"]),), ()))
+    if err.get("stage") == "link":
+        return _link_missing(err, ev)
     if role == "driver":
         remedy = _driver_missing(facts, err, python)
+    elif err.get("needed_by") == "framework" and err.get("package") in _FRAMEWORKS:
+        remedy = _FRAMEWORKS[str(err["package"])](facts, err, python)
     elif role in ("toolkit", "torch") and err.get("family"):
         remedy = _toolkit_missing(facts, err, python) if role == "toolkit" else Remediation(
             "torch's own library is missing: its installation is broken; reinstall torch.",
             (_torch_reinstall(facts, python),), (remedies.PYTORCH_GET_STARTED,))
+    elif str(err["library"]).lower().endswith(".dll"):
+        remedy = Remediation(f"Install what provides {err['library']} (zlibwapi.dll: the zlib cuDNN 8 needs on Windows), "
+                             "and put the folder that holds it on PATH.", remedies.windows_library(err["library"]), ())
     else:
         remedy = Remediation(f"Install the package that provides {err['library']}, or put the folder that holds it "
                              "on LD_LIBRARY_PATH.", (remedies.system_library(err["library"]),

@@ -194,6 +194,10 @@ def import_hint(failures: list[dict[str, Any]]) -> str:
     return f"torch cannot load {library}: reinstall torch so its bundled libraries are consistent."
 
 
+#: The catalogue's causes whose message shows the program asking torch for CUDA (envdoctor/data/messages.json).
+_ASKED_FOR_CUDA = ("torch-cpu-build", "no-visible-gpu")
+
+
 @check("torch-cpu-build", "torch is a CUDA build when an NVIDIA GPU is present",
        needs=("torch.version", "torch.cuda_version"))
 def torch_cpu_build(facts: Facts) -> CheckResult:
@@ -201,6 +205,11 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
     # even when the version itself is not shown.
     said_cpu = facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None and any(
         NOT_COMPILED in str(m) for m in facts.value("torch.cuda_available_messages") or ())
+    # A catalogued message whose words show a CPU torch where CUDA was wanted (xFormers' "built for: PyTorch … with
+    # CUDA … (you have 2.1.1+cpu)") says the same: the program asked this CPU build for CUDA.
+    # torch's "No CUDA GPUs are available" next to a +cpu torch is the program asking this build for CUDA too.
+    said_cpu = said_cpu or any(m.get("cause") in _ASKED_FOR_CUDA
+                               for m in facts.value("text.messages") or () if hasattr(m, "get"))
     cuda = facts.value("torch.cuda_version")
     if facts.value("torch.version") is None and not said_cpu and not cuda:
         return skip("torch not available", detail=facts.get("torch.version").describe(),
@@ -288,7 +297,7 @@ def torch_cuda_available(facts: Facts) -> CheckResult:
                                        (GET_STARTED,)))
     return fail("CUDA is not available to torch" if not available else "CUDA initialisation fails in torch",
                 detail=detail + (f" ({why}.)" if present else "") + " The driver, device and library findings "
-                "above say why.", evidence=ev,
+                "above say why.", evidence={**ev, "role": "symptom"},  # what a driver/library cause leads to
                 remedy=Remediation("Fix the failing driver/device finding first; then verify with the command.",
                                    (verify,), (GET_STARTED,)))
 

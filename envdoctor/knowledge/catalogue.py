@@ -22,7 +22,7 @@ from envdoctor.knowledge import datafiles, errors
 from envdoctor.lazyre import lazy_re
 from envdoctor.record import Record
 
-__all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render"]
+__all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render", "role_of"]
 
 #: printf conversions (``%s``, ``%d``, ``%zu``, ``%ld``, ``%.*s``, ``%5.2f``) and Python replacement fields.
 _PLACEHOLDER_RE = lazy_re(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdiuxXfgcp]|\{[^{}]*\}")
@@ -35,6 +35,7 @@ class Cause(Record):
     id: str
     title: str
     severity: str  # "fail" | "warn" | "info" (explained and harmless: no finding)
+    role: str = "cause"  # "cause" | "symptom" (what a cause leads to: it follows its cause, never rivals it)
 
 
 class Message(Record):
@@ -53,6 +54,18 @@ class Message(Record):
     pattern: re.Pattern[str]
     code: int | None = None  # generated rows: the code of errors.json they stand for
     verified: bool = True  # the format was read in the emitter's source (else a finding on it can at most warn)
+    role: str = "cause"  # the row's role, else its cause's: "cause" | "symptom"
+    #: (fact key, argument number from 1): the values the format carries, written as those facts
+    writes: tuple[tuple[str, int], ...] = ()
+
+    def written(self, m: re.Match[str]) -> dict[str, str]:
+        """The facts this row's match carries: fact key -> the argument's text (stripped)."""
+        out: dict[str, str] = {}
+        for key, arg in self.writes:
+            value = m.group(arg) if arg <= (m.re.groups or 0) else None
+            if value is not None and value.strip(" '\"`.,;"):
+                out[key] = value.strip(" '\"`.,;")
+        return out
 
     def match(self, line: str, words: frozenset[str] | None = None) -> re.Match[str] | None:
         if self.anchor not in (words if words is not None else words_of(line)):
@@ -152,15 +165,31 @@ def _load() -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def causes() -> dict[str, Cause]:
     """Cause id -> its title and severity."""
-    return {cid: Cause(cid, str(c["title"]), str(c["severity"])) for cid, c in _load()["causes"].items()}
+    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")))
+            for cid, c in _load()["causes"].items()}
 
 
 def _row(raw: dict[str, Any], source: dict[str, str], code: int | None = None) -> Message:
     pattern, anchor = pattern_of(str(raw["format"]))
     cause = str(raw["cause"])
+    writes = tuple((str(key), _argument_group(str(raw["format"]), int(arg)))
+                   for key, arg in sorted((raw.get("writes") or {}).items()))
     return Message(str(raw["id"]), str(raw["emitter"]), source, str(raw["format"]), cause,
                    str(raw.get("severity") or causes()[cause].severity), tuple(raw.get("facts", ())),
-                   raw.get("judged_by"), raw.get("remedy"), anchor, pattern, code, bool(raw.get("verified", True)))
+                   raw.get("judged_by"), raw.get("remedy"), anchor, pattern, code, bool(raw.get("verified", True)),
+                   str(raw.get("role") or causes()[cause].role), writes)
+
+
+def _argument_group(fmt: str, arg: int) -> int:
+    """The capture group of the format's ``arg``-th argument (from 1): leading arguments are not matched
+    (:func:`pattern_of`), so the groups start at the first argument after a fixed word."""
+    chunks = _chunks(fmt)
+    leading = 0
+    while leading < len(chunks) and chunks[leading] is None:
+        leading += 1
+    if arg <= leading or arg > placeholders(fmt):
+        raise ValueError(f"format {fmt!r} has no matched argument {arg}")
+    return arg - leading
 
 
 def _generated() -> list[Message]:
@@ -185,6 +214,17 @@ def _generated() -> list[Message]:
                          "format": info.name, "cause": "cuda-runtime-error", "remedy": "cuda-error",
                          **judged(code, "cuda.init", by if "name" in info.recognise else None)},
                         {"url": src["cuda_runtime"]}, code))
+    # NCCL's CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)) (src/include/checks.h): the CUDA error NCCL
+    # met is the cause its "unhandled cuda error" is the symptom of. A string a data row words itself (with a cause of
+    # its own: "no kernel image …" is NCCL's architecture) is that row's.
+    worded = {str(raw["format"]).lower() for raw in _load()["messages"]}
+    nccl = _load()["sources"].get("nccl_checks")
+    for code, info in sorted(errors.cuda_runtime().items()):
+        fmt = f"Cuda failure '{info.message}'"
+        if nccl and info.message and fmt.lower() not in worded:
+            out.append(_row({"id": f"nccl-cuda-failure-{code}", "emitter": "NCCL", "format": fmt,
+                             "cause": "cuda-runtime-error", "remedy": "cuda-error",
+                             **judged(code, "cuda.init", "cuda-init" if info.as_cuinit else None)}, dict(nccl), code))
     for code, info in sorted(errors.cuda_driver().items()):
         # A CUresult name is what cuInit returned in every message that prints one (XLA's "failed call to cuInit").
         out.append(_row({"id": f"cuda-driver-{code}", "emitter": "the CUDA driver API (cuGetErrorName)",
@@ -228,3 +268,9 @@ def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
     order = {row.id: i for i, row in enumerate(messages())} if len(candidates) > 1 else {}
     found = [(row, m) for row in candidates if (m := row.pattern.search(line)) is not None]
     return sorted(found, key=lambda rm: order.get(rm[0].id, 0))
+
+
+def role_of(cause: str | None) -> str:
+    """``"symptom"`` for a cause the data marks as what another cause leads to, else ``"cause"``."""
+    found = causes().get(str(cause)) if cause else None
+    return found.role if found else "cause"

@@ -60,8 +60,9 @@ _ENTRIES: tuple[FactKey, ...] = (
        '"unable to write to file </torch_…>")'),
     _k('text.messages', 'list', ('parser:collect_env',),
        'pastes only: the message-catalogue rows (`envdoctor/data/messages.json`, and the code strings of '
-       'errors.json) the text holds: `[{"id", "cause", "severity", "judged_by", "remedy", "emitter", "line", '
-       '"args"}]`, the line redacted'),
+       'errors.json) the text holds: `[{"id", "cause", "severity", "judged_by", "remedy", "emitter", "verified", '
+       '"role" (`cause`\\|`symptom`), "line", "args"}]`, the line redacted; a row\'s `writes` also write the facts '
+       'its arguments carry (`torch.version` from xFormers\' "(you have …)")'),
     _k('text.tools', 'list', ('parser:toollines',),
        'pastes only: the start-up lines of known tools the text holds (llama.cpp/ggml `ggml_cuda_init`, Ollama\'s '
        '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
@@ -217,7 +218,8 @@ _ENTRIES: tuple[FactKey, ...] = (
        '"wrong-elf-class"|"wrong-architecture", "path", "library", "family" (cuda_libraries: `cudart`, `cuda` = '
        'the driver\'s libcuda, `nvml`, `cudnn`, …), "role" (`driver`|`toolkit`|`torch`), "symbol", "version_node", '
        '"provider", "requester" (glibc\'s "<program>: error while loading shared libraries"), "needed_by" '
-       '(`torch`|`extension`|`application`|`python`|null), "package", "cuda_major"}]`. Live: from '
+       '(`torch`|`extension`|`application`|`python`|`framework` (a framework\'s own loader said it: '
+       '"package" names it)|null), "package", "cuda_major", "stage" (`link`: GNU ld at build time, else absent)}]`. Live: from '
        'torch.import_error, torch.cuda_init_error and torch\'s CUDA messages; pasted: from the loader lines'),
     _k('torch.companion_cuda', 'object', ('parser:collect_env',),
        'pastes only: `{"torchvision": "11.8"}`, the CUDA a domain library was built for, from torchvision\'s '

@@ -128,8 +128,12 @@ _VERSION_NOT_FOUND_RE = lazy_re(r"[`'\"]([\w.+@-]{1,80})['`\"] not found \(requi
 _ELF_CLASS_RE = lazy_re(r"ELFCLASS(32|64)")
 # Windows: CPython's WinError codes, torch's "Error loading", cuDNN's "Could not load library" / "Could not locate".
 _WIN_ERROR_RE = lazy_re(r"\[WinError (126|127|193)\]")
-_WIN_DLL_RE = lazy_re(r'Error loading\s+"([^"]{1,400}?\.dll)"|Could not (?:load library|locate)\s+"?([\w.\\/:-]{1,300}?\.dll)',
+_WIN_DLL_RE = lazy_re(r'Error loading\s+"([^"]{1,400}?\.dll)"|Could not (?:load library|locate)\s+"?([\w.\\/:-]{1,300}?\.dll)'
+                      # TensorFlow's dso_loader ("Could not load dynamic library 'cudart64_110.dll'; dlerror: … not found")
+                      # and ctypes on Python >= 3.8 ("Could not find module 'C:\\…\\nvcuda.dll' (or one of its dependencies)")
+                      r"|Could not (?:load dynamic library|find module)\s+'([^']{1,400}?\.dll)'",
                       re.IGNORECASE)
+_ANY_WIN_ERROR_RE = lazy_re(r"\[WinError \d+\]")
 _WIN_KIND = {"126": "missing-library", "127": "undefined-symbol", "193": "wrong-architecture"}
 #: Torch's own objects: a path under torch/ (torch/lib/libtorch_cuda.so, torch/_C.cpython-…so).
 _TORCH_PATH_RE = lazy_re(r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)")
@@ -231,11 +235,24 @@ def _requester(text: str) -> str | None:
     return token or None
 
 
+#: onnxruntime's own Windows wording names the DLL that is really missing after the one it loaded:
+#: 'Error loading "…\\onnxruntime_providers_cuda.dll" which depends on "cublasLt64_12.dll" which is missing.'
+_WIN_DEPENDS_RE = lazy_re(r'which depends on\s+"([^"]{1,300}?\.dll)"\s+which is missing')
+
+
 def _windows(text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     code = _WIN_ERROR_RE.search(text) if "WinError" in text else None
+    if code is None and _ANY_WIN_ERROR_RE.search(text):
+        return out  # another Windows error ([WinError 1455] the paging file) while loading a DLL: not a loader failure
+    if "which depends on" in text:
+        for m in _WIN_DEPENDS_RE.finditer(text):
+            rec = _failure("missing-library", m.group(1), None, None, family_of(m.group(1)))
+            out.append(rec)
+        if out:
+            return out[:20]
     for m in _WIN_DLL_RE.finditer(text):
-        dll = m.group(1) or m.group(2)
+        dll = m.group(1) or m.group(2) or m.group(3)
         kind = _WIN_KIND[code.group(1)] if code else "missing-library"
         rec = _failure(kind, dll, None, None, family_of(dll))
         rec["needed_by"] = needed_by(dll) if rec["role"] != "torch" else "torch"
@@ -285,7 +302,56 @@ def loader_errors(text: str) -> list[dict[str, Any]]:
         break  # one record: the first such line that names its library
     if ".dll" in text.lower() and not any(r["library"].lower().endswith(".dll") for r in out):
         out.extend(_windows(text))
+    return _with_framework(text, out + _link_time(text))
+
+
+def _with_framework(text: str, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failures, a missing library that a framework's own loader reported marked as needed by that framework."""
+    framework = _framework(text)
+    for rec in out if framework else ():
+        if rec["kind"] == "missing-library" and rec.get("needed_by") in (None, "python"):
+            rec["needed_by"], rec["package"] = "framework", framework
     return out
+
+
+# GNU ld (binutils, ld/ldelf.c and ld/ldfile.c, binutils-2_40): a library missing when a program or a library is
+# linked, not when it runs: "/usr/bin/ld: warning: libcudart.so.11.0, needed by ./libfoo.so, not found (try using
+# -rpath or -rpath-link)" and "/usr/bin/ld: cannot find -lcudart" (the unversioned libcudart.so, a -dev file).
+_LD_NEEDED = ", needed by "
+_LD_NEEDED_RE = lazy_re(r"([\w.+-]{1,200}\.so(?:\.[\w.]+)?), needed by (\S{1,400}), not found")
+_LD_CANNOT_FIND = "cannot find -l"
+_LD_CANNOT_FIND_RE = lazy_re(r"cannot find -l([\w.+-]{1,100})")
+
+
+def _link_time(text: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if _LD_NEEDED not in text and _LD_CANNOT_FIND not in text:
+        return out
+    for m in _LD_NEEDED_RE.finditer(text) if _LD_NEEDED in text else ():
+        rec = _failure("missing-library", m.group(1), None, None, family_of(m.group(1)), m.group(2))
+        rec["stage"], rec["needed_by"] = "link", "application"
+        out.append(rec)
+    for m in _LD_CANNOT_FIND_RE.finditer(text) if _LD_CANNOT_FIND in text else ():
+        name = m.group(1)
+        library = name if name.startswith("lib") and ".so" in name else f"lib{name}.so"
+        rec = _failure("missing-library", library, None, None, family_of(library), None)
+        rec["stage"], rec["needed_by"] = "link", "application"
+        out.append(rec)
+    return out[:20]
+
+
+#: The frameworks whose own loader words a library failure, by the fixed words of their messages: TensorFlow's
+#: (and XLA's) tsl dso_loader "Could not load dynamic library '…'", onnxruntime's "Failed to load library
+#: …libonnxruntime_providers_cuda… with error:". What needed the library is then that framework, never torch.
+_FRAMEWORK_WORDS: tuple[tuple[str, str], ...] = (
+    ("Could not load dynamic library '", "tensorflow"),
+    ("onnxruntime_providers_cuda", "onnxruntime"),
+    ("onnxruntime_providers_tensorrt", "onnxruntime"),
+)
+
+
+def _framework(text: str) -> str | None:
+    return next((name for words, name in _FRAMEWORK_WORDS if words in text), None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1022,6 +1022,12 @@ def find_library(library: str) -> str:
     return f"ldconfig -p | grep {shlex.quote(library.split('.so')[0])} || find / -name {shlex.quote(library + '*')} 2>/dev/null"
 
 
+def windows_library(library: str) -> tuple[Line, ...]:
+    """Where a DLL is on this Windows machine, then its folder on PATH (the folders Windows loads DLLs from)."""
+    return (step("where", f"where.exe /R C:\\ {library}", "the folders that hold it"),
+            step("set-path", "set PATH=<that folder>;%PATH%", "cmd; PowerShell: $env:PATH = \"<that folder>;$env:PATH\""))
+
+
 def system_library(library: str) -> str:
     """The distribution package that ships a system library (Debian/Ubuntu)."""
     return step("apt-file", f"apt-file search {shlex.quote(library)}", "then: sudo apt-get install <that package>")
@@ -1181,5 +1187,68 @@ def message_remedy(name: str | None, python: str | None = None,
                       ("nvcc --list-gpu-arch   # the architectures this nvcc knows",
                        env_set("TORCH_CUDA_ARCH_LIST", "<an architecture from that list>", "for torch extensions")),
                       (NVCC_GPU_ARCH, CUDA_ARCHIVE)),
+        "nccl-gpu-arch": ("The NCCL that ran has no device code for this GPU's architecture (its CUDA kernels were "
+                          "built for other GPUs): use the NCCL built for this GPU, the one of a torch CUDA build that "
+                          "supports it, and take an older libnccl off LD_LIBRARY_PATH.",
+                          ("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the GPU's compute capability",
+                           pip(python, "list 2>/dev/null | grep -i nccl   # the NCCL wheels installed"),
+                           "echo $LD_LIBRARY_PATH   # a folder holding another libnccl.so.2 here is loaded first"),
+                          (NCCL_TROUBLESHOOTING,)),
+        "driver-update": ("Update the NVIDIA driver to a release whose CUDA version is at least the one the message "
+                          "names (on a data-centre GPU, CUDA's forward-compatibility package is the other way).",
+                          ("nvidia-smi   # 'CUDA Version' in the header: the newest CUDA this driver runs",
+                           ubuntu_drivers_install("or the driver from NVIDIA's page")), (DRIVER_DOWNLOAD,)),
+        "windows-paging-file": ("Windows ran out of committed virtual memory: every DataLoader worker process maps "
+                                "torch's CUDA DLLs again. Let Windows size the paging file itself (or make it larger), "
+                                "or start fewer DataLoader workers.",
+                                (step("windows-settings", "SystemPropertiesPerformance.exe",
+                                      "Advanced > Virtual memory > Change: 'System managed size', then restart"),
+                                 "DataLoader(..., num_workers=2)   # fewer workers, or 0 to confirm"),
+                                ("https://learn.microsoft.com/en-us/troubleshoot/windows-client/performance/"
+                                 "how-to-determine-the-appropriate-page-file-size-for-64-bit-versions-of-windows",)),
+        "cudnn-init": ("cuDNN could not start: make the cuDNN the framework loads the one it was built with (one copy in "
+                       "the environment), and leave it GPU memory (TensorFlow takes all of it at start unless told to "
+                       "grow; another process may hold it).",
+                       ("nvidia-smi --query-compute-apps=pid,used_memory --format=csv   # what holds GPU memory",
+                        env_set("TF_FORCE_GPU_ALLOW_GROWTH", "true", "TensorFlow: allocate GPU memory as needed"),
+                        pip(python, "list 2>/dev/null | grep -i cudnn   # every cuDNN wheel installed")),
+                       (CUDNN_SUPPORT_MATRIX,)),
+        "pci-bar": ("The GPU's memory window (BAR) got no address: enable 'Above 4G Decoding' (and Resizable BAR) in "
+                    "the BIOS; in a VM give the guest UEFI (OVMF) firmware; or let Linux reassign it with the pci=realloc "
+                    "kernel parameter.",
+                    (kernel_log("BAR|NVRM", flags="-iE", tail=20),
+                     "lspci -vv -d 10de: | grep -iE 'Region|Memory at'   # an unassigned region reads <unassigned> or size 0",
+                     step("grub", "sudo update-grub", "after adding pci=realloc to GRUB_CMDLINE_LINUX_DEFAULT in "
+                          "/etc/default/grub; then reboot")), (DRIVER_DOWNLOAD,)),
+        "nouveau-blacklist": ("Another kernel driver (nouveau, or vfio-pci for a GPU meant for a VM) was bound to the "
+                              "GPU before nvidia: blacklist nouveau, rebuild the initramfs and reboot.",
+                              (*blacklist_nouveau(), "lspci -nnk -d 10de:   # 'Kernel driver in use: nvidia' after the "
+                                                     "reboot"), (DRIVER_DOWNLOAD,)),
     }
     return table.get(name) if name else None
+
+
+#: TensorFlow's install page: GPU support on native Windows ended after TensorFlow 2.10 (WSL 2 from 2.11 on).
+TENSORFLOW_WINDOWS = "https://www.tensorflow.org/install/pip#windows-native"
+
+
+def tensorflow_gpu(python: str | None, windows: bool) -> tuple[str, tuple[Line | str, ...], tuple[str, ...]]:
+    """What makes TensorFlow find its CUDA libraries: on Linux its ``and-cuda`` extra; on native Windows there is no
+    GPU TensorFlow after 2.10 (TensorFlow's install page): WSL 2, or TensorFlow 2.10 with CUDA 11.2 and cuDNN 8.1."""
+    if windows:
+        return ("TensorFlow's GPU support on native Windows ended with TensorFlow 2.10: run TensorFlow in WSL 2 (and "
+                "install it there with its CUDA libraries), or stay with TensorFlow 2.10 and install the CUDA 11.2 "
+                "and cuDNN 8.1 it was built with.",
+                (step("wsl", "wsl --install", "in PowerShell, then inside WSL: pip install 'tensorflow[and-cuda]'"),
+                 pip(python, "install \"tensorflow<2.11\"", note="native Windows: the last GPU release line")),
+                (TENSORFLOW_WINDOWS,))
+    return ("Install TensorFlow with its CUDA libraries (pip), which puts them where TensorFlow looks, and take "
+            "LD_LIBRARY_PATH entries that point at another CUDA off it.",
+            (pip(python, "install 'tensorflow[and-cuda]'"),), (TENSORFLOW_PIP,))
+
+
+def link_library(library: str, stubs: bool) -> tuple[Line | str, ...]:
+    """What lets the linker (ld) find a library at build time: where it is, then its folder on LIBRARY_PATH (the
+    toolkit's ``lib64/stubs`` for the driver's libcuda.so, which a build links against without a driver)."""
+    folder = "$CUDA_HOME/lib64/stubs" if stubs else "$CUDA_HOME/lib64"
+    return (find_library(library), env_set("LIBRARY_PATH", f"{folder}:$LIBRARY_PATH", "the folders ld searches for -l"))

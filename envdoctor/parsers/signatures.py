@@ -87,6 +87,7 @@ class Scan:
     ngc_no_driver: bool = False
     evidence: dict[str, Any] = field(default_factory=dict)  # what envdoctor/parsers/evidence.py's sentences say
     catalogued: list[dict[str, Any]] = field(default_factory=list)  # the catalogue rows the lines are instances of
+    captured: dict[str, tuple[str, str]] = field(default_factory=dict)  # fact key -> (value, row id): a row's `writes`
     explained: set[str] = field(default_factory=set)  # lines some signature or catalogue row read
 
 
@@ -195,6 +196,8 @@ def _words(words: str) -> Callable[[str], bool]:
     return lambda text: words in text
 
 
+_VERSION_WORD_RE = lazy_re(r"\d+(?:\.\d+)*(?:[+.-][\w.+-]{1,40})?")
+
 #: A paste repeating one message (every rank, a loop) records it this many times at most.
 _MAX_CATALOGUED = 50
 
@@ -208,8 +211,35 @@ def _catalogued(scan: Scan, text: str, found: list[tuple[catalogue.Message, re.M
         if not any(c["id"] == row.id and c["line"] == line for c in scan.catalogued):
             scan.catalogued.append({"id": row.id, "cause": row.cause, "severity": row.severity,
                                     "judged_by": row.judged_by, "remedy": row.remedy, "emitter": row.emitter,
-                                    "verified": row.verified, "line": line,
+                                    "verified": row.verified, "role": row.role, "line": line,
                                     "args": [redact_text(str(g).strip()[:200]) for g in m.groups()]})
+        for key, value in row.written(m).items():
+            scan.captured.setdefault(key, (redact_text(value[:200]), row.id))
+
+
+def _captured_value(key: str, text: str) -> Any:
+    """A row's argument as the fact's value: a CUDA version for an int CUDA key ("12.2" -> 12020), a number for
+    another int key, the text for a string key; None when it does not read as that."""
+    from envdoctor.knowledge.factkeys import lookup
+
+    spec = lookup(key)
+    if spec is None or key.endswith("version") and not _VERSION_WORD_RE.fullmatch(text):
+        return None  # a version key takes a version ("NOT_FOUND: was unable to find libcuda.so" is none)
+    if spec.type.startswith("int"):
+        if key.startswith("cuda.") or key.endswith("cuda_driver_version"):
+            return cuda_to_int(text) if "." in text else (int(text) if text.isdigit() else None)
+        return int(text) if text.isdigit() else None
+    return text
+
+
+def _write_captured(scan: Scan, out: dict[str, Reading]) -> None:
+    """The facts the catalogue rows' arguments carry (their ``writes``), where nothing read them already."""
+    for key, (text, row_id) in scan.captured.items():
+        if key in out and out[key].ok:
+            continue
+        value = _captured_value(key, text)
+        if value is not None:
+            out[key] = ok(value, SOURCE, f"from the words of the message the catalogue calls {row_id}")
 
 
 #: Every sentence read from a single line, in the order they are tried.
@@ -329,6 +359,7 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
         sig.read(lines, scan, out)
     _write_container(scan, out)
     _write_companion(scan, out)
+    _write_captured(scan, out)
     if scan.library_errors:
         out["torch.library_errors"] = ok(scan.library_errors, SOURCE, "loader errors pasted with the report")
         out["torch.loader_failures"] = ok(loader_failures(scan.library_errors, errorlines.frame_packages(list(lines))),

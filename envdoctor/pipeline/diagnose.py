@@ -185,6 +185,15 @@ def cohere(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+#: A finding whose evidence says ``"role": "symptom"`` is what another cause leads to ("CUDA is not available",
+#: "JAX could not initialise its CUDA backend"; the role is data: envdoctor/data/messages.json's causes).
+SYMPTOM = "symptom"
+
+
+def is_symptom(finding: Finding) -> bool:
+    return finding.evidence.get("role") == SYMPTOM
+
+
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Worst first, otherwise in check order (stable)."""
-    return sorted(findings, key=lambda f: -SEVERITY[f.status])
+    """Worst first; within a status, causes before symptoms; otherwise in check order (stable)."""
+    return sorted(findings, key=lambda f: (-SEVERITY[f.status], is_symptom(f)))
