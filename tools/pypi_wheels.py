@@ -19,7 +19,7 @@ _TIMEOUT = 120
 
 def _get(url: str, headers: dict[str, str] | None = None) -> bytes:
     req = urllib.request.Request(url, headers={"User-Agent": "envdoctor-tools", **(headers or {})})
-    with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:  # noqa: S310 (PyPI only, https)
+    with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:  # PyPI only, https
         return bytes(resp.read())
 
 
