@@ -177,3 +177,18 @@ def test_the_lookups_read_the_matrix_where_compat_json_is_silent() -> None:
     assert compat.wheel_not_in_table(newest) is None
     note = compat.wheel_not_in_table("9.0.0")
     assert note is not None and _matrix()["as_of"] in note and "not in the wheel table" in note
+
+
+def test_the_matrix_gives_the_arch_lists_real_wheels_printed() -> None:
+    """tests/fixtures/recorded_arch_lists.json: torch.cuda.get_arch_list() of real wheels, each with its
+    thread and date; the matrix row of that wheel lists the same SASS and PTX."""
+    with open("tests/fixtures/recorded_arch_lists.json", encoding="utf-8") as fh:
+        records = json.load(fh)["records"]
+    assert records
+    for rec in records:
+        public, _, variant = rec["torch"].partition("+")
+        row = compat.wheel_row(public, variant, rec["platform"])
+        assert row is not None and row["sass"] is not None, rec
+        got = compat.parse_arch_list(rec["arch_list"])
+        assert sorted(compat.cc_text(c) for c in got.sass) == sorted(row["sass"]), (rec, row["sass"])
+        assert sorted(compat.cc_text(c) for c in got.ptx) == sorted(row["ptx"]), (rec, row["ptx"])
