@@ -56,10 +56,12 @@ def interpreter_of(exe: str) -> str:
     return first[2:].split()[0] if first.startswith("#!") else sys.executable
 
 
-#: Everything the healthcheck's parent imports and loads (click, the CLI, the probe and check modules,
-#: the renderer), with no probe run and no child started: its floor on this machine.
-HC_IMPORTS = ("import click, envdoctor.commands.cli, envdoctor.output.render, envdoctor.commands.execute as p, envdoctor.probes as q\n"
-              "q.healthcheck_probes(); p.fast_checks(False)\n")
+#: Everything a plain healthcheck's parent imports and loads (start-up, the fast path, the probe and
+#: check modules, the renderer; no click: envdoctor.pipeline.fast.direct), with no probe run and no
+#: child started: its floor on this machine.
+HC_IMPORTS = ("import envdoctor.__main__, envdoctor.pipeline.startup, envdoctor.pipeline.fast, envdoctor.output.render\n"
+              "import envdoctor.pipeline.judge as j, envdoctor.probes as q\n"
+              "q.healthcheck_probes(); j.fast_checks(False)\n")
 
 COMPILE = ("import compileall, os, envdoctor, envdoctor.checks\n"
            "for m in (envdoctor, envdoctor.checks):\n"
