@@ -156,6 +156,7 @@ def direct(plan: Plan) -> None:
     code: int = lifecycle.ExitCode.OK
     try:
         try:
+            lifecycle.guard_streams()  # as the CLI's run(): a closed stdout, a narrow encoding
             answer_healthcheck(plan, began)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (lifecycle.ExitCode.OK if exc.code is None
