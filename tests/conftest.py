@@ -150,6 +150,27 @@ def saved_report(tmp_path_factory) -> Path:
     return out
 
 
+# -- bytecode, as an installed envdoctor has it ------------------------------------------------------
+def pytest_configure(config: pytest.Config) -> None:
+    """Bytecode for envdoctor's modules and the rewritten test modules, whatever PYTHONDONTWRITEBYTECODE says.
+
+    With PYTHONDONTWRITEBYTECODE=1 (set in many shells and CI images) nothing is cached: every
+    ``python -m envdoctor`` a test starts compiles each module it imports from source again (about
+    0.2 s of CPU a run, hundreds of runs in the suite, more than half of a CLI run on a clean clone),
+    and pytest rewrites and compiles every test module's asserts in each process (most of the
+    collection's seconds, once per xdist worker). So the package's bytecode is written once here
+    (in the controller, before any worker or child starts), as installing the wheel writes it, and
+    this process writes the caches it reads. The children keep the variable: they read the
+    bytecode and write nothing."""
+    sys.dont_write_bytecode = False
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller wrote the package's bytecode
+        return
+    import compileall
+
+    for folder in (TESTS.parent / "envdoctor", TESTS.parent / "checks"):
+        compileall.compile_dir(str(folder), quiet=1)
+
+
 # -- the two tiers (tests/tiers.py) ---------------------------------------------------------------
 
 @pytest.hookimpl(tryfirst=True)

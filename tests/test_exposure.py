@@ -29,8 +29,8 @@ time.sleep(300)
 """
 
 
-def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"}
+def run(*args: str, timeout: float = 120, **more_env: str) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1", **more_env}
     return subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True, env=env, timeout=timeout)
 
 
@@ -72,8 +72,13 @@ def listening(tmp_path_factory) -> Iterator[tuple[dict[str, Service], dict[str, 
         "sshd": Service(dirs["sshd"], "sshd", "0.0.0.0", "-D"),
     }
     try:
+        # These checks read the exposure probe, never torch: a torch that refuses to import at once
+        # spares the run the seconds of CPU a real `import torch` costs in its torch child.
+        stub = base / "no-torch" / "torch"
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text("raise ImportError('not needed by the exposure tests')\n")
         proc = run("report", "--json", "--no-micro", "--only", "exposed-services", "--only", "jupyter-auth",
-                   "--python", sys.executable)
+                   "--python", sys.executable, PYTHONPATH=str(stub.parent))
         assert proc.returncode in (0, 1), proc.stderr.decode()
         yield services, json.loads(proc.stdout)
     finally:

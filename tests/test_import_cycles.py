@@ -6,7 +6,10 @@ scripts (``envdoctor/child/``) run in another interpreter and import nothing of 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+from .sources import parsed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +29,7 @@ def _module_files() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
@@ -57,9 +60,15 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
+    return {name: set(imports) for name, imports in _graph().items()}  # a copy: a test may change it
+
+
+@functools.lru_cache(maxsize=1)
+def _graph() -> dict[str, frozenset[str]]:
+    """Built once per test process (two tests read it)."""
     files = _module_files()
     known = set(files)
-    return {name: _imports(name, path, known) for name, path in files.items()}
+    return {name: frozenset(_imports(name, path, known)) for name, path in files.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -15,6 +15,8 @@ from envdoctor.pipeline import judge as pipeline
 from envdoctor.pipeline.plan import Plan
 from envdoctor.process.lifecycle import ExitCode
 
+from .sources import parsed
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "envdoctor"
 
@@ -27,7 +29,7 @@ def _sources() -> list[Path]:
 def test_a_report_is_built_in_one_module() -> None:
     built = []
     for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Call):
                 name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
                 if name == "Report":
@@ -48,7 +50,7 @@ def test_sys_argv_is_read_only_by_the_entry_point() -> None:
     # sys.argv on; every other reading of the command line is start-up's (envdoctor/pipeline/startup.py).
     readers = []
     for path in _sources():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         allowed = _in_main_block(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "argv" and ast.unparse(node.value) == "sys" and \

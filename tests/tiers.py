@@ -56,6 +56,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_distributed.py::test_rank_that_never_arrives_is_named",
     "test_distributed.py::test_two_nodes_one_with_another_environment",
     "test_distributed.py::test_port_in_use_is_reported_not_hung",
+    "test_distributed.py::test_from_the_repository_root",
     "test_big_report_memory.py::test_diff_of_two_58_mb_reports_stays_under_500_mb",
     "test_distributed.py::test_a_world_of_100000_with_one_rank_is_a_bounded_summary_and_sigterm_ends_it_at_once",
     # healthcheck --slurm against a stand-in scontrol (CLI runs, a hang and a scontrol deadline waited out), and
@@ -132,6 +133,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_canary.py::test_no_canary_in_any_output[check -v healthy]",
     "test_canary.py::test_no_canary_in_any_output[check]",
     "test_fault_matrix.py::test_fast_scenario[nvml/init-hang]",
+    "test_fault_matrix.py::test_fast_scenario[torch/prints-50mb-binary-timeout-1-under-load]",  # two CPU burners
     "test_fault_matrix.py::test_fast_scenario[signals/SIGINT-mid-probe]",
     "test_fault_matrix.py::test_fast_scenario[tools/ldconfig-floods]",
     "test_fault_matrix.py::test_fast_scenario[options/timeout-nan]",

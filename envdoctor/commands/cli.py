@@ -104,15 +104,8 @@ def _target(python: str | None, chosen_by: str | None = None) -> tuple[str, str]
 
 
 def _internal_error(exc: BaseException) -> int:
-    """A bug of envdoctor's reaching the top: one line on stderr and exit 3, so a HealthCheckProgram, a
-    prolog or NPD never reads it as "unhealthy"; ``ENVDOCTOR_DEBUG=1`` shows the traceback."""
-    if os.environ.get("ENVDOCTOR_DEBUG") == "1":
-        import traceback
-
-        traceback.print_exception(exc)
-    lifecycle.write_line(f"envdoctor: error: internal error ({type(exc).__name__}: {redact_text(str(exc))[:300]}); "
-                         "please report it (ENVDOCTOR_DEBUG=1 shows the traceback)")
-    return ExitCode.INCOMPLETE
+    """A bug of envdoctor's reaching the top: one line and exit 3 (:func:`~.lifecycle.internal_error`)."""
+    return lifecycle.internal_error(exc)
 
 
 def run() -> None:
@@ -594,65 +587,20 @@ def healthcheck(max_seconds: float | None, micro: bool, python: str | None, expe
     """Fast container/Kubernetes probe: one line, exit 0 healthy / 1 unhealthy. Never imports torch
     unless --micro is given; a hung probe is unhealthy. The exit code is the answer even when
     the line cannot be written (stdout closed or full)."""
-    from envdoctor.pipeline.fast import run_fast
+    from envdoctor.pipeline.fast import answer_healthcheck, healthcheck_problem
     from envdoctor.pipeline.startup import healthcheck_budget, healthcheck_max_seconds
-    from envdoctor.registry import RegistryError
 
     began = time.monotonic()
     if slurm and npd:
         raise click.UsageError("--slurm and --npd are two protocols: give one")
     output = "npd" if npd else "slurm" if slurm else "line"
     seconds = healthcheck_max_seconds(max_seconds, output)
-    if slurm:
-        from envdoctor.commands import slurm as slurm_mode
-
-        if seconds > slurm_mode.MAX_BUDGET:
-            raise click.UsageError(f"--slurm takes --max-seconds up to {slurm_mode.MAX_BUDGET:.0f} "
-                                   "(Slurm kills a HealthCheckProgram after 60 s)")
-        slurm_mode.hard_deadline(began)
+    problem = healthcheck_problem(output, seconds)
+    if problem:
+        raise click.UsageError(problem)
     plan = Plan(command="healthcheck", fast=True, micro=micro, python=python, budget=healthcheck_budget(seconds),
                 deadline=seconds, expect_gpus=expect_gpus, output=output, **_engine_fields(**engines))
-
-    def unknown(line: str, why: str) -> NoReturn:
-        from envdoctor.output.engines import npd_line
-
-        verdict = _publish(plan, None, (), time.monotonic() - began, why)
-        if npd:
-            click.echo(line, err=True)
-            lifecycle.answer(npd_line(verdict), lifecycle.NpdExit.UNKNOWN)
-        if slurm:  # envdoctor could not judge: no reason to drain a node
-            lifecycle.answer(f"error: {line}; node left as it is", ExitCode.INCOMPLETE)
-        lifecycle.answer(line, ExitCode.FAIL)
-
-    def overrun() -> NoReturn:
-        if slurm:
-            _publish(plan, None, (), time.monotonic() - began, "no answer within --max-seconds")
-            lifecycle.answer(slurm_mode.overrun_line(seconds), ExitCode.INCOMPLETE)
-        unknown(f"unhealthy ({seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
-                "no answer within --max-seconds")
-
-    # The probes first (the driver child is already running: envdoctor.pipeline.startup), then,
-    # while they run, the checks and what the answer needs.
-    try:
-        rep, hung = run_fast(plan, _host(plan), seconds, overrun)
-    except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
-        unknown(f"unhealthy: {redact_text(str(exc))}", "the checks could not be loaded")
-    from envdoctor.output.render import healthcheck_line
-
-    healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
-    if plan.prometheus_textfile or plan.nfd_features or npd:
-        verdict = _publish(plan, rep, hung, time.monotonic() - began)
-        if npd:
-            from envdoctor.output.engines import npd_exit, npd_line
-
-            click.echo(line, err=True)  # NPD logs stderr; stdout is the condition's message
-            lifecycle.answer(npd_line(verdict), npd_exit(verdict))
-    if slurm:
-        from envdoctor.process.host import Host
-
-        lifecycle.answer(*slurm_mode.act(slurm_mode.verdict(rep.findings, hung), Host(), os.environ, began))
-    # Leave at once: an abandoned child or probe thread must not delay the answer.
-    lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
+    answer_healthcheck(plan, began)
 
 
 @main.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False},

@@ -141,3 +141,17 @@ def overlap(plan: Plan) -> None:
     except RegistryError:
         pass
     from envdoctor.output import render  # noqa: F401
+    if plan.output == "terminal" and not plan.fast:
+        # The renderer imports rich inside its functions (the healthcheck never loads it): for the
+        # terminal, what its first call would import (~60 modules, ~45 ms) is imported now, while
+        # the torch child still imports torch, not after it.
+        import shutil  # noqa: F401 - the console's terminal size
+
+        import rich.box
+        import rich.console
+        import rich.panel
+        import rich.table
+        import rich.text  # noqa: F401
+
+        from envdoctor.output import examined  # noqa: F401
+        from envdoctor.process import encoding  # noqa: F401

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import traceback
 from collections.abc import Iterable
 
 from envdoctor.kit import error
@@ -50,6 +49,8 @@ def run_check(spec: CheckSpec, facts: Facts) -> list[Finding]:
             out.append(f if f.id else _with_id(f, spec.id))
         return out
     except Exception as exc:  # noqa: BLE001 - contain the crash, show where it happened
+        import traceback  # only when a check crashed: not a cost of every healthcheck
+
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
         return [error(f"Check crashed: {spec.title}",

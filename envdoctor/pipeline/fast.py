@@ -4,10 +4,16 @@ already be running (:mod:`.startup`)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
+from envdoctor.process import lifecycle
 from envdoctor.process.host import Host
+from envdoctor.process.starved import limit_hit
 
 from ..model import ProbeStatus
 from ..report import Report
@@ -42,3 +48,129 @@ def run_fast(plan: Plan, host: Host, deadline: float, overrun: Callable[[], obje
     report = judge.judge(facts, runs, "live", plan, checks=checks)
     decided.set()
     return report, [r.name for r in runs if r.status is ProbeStatus.TIMEOUT]
+
+
+# -- the healthcheck's answer ------------------------------------------------------------------
+def healthcheck_problem(output: str, seconds: float) -> str | None:
+    """The usage error of a healthcheck Plan click's options cannot catch alone, or None: ``--slurm``
+    takes ``--max-seconds`` up to :data:`~envdoctor.commands.slurm.MAX_BUDGET`."""
+    if output != "slurm":
+        return None
+    from envdoctor.commands import slurm as slurm_mode
+
+    if seconds > slurm_mode.MAX_BUDGET:
+        return (f"--slurm takes --max-seconds up to {slurm_mode.MAX_BUDGET:.0f} "
+                "(Slurm kills a HealthCheckProgram after 60 s)")
+    return None
+
+
+def _say(text: str) -> None:
+    """One line on stderr (NPD logs it; the engines' warnings)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def publish(plan: Plan, rep: Report | None, hung: Iterable[str], seconds: float, why: str = "") -> Any:
+    """Write the verdict to the engines ``plan`` names (warnings on stderr); the Verdict."""
+    from envdoctor.output.engines import finish
+    from envdoctor.redact import redact_text
+
+    verdict, problems = finish(plan, rep, hung, seconds, why)
+    for problem in problems:
+        _say(f"envdoctor: warning: {redact_text(problem)}")
+    return verdict
+
+
+def host_for(plan: Plan) -> Host:
+    """The Host for ``plan``, with the children start-up began for this very Plan."""
+    from . import startup
+
+    return Host(python=plan.python, early=startup.adopt(plan))
+
+
+def answer_healthcheck(plan: Plan, began: float) -> NoReturn:
+    """The whole ``healthcheck`` for a checked ``plan`` (``plan.deadline``: its ``--max-seconds``;
+    ``plan.output``: line, npd or slurm), from the probes to the exit code; ``began`` is when the
+    command started (time.monotonic). Reached from click's command and from start-up alike
+    (:func:`direct`), so both answer the same."""
+    from envdoctor.process.lifecycle import ExitCode, NpdExit
+    from envdoctor.redact import redact_text
+    from envdoctor.registry import RegistryError
+
+    seconds = float(plan.deadline or 5.0)
+    npd, slurm = plan.output == "npd", plan.output == "slurm"
+    if slurm:
+        from envdoctor.commands import slurm as slurm_mode
+
+        slurm_mode.hard_deadline(began)
+
+    def unknown(line: str, why: str) -> NoReturn:
+        from envdoctor.output.engines import npd_line
+
+        verdict = publish(plan, None, (), time.monotonic() - began, why)
+        if npd:
+            _say(line)
+            lifecycle.answer(npd_line(verdict), NpdExit.UNKNOWN)
+        if slurm:  # envdoctor could not judge: no reason to drain a node
+            lifecycle.answer(f"error: {line}; node left as it is", ExitCode.INCOMPLETE)
+        lifecycle.answer(line, ExitCode.FAIL)
+
+    def overrun() -> NoReturn:
+        if slurm:
+            publish(plan, None, (), time.monotonic() - began, "no answer within --max-seconds")
+            lifecycle.answer(slurm_mode.overrun_line(seconds), ExitCode.INCOMPLETE)
+        unknown(f"unhealthy ({seconds:.2f}s): envdoctor exceeded its --max-seconds budget",
+                "no answer within --max-seconds")
+
+    # The probes first (the driver child is already running: envdoctor.pipeline.startup), then,
+    # while they run, the checks and what the answer needs.
+    try:
+        rep, hung = run_fast(plan, host_for(plan), seconds, overrun)
+    except RegistryError as exc:  # a registry that cannot load is an unhealthy answer
+        unknown(f"unhealthy: {redact_text(str(exc))}", "the checks could not be loaded")
+    from envdoctor.output.render import healthcheck_line
+
+    healthy, line = healthcheck_line(rep.findings, time.monotonic() - began, hung)
+    if plan.prometheus_textfile or plan.nfd_features or npd:
+        verdict = publish(plan, rep, hung, time.monotonic() - began)
+        if npd:
+            from envdoctor.output.engines import npd_exit, npd_line
+
+            _say(line)  # NPD logs stderr; stdout is the condition's message
+            lifecycle.answer(npd_line(verdict), npd_exit(verdict))
+    if slurm:
+        lifecycle.answer(*slurm_mode.act(slurm_mode.verdict(rep.findings, hung), Host(), os.environ, began))
+    # Leave at once: an abandoned child or probe thread must not delay the answer.
+    lifecycle.answer(line, ExitCode.OK if healthy else ExitCode.FAIL)
+
+
+def direct(plan: Plan) -> None:
+    """``healthcheck`` without click: start-up read a command line click would take as it is
+    (:func:`envdoctor.pipeline.startup.direct`), so the answer needs neither click nor the CLI
+    module (~30 ms of imports, a sixth of a healthcheck). Guarded as the CLI guards every command:
+    a closed stdout, an exhausted limit or a bug is one line and its exit code, never a traceback.
+    Returns (having done nothing) for a Plan with a usage error: click words it."""
+    began = time.monotonic()
+    if healthcheck_problem(plan.output, float(plan.deadline or 5.0)) is not None:
+        return
+    code: int = lifecycle.ExitCode.OK
+    try:
+        try:
+            lifecycle.guard_streams()  # as the CLI's run(): a closed stdout, a narrow encoding
+            answer_healthcheck(plan, began)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (lifecycle.ExitCode.OK if exc.code is None
+                                                               else lifecycle.ExitCode.FAIL)
+    except lifecycle.OutputError as exc:
+        code = lifecycle.report_output_error(exc)
+    except (MemoryError, RuntimeError, OSError) as exc:
+        line = limit_hit(exc)
+        if line is None:
+            code = lifecycle.internal_error(exc)
+        else:
+            lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
+            code = lifecycle.ExitCode.INCOMPLETE
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug is one line and exit 3, never 1
+        code = lifecycle.internal_error(exc)
+    lifecycle.finish(code)
+

@@ -182,6 +182,32 @@ def plan_from_argv(argv: list[str]) -> Plan | None:
     return Plan(**fields)
 
 
+#: The healthcheck options the click-free path takes (:func:`direct`), each checked here as click
+#: checks it; a command line with any other (``--python``, the engines', ``--help``) goes through click.
+_DIRECT = ("--max-seconds", "--micro", "--expect-gpus", "--npd", "--slurm")
+#: click's ranges of those options (envdoctor/commands/cli.py: ``Seconds(0.5, 600)``, ``IntRange(0)``).
+_MAX_SECONDS = (0.5, 600.0)
+
+
+def direct(argv: list[str]) -> Plan | None:
+    """The Plan of a ``healthcheck`` command line click would take exactly as it is and build the
+    same Plan from (options in :data:`_DIRECT` only, every value in click's range, not both
+    ``--npd`` and ``--slurm``, no shell completion asked): then the answer needs no click
+    (:func:`envdoctor.pipeline.fast.direct`). Else None, and click decides (and words any usage error)."""
+    if not argv or argv[0] != "healthcheck" or "_ENVDOCTOR_COMPLETE" in os.environ:
+        return None
+    options = _OPTIONS["healthcheck"]
+    fields = _parse({name: options[name] for name in _DIRECT}, argv[1:])
+    if fields is None or {"--npd", "--slurm"} <= set(argv[1:]):
+        return None
+    given = fields.get("budget")
+    if given is not None and not (_MAX_SECONDS[0] <= given <= _MAX_SECONDS[1]):  # NaN fails both: click's too
+        return None
+    if fields.get("expect_gpus", 0) < 0:
+        return None
+    return plan_from_argv(argv)
+
+
 # -- the early children ------------------------------------------------------------------------
 def _torch_child(plan: Plan, exists: Callable[[str], bool]) -> tuple[str, ...] | None:
     """The torch child's command line for ``plan``: the probes' own (probes/torch_child.py asks

@@ -16,7 +16,6 @@ import copy
 import json
 import os
 import re
-import shutil
 import signal
 import stat
 import subprocess
@@ -235,6 +234,8 @@ class Host:
         return self.environ.get(name, default)
 
     def which(self, name: str) -> str | None:
+        import shutil  # here: shutil (with bz2, lzma) is ~4 ms of the healthcheck's start otherwise
+
         return shutil.which(name, path=self.environ.get("PATH", os.defpath))
 
     # -- names and sockets (launch checks; never any traffic: lookups and local binds only) --

@@ -417,6 +417,24 @@ def report_output_error(exc: OutputError) -> int:
     return ExitCode.INCOMPLETE
 
 
+def internal_error(exc: BaseException) -> int:
+    """A bug of envdoctor's reaching the top: one line on stderr and exit 3, so a HealthCheckProgram, a
+    prolog or NPD never reads it as "unhealthy"; ``ENVDOCTOR_DEBUG=1`` shows the traceback."""
+    if os.environ.get("ENVDOCTOR_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(exc)
+    try:
+        from envdoctor.redact import redact_text
+
+        said = redact_text(str(exc))[:300]
+    except Exception:  # noqa: BLE001 - nothing more to import (a limit hit): the type alone
+        said = "?"
+    write_line(f"envdoctor: error: internal error ({type(exc).__name__}: {said}); "
+               "please report it (ENVDOCTOR_DEBUG=1 shows the traceback)")
+    return ExitCode.INCOMPLETE
+
+
 def finish(code: int) -> NoReturn:
     """Flush, end every child group still registered, and leave at once: an abandoned probe
     thread or an executor waiting on a hung child must not delay the exit."""
