@@ -16,6 +16,7 @@ from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import nccl_versions_differ
+from ._text import assigned, message_causes
 
 
 def _shown(facts: Facts, key: str) -> bool:
@@ -172,6 +173,8 @@ def wsl_version(facts: Facts) -> Finding:
 def nccl_p2p_acs(facts: Facts) -> Finding:
     ev = evidence(facts, "pci.acs_enabled")
     if not _shown(facts, "pci.acs_enabled"):
+        if cured := _p2p_workaround(facts):
+            return cured
         return skip("No PCIe ACS state shown", evidence=ev)
     count = facts.value("pci.acs_enabled")
     return fail(f"PCIe Access Control Services is on ({count} bridge line{'s' if count != 1 else ''} with SrcValid+)",
@@ -180,3 +183,32 @@ def nccl_p2p_acs(facts: Facts) -> Finding:
                 evidence=ev,
                 remedy=Remediation("Disable ACS on the PCIe bridges (and keep it off across reboots).",
                                    remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))
+
+
+#: The catalogue's causes that are a collective that stopped making progress (NCCL's watchdog) or NCCL's P2P
+#: transport failing (envdoctor/data/messages.json).
+_HANG_CAUSES = frozenset({"nccl-watchdog-timeout", "nccl-p2p-error"})
+
+
+def _p2p_workaround(facts: Facts) -> Finding | None:
+    """A hang (a person says so, or NCCL's watchdog timed out) beside ``NCCL_P2P_DISABLE=1`` set in the text: that
+    the variable is the workaround is the signature of peer-to-peer traffic the PCIe switch's ACS (or the IOMMU)
+    sends through the root complex, where it stalls (NCCL's troubleshooting guide, "PCI Access Control Services")."""
+    value = assigned(facts, "NCCL_P2P_DISABLE")
+    if value is None or value.strip() != "1":
+        return None
+    stuck = facts.value("text.hang") if facts.get("text.hang").ok else None
+    causes = message_causes(facts) & _HANG_CAUSES
+    if not stuck and not causes:
+        return None
+    why = f"the text says {stuck!r}" if stuck else f"NCCL reports {sorted(causes)[0]}"
+    return fail("GPU peer-to-peer hangs here, and NCCL_P2P_DISABLE=1 is the workaround the text shows",
+                detail=f"A collective stops making progress ({why}) where NCCL_P2P_DISABLE=1 is set: that turning "
+                       "peer-to-peer off lets it run is the mark of PCIe Access Control Services (or the IOMMU) "
+                       "redirecting GPU-to-GPU traffic to the root complex, where NCCL's P2P transfers stall. "
+                       "NCCL_P2P_DISABLE=1 only avoids it, at the cost of every intra-node transfer going through "
+                       "host memory.",
+                evidence=evidence(facts, "text.env_assignments", "text.hang", "text.messages"),
+                remedy=Remediation("Check ACS on the PCIe bridges (`sudo lspci -vvv | grep ACSCtl`: SrcValid+ is "
+                                   "on) and disable it (or the IOMMU / VT-d in the BIOS); then run without "
+                                   "NCCL_P2P_DISABLE.", remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))

@@ -79,6 +79,9 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('text.node_gpus', 'object', ('parser:toollines',),
        'pastes only: `kubectl describe node`\'s `nvidia.com/gpu` in its blocks: `{"capacity": 4, '
        '"allocatable": 0}` (a block the text does not show is absent)'),
+    _k('text.hang', 'str', ('parser:prose',),
+       'pastes only: the sentence of a person\'s that says the program hangs (stops making progress: "hangs", '
+       '"stuck", "freezes", "deadlock"), not a hypothesis ("if it hangs"); absent when the text says none'),
     _k('text.error_lines', 'list', ('parser:collect_env',),
        'pastes only: the lines reporting an error (an exception line, `error:`, `failed`, `cannot`, `NCCL WARN`, '
        'a fatal signal, a non-zero exit) that no signature or catalogue row explains, worst first: '

@@ -99,6 +99,7 @@ _ENV_NAME_RE = lazy_re(r"^(?:CUDA_\w+|NCCL_\w+|NVIDIA_\w+|TORCH_\w+|PYTORCH_\w+|
                        r"ROCR_VISIBLE_DEVICES|OLLAMA_\w+|GGML_\w+|VLLM_\w+|HF_HUB_\w+|LOCAL_RANK|RANK|WORLD_SIZE|"
                        r"MASTER_ADDR|MASTER_PORT|GLOO_\w+|UCX_\w+|FI_\w+|NVTE_\w+|MIOPEN_\w+|HSA_\w+)$")
 _ASSIGN_RE = lazy_re(r"(?:^|\s)(?:export\s+|set\s+|\$env:|-e\s+|--env[=\s]+)?([A-Z][A-Z0-9_]{1,60})=(\"[^\"]*\"|'[^']*'|\S*)")
+_NCCL_ASSIGN_RE = lazy_re(r"(?<![\w$])(NCCL_[A-Z][A-Z0-9_]{1,40})=(\"[^\"]*\"|'[^']*'|[\w.,:-]+)")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
 _COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
@@ -288,6 +289,12 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "=" in line and _COMMAND_START_RE.match(line.strip()):
         _assignments(line, found)
         return True
+    if "NCCL_" in line and "=" in line:
+        # "With NCCL_P2P_DISABLE=1 it runs": an NCCL switch a sentence says was set (the names are NCCL's own,
+        # so a sentence naming one means that variable).
+        for a in _NCCL_ASSIGN_RE.finditer(line):
+            if len(found.env) < 64:
+                found.env.setdefault(a.group(1), redact_text(_value_of(a.group(2))[:200]))
     return m is not None
 
 
@@ -313,7 +320,12 @@ def _assignments(line: str, found: _Found) -> None:
 def read(lines: Sequence[str]) -> _Found:
     found = _Found()
     block: list[str | None] = [None]
-    for line in dict.fromkeys(line.rstrip() for line in lines if len(line) <= _MAX_LINE):
+    seen: set[str] = set()
+    for raw in lines:
+        line = raw.rstrip()
+        if len(line) > _MAX_LINE or (line in seen and block[0] is None):
+            continue  # a repeated line says nothing new, except inside a block (Allocatable repeats Capacity's rows)
+        seen.add(line)
         if line.strip():
             _read_line(line, found, block)
         else:
