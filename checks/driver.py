@@ -478,7 +478,7 @@ def _smi_missing_in_container(facts: Facts) -> Finding | None:
 def _container_gpu(facts: Facts) -> CheckResult:
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
-                  "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities")
+                  "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities", "container.gpus_requested")
     if not container:
         if facts.get("host.container").ok:
             return skip("Not in a container", evidence=ev)
@@ -524,10 +524,14 @@ def _container_gpu(facts: Facts) -> CheckResult:
                             (TOOLKIT_INSTALL,)))
         no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
         unasked = facts.value("container.gpus_requested") is False
-        if unasked and (cuda_code(facts) == 35 or facts.value("torch.cuda_available") is False):
+        if unasked and (cuda_code(facts) == 35 or facts.value("torch.cuda_available") is False or no_gpu_seen(facts)):
             no_libcuda = True  # without --gpus no driver reaches the container: CUDA reports 35 / no device
         if code == 9 or no_libcuda:
-            return fail("The container cannot reach the NVIDIA driver", detail=f"Inside this {container} container "
+            title = ("The container was started without GPUs" if unasked and code != 9 else
+                     "The container cannot reach the NVIDIA driver")
+            asked = facts.get("container.gpus_requested")
+            told = f" ({asked.detail})" if unasked and asked.detail else ""
+            return fail(title, detail=f"Inside this {container} container{told} "
                         + ("torch finds no NVIDIA driver (no libcuda.so.1): the NVIDIA runtime injects the driver's "
                            "libraries only into containers that request GPUs with the compute capability"
                            if no_libcuda and code != 9 else

@@ -196,7 +196,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'string or null'),
     _k('torch.debug', 'bool', ('probe:python', 'parser:collect_env'),
        'bool'),
-    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements'),
+    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:toollines'),
        'bool'),
     _k('torch.cuda_available_messages', 'list', ('probe:python', 'parser:collect_env'),
        'list of warning/error texts torch emitted while answering'),

@@ -55,7 +55,7 @@ from .statements import gpu_value
 
 SOURCE = "tool log"
 KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "nvml.gpus", "nvml.device_count",
-        "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version")
+        "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version", "torch.cuda_available")
 
 #: A text is read this far for tool lines (their lines are short, a log repeats them).
 _MAX_LINE = 2000
@@ -100,6 +100,10 @@ _ENV_NAME_RE = lazy_re(r"^(?:CUDA_\w+|NCCL_\w+|NVIDIA_\w+|TORCH_\w+|PYTORCH_\w+|
                        r"MASTER_ADDR|MASTER_PORT|GLOO_\w+|UCX_\w+|FI_\w+|NVTE_\w+|MIOPEN_\w+|HSA_\w+)$")
 _ASSIGN_RE = lazy_re(r"(?:^|\s)(?:export\s+|set\s+|\$env:|-e\s+|--env[=\s]+)?([A-Z][A-Z0-9_]{1,60})=(\"[^\"]*\"|'[^']*'|\S*)")
 _NCCL_ASSIGN_RE = lazy_re(r"(?<![\w$])(NCCL_[A-Z][A-Z0-9_]{1,40})=(\"[^\"]*\"|'[^']*'|[\w.,:-]+)")
+# A command line whose only output is torch.cuda.is_available(): `python -c "import torch;
+# print(torch.cuda.is_available())"` (also inside `docker run … python -c …`); the next line is what it printed.
+_PRINTS_AVAILABLE_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?\S*(?:python[\d.]*|docker|podman)(?:\.exe)?\s.*"
+                               r"print\(\s*torch\.cuda\.is_available\(\)\s*\)")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
 _COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
@@ -139,6 +143,7 @@ class _Found:
         self.frameworks: dict[str, str] = {}
         self.env: dict[str, str] = {}
         self.node: dict[str, int] = {}
+        self.cuda_available: tuple[bool, str] | None = None
 
     def tool(self, name: str, line: str) -> None:
         entry = {"tool": name, "line": redact_text(line.strip()[:300])}
@@ -321,11 +326,19 @@ def read(lines: Sequence[str]) -> _Found:
     found = _Found()
     block: list[str | None] = [None]
     seen: set[str] = set()
+    asked: str | None = None
     for raw in lines:
         line = raw.rstrip()
         if len(line) > _MAX_LINE or (line in seen and block[0] is None):
             continue  # a repeated line says nothing new, except inside a block (Allocatable repeats Capacity's rows)
         seen.add(line)
+        if asked and line.strip():
+            # The line a command printing torch.cuda.is_available() printed ("False"), right after it.
+            if line.strip() in ("True", "False"):
+                found.cuda_available = found.cuda_available or (line.strip() == "True", _where(asked))
+            asked = None
+        if "is_available()" in line and _PRINTS_AVAILABLE_RE.search(line):
+            asked = line
         if line.strip():
             _read_line(line, found, block)
         else:
@@ -371,6 +384,8 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
         tag = local_tag(str(torch.value).split(" ")[0])
         if tag == "cpu" or variant_cuda(tag):
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
+    if found.cuda_available and _unread(readings, "torch.cuda_available"):
+        readings["torch.cuda_available"] = ok(found.cuda_available[0], SOURCE, f"printed by {found.cuda_available[1]!r}")
     if found.python and _unread(readings, "python.version"):
         readings["python.version"] = ok(found.python[0], SOURCE, f"from {found.python[1]!r}")
 
