@@ -10,13 +10,15 @@ failing finding.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from envdoctor.knowledge import remedies
 
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import nccl_versions_differ
-from ._text import assigned, message_causes
+from ._text import assigned, message_causes, no_gpu_seen
 
 
 def _shown(facts: Facts, key: str) -> bool:
@@ -156,6 +158,8 @@ def cudnn_dll_missing(facts: Facts) -> Finding:
 def wsl_version(facts: Facts) -> Finding:
     ev = evidence(facts, "host.kernel", "host.wsl")
     kernel = facts.value("host.kernel") if facts.get("host.kernel").ok else None
+    if (not kernel or "microsoft" not in str(kernel).lower()) and (listed := _wsl_listed(facts)):
+        return listed
     if not kernel or "microsoft" not in str(kernel).lower():
         return skip("Not WSL (or the kernel is not shown)", evidence=ev)
     if "microsoft-standard" in str(kernel).lower() or "wsl2" in str(kernel).lower():
@@ -212,3 +216,34 @@ def _p2p_workaround(facts: Facts) -> Finding | None:
                 remedy=Remediation("Check ACS on the PCIe bridges (`sudo lspci -vvv | grep ACSCtl`: SrcValid+ is "
                                    "on) and disable it (or the IOMMU / VT-d in the BIOS); then run without "
                                    "NCCL_P2P_DISABLE.", remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))
+
+
+def _gpu_failing(facts: Facts) -> str | None:
+    """What in the text shows the GPU failing to reach Linux (nvidia-smi missing or failing, CUDA seeing none)."""
+    if facts.get("nvml.smi_not_found").ok:
+        return "nvidia-smi is not found"
+    init = facts.value("nvml.init") if facts.get("nvml.init").ok else None
+    if isinstance(init, Mapping) and init.get("code") not in (None, 0):
+        return "nvidia-smi fails"
+    return no_gpu_seen(facts)
+
+
+def _wsl_listed(facts: Facts) -> Finding | None:
+    """`wsl -l -v` (``text.wsl_distros``): the default distribution (or the only one) and its WSL version."""
+    rows = [r for r in facts.value("text.wsl_distros") or () if isinstance(r, Mapping)] \
+        if facts.get("text.wsl_distros").ok else []
+    target = next((r for r in rows if r.get("default")), rows[0] if len(rows) == 1 else None)
+    if target is None or target.get("version") not in (1, 2):
+        return None
+    ev = evidence(facts, "text.wsl_distros", "nvml.smi_not_found", "nvml.init")
+    name = str(target.get("name"))
+    if target.get("version") == 2:
+        return ok(f"WSL 2 ({name}, as `wsl -l -v` lists it)", evidence=ev)
+    failing = _gpu_failing(facts)
+    title = f"{name} runs on WSL 1 (`wsl -l -v`: VERSION 1): it has no GPU access"
+    detail = ("WSL 1 translates Linux system calls and exposes no GPU; CUDA needs WSL 2 with the Windows NVIDIA "
+              "driver." + (f" That is why {failing} in this text." if failing else ""))
+    return (fail if failing else warn)(title, detail=detail, evidence=ev, remedy=Remediation(
+        "Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
+        tuple(c.replace("<distro name from that list>", name) for c in remedies.wsl2_convert()),
+        (remedies.WSL_CUDA_GUIDE,)))

@@ -79,6 +79,8 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('text.node_gpus', 'object', ('parser:toollines',),
        'pastes only: `kubectl describe node`\'s `nvidia.com/gpu` in its blocks: `{"capacity": 4, '
        '"allocatable": 0}` (a block the text does not show is absent)'),
+    _k('text.wsl_distros', 'list', ('parser:toollines',),
+       'pastes only: `wsl -l -v`\'s rows: `[{"name", "state", "version" (1\|2), "default" (marked `*`)}]`'),
     _k('text.hang', 'str', ('parser:prose',),
        'pastes only: the sentence of a person\'s that says the program hangs (stops making progress: "hangs", '
        '"stuck", "freezes", "deadlock"), not a hypothesis ("if it hangs"); absent when the text says none'),

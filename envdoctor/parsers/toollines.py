@@ -26,6 +26,7 @@ Each tool's line is matched on the fixed words of its own format string (never o
 * ``kubectl describe node`` (kubernetes/kubectl, pkg/describe/describe.go): the ``Capacity:`` and
   ``Allocatable:`` blocks, one ``nvidia.com/gpu:  N`` row each (the NVIDIA device plugin's resource name).
 * ``lspci`` without ``-nn`` (pciutils): an NVIDIA display controller on the bus, kept as a tool line.
+* ``wsl -l -v`` (microsoft/WSL): the ``NAME STATE VERSION`` table, the default distribution marked ``*``.
 * ``pip show NAME`` (pypa/pip, src/pip/_internal/commands/show.py): ``Name: %s`` then ``Version: %s``.
 * Issue forms and ``jax.print_environment_info()`` (jax-ml/jax, jax/_src/environment_info.py: ``jax:    X``,
   ``jaxlib: X``) stating the version of a framework other than torch: ``TensorFlow version: 2.15.0``.
@@ -54,7 +55,7 @@ from ..redact import redact_text
 from .statements import gpu_value
 
 SOURCE = "tool log"
-KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "nvml.gpus", "nvml.device_count",
+KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "text.wsl_distros", "nvml.gpus", "nvml.device_count",
         "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version", "torch.cuda_available")
 
 #: A text is read this far for tool lines (their lines are short, a log repeats them).
@@ -104,6 +105,8 @@ _NCCL_ASSIGN_RE = lazy_re(r"(?<![\w$])(NCCL_[A-Z][A-Z0-9_]{1,40})=(\"[^\"]*\"|'[
 # print(torch.cuda.is_available())"` (also inside `docker run … python -c …`); the next line is what it printed.
 _PRINTS_AVAILABLE_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?\S*(?:python[\d.]*|docker|podman)(?:\.exe)?\s.*"
                                r"print\(\s*torch\.cuda\.is_available\(\)\s*\)")
+_WSL_HEADER_RE = lazy_re(r"^\s*NAME\s+STATE\s+VERSION\s*$")
+_WSL_ROW_RE = lazy_re(r"^\s*(\*)?\s*([\w.-]{1,60})\s+(Running|Stopped|Installing|Uninstalling|Converting)\s+([12])\s*$")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
 _COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
@@ -144,6 +147,7 @@ class _Found:
         self.env: dict[str, str] = {}
         self.node: dict[str, int] = {}
         self.cuda_available: tuple[bool, str] | None = None
+        self.wsl: list[dict[str, Any]] = []
 
     def tool(self, name: str, line: str) -> None:
         entry = {"tool": name, "line": redact_text(line.strip()[:300])}
@@ -271,6 +275,24 @@ def _pip_show(line: str, found: _Found, block: list[str | None]) -> bool:
     return True
 
 
+def _wsl_list(line: str, found: _Found, block: list[str | None]) -> bool:
+    """`wsl -l -v` / `wsl --list --verbose` (microsoft/WSL): a ``NAME  STATE  VERSION`` header, then one row per
+    distribution, the default one marked ``*``: ``* Ubuntu-22.04    Running    1``."""
+    if "NAME" in line and "VERSION" in line and _WSL_HEADER_RE.match(line):
+        block[0] = "wsl"
+        return True
+    if block[0] != "wsl":
+        return False
+    if (m := _WSL_ROW_RE.match(line)) is None:
+        block[0] = None
+        return False
+    found.tool("wsl -l -v", line)
+    if len(found.wsl) < 16:
+        found.wsl.append({"name": m.group(2), "state": m.group(3), "version": int(m.group(4)),
+                          "default": bool(m.group(1))})
+    return True
+
+
 def _lspci(line: str, found: _Found, _block: list[str | None]) -> bool:
     """`lspci` without ``-nn`` (pciutils, lspci.c ``show_terse``: "<slot> <class>: <vendor> <device>"): an NVIDIA
     display controller on the bus. Its name is the PCI database's chip name, not a product the driver reports,
@@ -304,8 +326,8 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
 
 
 #: Each tool's reader, tried in this order on every line until one reads it.
-_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _pip_show, _lspci,
-            _framework, _command)
+_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _wsl_list, _pip_show,
+            _lspci, _framework, _command)
 
 
 def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
@@ -384,6 +406,8 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
         tag = local_tag(str(torch.value).split(" ")[0])
         if tag == "cpu" or variant_cuda(tag):
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
+    if found.wsl:
+        readings["text.wsl_distros"] = ok(found.wsl, SOURCE, "`wsl -l -v`: the WSL distributions and their WSL version")
     if found.cuda_available and _unread(readings, "torch.cuda_available"):
         readings["torch.cuda_available"] = ok(found.cuda_available[0], SOURCE, f"printed by {found.cuda_available[1]!r}")
     if found.python and _unread(readings, "python.version"):
