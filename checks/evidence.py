@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from envdoctor.knowledge import remedies
+from envdoctor.knowledge import remedies, versions
 
-from ..kit import Remediation, evidence, fail, ok, skip
+from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import nccl_versions_differ
@@ -247,3 +247,40 @@ def _wsl_listed(facts: Facts) -> Finding | None:
         "Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
         tuple(c.replace("<distro name from that list>", name) for c in remedies.wsl2_convert()),
         (remedies.WSL_CUDA_GUIDE,)))
+
+
+#: TensorFlow's install page (tensorflow.org/install/pip, "Windows Native") and its 2.11 release notes
+#: (github.com/tensorflow/tensorflow/releases/tag/v2.11.1): "TensorFlow 2.10 was the last
+#: TensorFlow release that supported GPU on native-Windows"; from 2.11 on, GPU TensorFlow on Windows runs in WSL 2.
+_TF_LAST_WINDOWS_GPU = (2, 10)
+
+
+@check("tensorflow-windows-gpu", "TensorFlow on native Windows is a release that can use the GPU (2.10 or older)",
+       needs=("text.frameworks", "host.os"))
+def tensorflow_windows_gpu(facts: Facts) -> Finding:
+    ev = evidence(facts, "text.frameworks", "host.os", "host.wsl", "text.tensorflow_gpus", "text.pip_missing_extras")
+    shown = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
+    version = str(shown.get("tensorflow") or "") if isinstance(shown, Mapping) else ""
+    parsed = versions.parse(version) if version else None
+    if parsed is None:
+        return skip("No TensorFlow version in the text", evidence=ev)
+    if not facts.get("host.os").ok or facts.value("host.os") != "Windows" or facts.value("host.wsl") is True:
+        return skip("Not native Windows (or the platform is not shown)", evidence=ev)
+    gpus = facts.value("text.tensorflow_gpus") if facts.get("text.tensorflow_gpus").ok else None
+    extras = [e for e in facts.value("text.pip_missing_extras") or () if isinstance(e, Mapping)
+              and e.get("package") in ("tensorflow", "tensorflow-gpu")] if facts.get("text.pip_missing_extras").ok else []
+    if parsed.release[:2] <= _TF_LAST_WINDOWS_GPU:
+        if isinstance(gpus, int) and gpus > 0:
+            return ok(f"TensorFlow {version} on native Windows sees {gpus} GPU(s)", evidence=ev)
+        return skip(f"TensorFlow {version} still has native-Windows GPU builds", evidence=ev)
+    text, commands, links = remedies.tensorflow_gpu(facts.value("python.executable"), True)
+    symptom = ("TensorFlow lists no GPU (`list_physical_devices('GPU')` is empty)" if gpus == 0 else
+               f"pip says tensorflow {extras[0].get('version')} does not provide the extra "
+               f"'{extras[0].get('extra')}' (no Windows wheel carries CUDA)" if extras else None)
+    title = f"TensorFlow {version} has no GPU support on native Windows (the last was 2.10)"
+    detail = ("TensorFlow's install page: TensorFlow 2.10 was the last release that supported the GPU on native "
+              "Windows; from 2.11 on, the Windows build runs on the CPU only and the GPU build runs in WSL 2.")
+    if symptom:
+        return fail(title, detail=f"{detail} That is why {symptom}.", evidence=ev, remedy=Remediation(text, commands,
+                                                                                                         links))
+    return warn(title, detail=detail + " It will run on the CPU.", evidence=ev, remedy=Remediation(text, commands, links))

@@ -68,7 +68,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
        'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`, `pip show`, `lspci`, a '
        '`docker|podman run`): `[{"tool", "line"}]`, redacted'),
-    _k('text.frameworks', 'object', ('parser:toollines',),
+    _k('text.frameworks', 'object', ('parser:toollines', 'parser:prose'),
        'pastes only: versions of frameworks other than torch the text states (issue forms, '
        '`jax.print_environment_info()`, A1111\'s footer, vLLM\'s engine line): `{"tensorflow": "2.15.0", '
        '"jax": "0.4.23", "xformers": "0.0.23.post1"}`'),
@@ -81,6 +81,12 @@ _ENTRIES: tuple[FactKey, ...] = (
        '"allocatable": 0}` (a block the text does not show is absent)'),
     _k('text.wsl_distros', 'list', ('parser:toollines',),
        'pastes only: `wsl -l -v`\'s rows: `[{"name", "state", "version" (1\|2), "default" (marked `*`)}]`'),
+    _k('text.tensorflow_gpus', 'int', ('parser:toollines',),
+       'pastes only: how many GPUs TensorFlow\'s `tf.config.list_physical_devices(\'GPU\')` returned in the text '
+       '(`[]` is 0), or its GPU guide\'s `Num GPUs Available: N`'),
+    _k('text.pip_missing_extras', 'list', ('parser:toollines',),
+       'pastes only: pip\'s "X V does not provide the extra \'E\'": `[{"package", "version", "extra"}]` '
+       '(`tensorflow[and-cuda]` on Windows)'),
     _k('text.hang', 'str', ('parser:prose',),
        'pastes only: the sentence of a person\'s that says the program hangs (stops making progress: "hangs", '
        '"stuck", "freezes", "deadlock"), not a hypothesis ("if it hangs"); absent when the text says none'),

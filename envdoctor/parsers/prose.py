@@ -33,7 +33,7 @@ from .statements import gpu_value, split_statement
 
 SOURCE = "prose"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.gpus", "nvml.device_count",
-        "python.version", "text.hang")
+        "python.version", "text.hang", "text.frameworks")
 
 _MAX_LINE = 600
 _SENTENCE_RE = lazy_re(r"(?<=[.!?;])\s+(?=\S)|\n")
@@ -170,6 +170,25 @@ def hang(lines: Sequence[str]) -> str | None:
     return None
 
 
+# "TensorFlow 2.13.0", "tensorflow version 2.15": a framework other than torch said in a sentence.
+_TENSORFLOW_RE = lazy_re(r"\btensorflow(?:-gpu)?" + _FILLER + r"(2\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)", re.IGNORECASE)
+
+
+def tensorflow(lines: Sequence[str]) -> tuple[str, str] | None:
+    """(version, sentence) when a person's sentences name one TensorFlow version as theirs, else None."""
+    found: dict[str, str] = {}
+    for line in dict.fromkeys(line.strip() for line in lines):
+        if not line or len(line) > _MAX_LINE or "ensorflow" not in line.lower() or _NOT_PROSE_RE.search(line) \
+                or split_statement(line) is not None:
+            continue
+        for sentence in _SENTENCE_RE.split(_URL_OR_PATH_RE.sub(" ", line)):
+            if sentence.rstrip().endswith("?") or _QUESTION_RE.match(sentence) or _HYPOTHESIS_RE.search(sentence):
+                continue
+            for m in _TENSORFLOW_RE.finditer(sentence):
+                found.setdefault(m.group(1), sentence.strip()[:160])
+    return next(iter(found.items())) if len(found) == 1 else None
+
+
 def _unread(readings: dict[str, Reading], key: str) -> bool:
     reading = readings.get(key)
     return reading is None or not reading.ok
@@ -178,6 +197,13 @@ def _unread(readings: dict[str, Reading], key: str) -> bool:
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Fill the facts no report or statement read with what the prose states."""
     said = statements(lines)
+    frameworks = readings.get("text.frameworks")
+    if (not frameworks or not frameworks.ok or "tensorflow" not in (frameworks.value or {})) and \
+            (tf := tensorflow(lines)) is not None:
+        merged = {**(dict(frameworks.value) if frameworks is not None and frameworks.ok and frameworks.value else {}),
+                  "tensorflow": tf[0]}
+        readings["text.frameworks"] = ok(merged, frameworks.source if frameworks is not None and frameworks.ok
+                                         else SOURCE, f"TensorFlow said in prose: {tf[1]!r}")
     if (stuck := hang(lines)) is not None:
         readings["text.hang"] = ok(stuck, SOURCE, f"said in prose: {stuck!r}")
     for fact in ("torch.version", "nvml.driver_version", "python.version"):
@@ -203,4 +229,4 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
             readings["nvml.device_count"] = ok(len(records), SOURCE, f"said in prose: {sentence!r}")
 
 
-__all__ = ["KEYS", "SOURCE", "hang", "parse", "statements"]
+__all__ = ["KEYS", "SOURCE", "hang", "parse", "statements", "tensorflow"]

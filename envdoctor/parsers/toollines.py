@@ -27,6 +27,8 @@ Each tool's line is matched on the fixed words of its own format string (never o
   ``Allocatable:`` blocks, one ``nvidia.com/gpu:  N`` row each (the NVIDIA device plugin's resource name).
 * ``lspci`` without ``-nn`` (pciutils): an NVIDIA display controller on the bus, kept as a tool line.
 * ``wsl -l -v`` (microsoft/WSL): the ``NAME STATE VERSION`` table, the default distribution marked ``*``.
+* TensorFlow's ``tf.config.list_physical_devices('GPU')`` and what it returned (``[]``), its GPU guide's ``Num GPUs
+  Available: N``; pip's ``X V does not provide the extra 'E'`` (pypa/pip's resolver).
 * ``pip show NAME`` (pypa/pip, src/pip/_internal/commands/show.py): ``Name: %s`` then ``Version: %s``.
 * Issue forms and ``jax.print_environment_info()`` (jax-ml/jax, jax/_src/environment_info.py: ``jax:    X``,
   ``jaxlib: X``) stating the version of a framework other than torch: ``TensorFlow version: 2.15.0``.
@@ -55,7 +57,8 @@ from ..redact import redact_text
 from .statements import gpu_value
 
 SOURCE = "tool log"
-KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "text.wsl_distros", "nvml.gpus", "nvml.device_count",
+KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "text.wsl_distros", "text.tensorflow_gpus",
+        "text.pip_missing_extras", "nvml.gpus", "nvml.device_count",
         "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version", "torch.cuda_available")
 
 #: A text is read this far for tool lines (their lines are short, a log repeats them).
@@ -107,6 +110,15 @@ _PRINTS_AVAILABLE_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?\S*(?:python[\d.]*
                                r"print\(\s*torch\.cuda\.is_available\(\)\s*\)")
 _WSL_HEADER_RE = lazy_re(r"^\s*NAME\s+STATE\s+VERSION\s*$")
 _WSL_ROW_RE = lazy_re(r"^\s*(\*)?\s*([\w.-]{1,60})\s+(Running|Stopped|Installing|Uninstalling|Converting)\s+([12])\s*$")
+# TensorFlow's GPU list (tensorflow/python/framework/config.py ``list_physical_devices``): the call, then "[]" or
+# "[PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')]"; TensorFlow's GPU guide prints
+# "Num GPUs Available: " and its length.
+_TF_LIST_GPUS_RE = lazy_re(r"list_physical_devices\(\s*(?:device_type\s*=\s*)?['\"]GPU['\"]\s*\)")
+_TF_NUM_GPUS_RE = lazy_re(r"^\s*Num GPUs Available:?\s*(\d{1,2})\s*$")
+# pip's resolver (pypa/pip, src/pip/_internal/resolution/resolvelib; tests/functional/test_install_extras.py):
+# "%s %s does not provide the extra
+# '%s'" when the wheel it picked has no such extra (tensorflow[and-cuda] on Windows).
+_PIP_EXTRA_RE = lazy_re(r"\b([A-Za-z0-9][\w.-]{0,80}) (\d+(?:\.\d+)+[\w.+-]*) does not provide the extra '([\w.-]{1,40})'")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
 _COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
@@ -148,6 +160,8 @@ class _Found:
         self.node: dict[str, int] = {}
         self.cuda_available: tuple[bool, str] | None = None
         self.wsl: list[dict[str, Any]] = []
+        self.tf_gpus: tuple[int, str] | None = None
+        self.missing_extras: list[dict[str, str]] = []
 
     def tool(self, name: str, line: str) -> None:
         entry = {"tool": name, "line": redact_text(line.strip()[:300])}
@@ -349,6 +363,7 @@ def read(lines: Sequence[str]) -> _Found:
     block: list[str | None] = [None]
     seen: set[str] = set()
     asked: str | None = None
+    listed: str | None = None
     for raw in lines:
         line = raw.rstrip()
         if len(line) > _MAX_LINE or (line in seen and block[0] is None):
@@ -359,8 +374,26 @@ def read(lines: Sequence[str]) -> _Found:
             if line.strip() in ("True", "False"):
                 found.cuda_available = found.cuda_available or (line.strip() == "True", _where(asked))
             asked = None
+        if listed and line.strip():
+            # What tf.config.list_physical_devices('GPU') returned: "[]", or one PhysicalDevice per GPU.
+            shown = line.strip()
+            if shown == "[]" or shown.startswith("[PhysicalDevice("):
+                found.tf_gpus = found.tf_gpus or (shown.count("device_type='GPU'"), _where(listed))
+            listed = None
         if "is_available()" in line and _PRINTS_AVAILABLE_RE.search(line):
             asked = line
+        if "list_physical_devices" in line and _TF_LIST_GPUS_RE.search(line):
+            listed = line
+            if (m := _TF_NUM_GPUS_RE.search(line)) is not None:  # the line that printed the count itself
+                found.tf_gpus = found.tf_gpus or (int(m.group(1)), _where(line))
+        elif "Num GPUs Available" in line and (m := _TF_NUM_GPUS_RE.search(line)) is not None:
+            found.tf_gpus = found.tf_gpus or (int(m.group(1)), _where(line))
+        if "does not provide the extra" in line and (m := _PIP_EXTRA_RE.search(line)) is not None:
+            entry = {"package": m.group(1).lower(), "version": m.group(2), "extra": m.group(3)}
+            if entry not in found.missing_extras and len(found.missing_extras) < 16:
+                found.missing_extras.append(entry)
+            if entry["package"] in _FRAMEWORKS:
+                found.frameworks.setdefault(_FRAMEWORKS[entry["package"]], entry["version"])
         if line.strip():
             _read_line(line, found, block)
         else:
@@ -408,6 +441,10 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
     if found.wsl:
         readings["text.wsl_distros"] = ok(found.wsl, SOURCE, "`wsl -l -v`: the WSL distributions and their WSL version")
+    if found.tf_gpus:
+        readings["text.tensorflow_gpus"] = ok(found.tf_gpus[0], SOURCE, f"TensorFlow's GPU list, {found.tf_gpus[1]!r}")
+    if found.missing_extras:
+        readings["text.pip_missing_extras"] = ok(found.missing_extras, SOURCE, "pip's \"does not provide the extra\"")
     if found.cuda_available and _unread(readings, "torch.cuda_available"):
         readings["torch.cuda_available"] = ok(found.cuda_available[0], SOURCE, f"printed by {found.cuda_available[1]!r}")
     if found.python and _unread(readings, "python.version"):
