@@ -198,7 +198,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'printed); over 1 MiB `torch-import` warns of a flood'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
-    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:evidence', 'parser:toollines', 'parser:prose'),
+    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements', 'parser:evidence', 'parser:toollines', 'parser:prose'),
        '`"12.6"` or null for a CPU build (`torch.version.cuda`)'),
     _k('torch.hip_version', 'str|null', ('probe:python', 'parser:collect_env'),
        'string or null'),
