@@ -80,7 +80,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        'pastes only: `kubectl describe node`\'s `nvidia.com/gpu` in its blocks: `{"capacity": 4, '
        '"allocatable": 0}` (a block the text does not show is absent)'),
     _k('text.wsl_distros', 'list', ('parser:toollines',),
-       'pastes only: `wsl -l -v`\'s rows: `[{"name", "state", "version" (1\|2), "default" (marked `*`)}]`'),
+       'pastes only: `wsl -l -v`\'s rows: `[{"name", "state", "version" (1\\|2), "default" (marked `*`)}]`'),
     _k('text.tensorflow_gpus', 'int', ('parser:toollines',),
        'pastes only: how many GPUs TensorFlow\'s `tf.config.list_physical_devices(\'GPU\')` returned in the text '
        '(`[]` is 0), or its GPU guide\'s `Num GPUs Available: N`'),
