@@ -408,11 +408,36 @@ def container_gpu(facts: Facts) -> CheckResult:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
     if smi := _smi_missing_in_container(facts):
         return smi
+    if compose := _compose_without_gpus(facts):
+        return compose
     result = _container_gpu(facts)
     node = _node_gpus(facts)
-    if node is None or (node.status is not Status.FAIL and result.status is not Status.SKIP):
+    skipped = isinstance(result, Finding) and result.status is Status.SKIP
+    if node is None or (node.status is not Status.FAIL and not skipped):
         return result
     return node
+
+
+def _compose_without_gpus(facts: Facts) -> Finding | None:
+    """A Compose file whose services ask for no GPU (``text.compose_gpus`` False) beside CUDA seeing none: the
+    container was started without GPUs (the NVIDIA runtime injects the driver only into one that asks)."""
+    if not facts.get("text.compose_gpus").ok or facts.value("text.compose_gpus") is not False:
+        return None
+    symptom = no_gpu_seen(facts)
+    if facts.value("nvml.smi_not_found") and facts.get("nvml.smi_not_found").ok:
+        symptom = symptom or "nvidia-smi is not found in the container"
+    if not symptom:
+        return None
+    return fail("The Compose service was started without GPUs",
+                detail=f"The Compose file shown asks for no GPU (no deploy.resources.reservations.devices, gpus: or "
+                f"runtime: nvidia), and {symptom}: without the request the NVIDIA runtime puts no driver into the "
+                "container.", evidence=evidence(facts, "text.compose_gpus", "text.messages", "torch.cuda_available"),
+                remedy=Remediation("Ask for the GPUs in the service (Compose's GPU support), then recreate it "
+                                   "(docker compose up --force-recreate).",
+                                   ("# docker compose: deploy: {resources: {reservations: {devices: "
+                                    "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                                    remedies.container_runtime_configure()),
+                                   ("https://docs.docker.com/compose/how-tos/gpu-support/", TOOLKIT_INSTALL)))
 
 
 def _node_gpus(facts: Facts) -> Finding | None:
@@ -913,9 +938,14 @@ def _text_visible_devices(facts: Facts, raw: str) -> Finding:
                          "before the process starts.",
                          (remedies.env_unset("CUDA_VISIBLE_DEVICES"), "nvidia-smi -L"))
     if not entries:
-        why = ("it is empty" if not raw.strip() else f"{stop!r} is a repeated device" if stop and raw.count(stop) > 1
-               else f"its first entry {stop!r} is not a device index or UUID"
-               if not (stop or "").startswith("-") else "a negative index (-1) ends the list before any device")
+        if not raw.strip():
+            why = "it is empty"
+        elif (stop or "").startswith("-"):
+            why = "a negative index (-1) ends the list before any device"
+        elif stop is not None and [t.strip() for t in raw.split(",")].count(stop) > 1:
+            why = f"it names {stop!r} twice, and a repeated device makes CUDA hide every device"
+        else:
+            why = f"its first entry {stop!r} is not a device index or UUID"
         title = f"CUDA_VISIBLE_DEVICES={raw!r} set in the text hides every GPU"
         detail = f"The command line sets CUDA_VISIBLE_DEVICES={raw!r}: {why}, so CUDA shows the process no device."
         if symptom:

@@ -310,3 +310,31 @@ def test_repeated_rows_inside_a_block_are_read() -> None:
     # Allocatable repeats Capacity's rows word for word: the reader keeps them (a log's repeats it drops).
     found = toollines.read(NODE.format(cap=2, alloc=2).splitlines())
     assert found.node == {"capacity": 2, "allocatable": 2}
+
+
+@pytest.mark.parametrize("value,why", [("-1", "negative index"), ("", "empty"), ("NoDevFiles", "not a device index"),
+                                       ("0,0", "twice")])
+def test_the_finding_says_why_the_value_hides_every_gpu(value: str, why: str) -> None:
+    finding = _of(f"$ export CUDA_VISIBLE_DEVICES={value}\n$ python train.py\n" + NO_GPUS, "cuda-visible-devices")
+    assert finding.status is Status.FAIL and why in finding.detail
+
+
+COMPOSE = ("$ cat docker-compose.yml\nservices:\n  trainer:\n    image: " + IMAGE + "\n    command: python train.py\n"
+           "{gpu}    volumes:\n      - ./data:/data\n$ docker compose up\ntrainer-1  | " + NO_GPUS)
+RESERVED = ("    deploy:\n      resources:\n        reservations:\n          devices:\n            - driver: nvidia\n"
+            "              count: all\n              capabilities: [gpu]\n")
+
+
+def test_a_compose_service_without_gpus_beside_no_cuda_fails_container_gpu() -> None:
+    text = COMPOSE.format(gpu="")
+    assert _facts(text).value("text.compose_gpus") is False
+    top = _top(text)
+    assert top is not None and top.id == "container-gpu" and "Compose" in top.title
+    assert "capabilities: [gpu]" in _cmds(top)
+
+
+@pytest.mark.parametrize("gpu", [RESERVED, "    runtime: nvidia\n", "    gpus: all\n"])
+def test_a_compose_service_that_asks_for_gpus_is_not_this_cause(gpu: str) -> None:
+    text = COMPOSE.format(gpu=gpu)
+    assert _facts(text).value("text.compose_gpus") is True
+    assert _of(text, "container-gpu").status is not Status.FAIL

@@ -87,6 +87,10 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('text.pip_missing_extras', 'list', ('parser:toollines',),
        'pastes only: pip\'s "X V does not provide the extra \'E\'": `[{"package", "version", "extra"}]` '
        '(`tensorflow[and-cuda]` on Windows)'),
+    _k('text.compose_gpus', 'bool', ('parser:toollines',),
+       'pastes only: whether the Compose file\'s `services:` block the text shows asks for GPUs '
+       '(`deploy.resources.reservations.devices` with `driver: nvidia` / `capabilities: [gpu]`, `gpus:`, '
+       '`runtime: nvidia`, `NVIDIA_VISIBLE_DEVICES`); absent when the text shows no Compose file'),
     _k('text.hang', 'str', ('parser:prose',),
        'pastes only: the sentence of a person\'s that says the program hangs (stops making progress: "hangs", '
        '"stuck", "freezes", "deadlock"), not a hypothesis ("if it hangs"); absent when the text says none'),
