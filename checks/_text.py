@@ -16,8 +16,8 @@ __all__ = ["assigned", "gpu_count", "message_causes", "no_gpu_seen"]
 
 
 def assigned(facts: Facts, name: str) -> str | None:
-    """The value a command line in the text gives ``name`` (``CUDA_VISIBLE_DEVICES=1 python …``, ``export …``),
-    or None when the text does not show it set."""
+    """The value a command line in the text gives ``name`` (a ``NAME=value`` prefix or assignment), or None when
+    the text does not show it set."""
     reading = facts.get("text.env_assignments")
     if not reading.ok or not isinstance(reading.value, Mapping):
         return None

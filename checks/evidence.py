@@ -213,7 +213,7 @@ def _p2p_workaround(facts: Facts) -> Finding | None:
                        "NCCL_P2P_DISABLE=1 only avoids it, at the cost of every intra-node transfer going through "
                        "host memory.",
                 evidence=evidence(facts, "text.env_assignments", "text.hang", "text.messages"),
-                remedy=Remediation("Check ACS on the PCIe bridges (`sudo lspci -vvv | grep ACSCtl`: SrcValid+ is "
+                remedy=Remediation("Check ACS on the PCIe bridges (lspci -vvv shows ACSCtl with SrcValid+ where it is "
                                    "on) and disable it (or the IOMMU / VT-d in the BIOS); then run without "
                                    "NCCL_P2P_DISABLE.", remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))
 
