@@ -214,4 +214,6 @@ def _text_switches(facts: Facts) -> list[dict[str, str]]:
     if not reading.ok or not isinstance(reading.value, Mapping):
         return []
     env = {str(k): str(v) for k, v in reading.value.items()}
-    return [*nccl_switches(env, everywhere=True), *nccl_switches(env)]
+    # NCCL_DEBUG=INFO in a paste is the log asked for to diagnose it, not a setting left behind.
+    return [s for s in (*nccl_switches(env, everywhere=True), *nccl_switches(env))
+            if not s["name"].startswith("NCCL_DEBUG")]

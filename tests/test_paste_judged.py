@@ -338,3 +338,8 @@ def test_a_compose_service_that_asks_for_gpus_is_not_this_cause(gpu: str) -> Non
     text = COMPOSE.format(gpu=gpu)
     assert _facts(text).value("text.compose_gpus") is True
     assert _of(text, "container-gpu").status is not Status.FAIL
+
+
+def test_nccl_debug_in_a_paste_is_the_log_asked_for_not_a_setting_left_behind() -> None:
+    text = "$ NCCL_DEBUG=INFO torchrun --nproc_per_node=2 train.py\nepoch 1 loss 0.3\n"
+    assert _of(text, "launch-nccl-env").status is Status.SKIP
