@@ -10,10 +10,11 @@ from envdoctor import views
 from envdoctor.knowledge import errors, remedies
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
-from ..model import Facts, Finding, Reading, Reason
+from ..model import Facts, Finding, Reading, Reason, Status
 from ..registry import CheckResult, check, owner_of
 from ..views import VisibleDevices
 from ._common import cpu_only
+from ._text import assigned, gpu_count, no_gpu_seen
 
 DRIVER_DOWNLOAD = remedies.DRIVER_DOWNLOAD
 DRIVER_GUIDE = remedies.DRIVER_GUIDE
@@ -407,7 +408,71 @@ def container_gpu(facts: Facts) -> CheckResult:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
     if smi := _smi_missing_in_container(facts):
         return smi
-    return _container_gpu(facts)
+    if compose := _compose_without_gpus(facts):
+        return compose
+    result = _container_gpu(facts)
+    node = _node_gpus(facts)
+    skipped = isinstance(result, Finding) and result.status is Status.SKIP
+    if node is None or (node.status is not Status.FAIL and not skipped):
+        return result
+    return node
+
+
+def _compose_without_gpus(facts: Facts) -> Finding | None:
+    """A Compose file whose services ask for no GPU (``text.compose_gpus`` False) beside CUDA seeing none: the
+    container was started without GPUs (the NVIDIA runtime injects the driver only into one that asks)."""
+    if not facts.get("text.compose_gpus").ok or facts.value("text.compose_gpus") is not False:
+        return None
+    symptom = no_gpu_seen(facts)
+    if facts.value("nvml.smi_not_found") and facts.get("nvml.smi_not_found").ok:
+        symptom = symptom or "nvidia-smi is not found in the container"
+    if not symptom:
+        return None
+    return fail("The Compose service was started without GPUs",
+                detail=f"The Compose file shown asks for no GPU (no deploy.resources.reservations.devices, gpus: or "
+                f"runtime: nvidia), and {symptom}: without the request the NVIDIA runtime puts no driver into the "
+                "container.", evidence=evidence(facts, "text.compose_gpus", "text.messages", "torch.cuda_available"),
+                remedy=Remediation("Ask for the GPUs in the service (Compose's GPU support), then recreate it "
+                                   "(docker compose up --force-recreate).",
+                                   ("# docker compose: deploy: {resources: {reservations: {devices: "
+                                    "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                                    remedies.container_runtime_configure()),
+                                   ("https://docs.docker.com/compose/how-tos/gpu-support/", TOOLKIT_INSTALL)))
+
+
+def _node_gpus(facts: Facts) -> Finding | None:
+    """``kubectl describe node``'s ``nvidia.com/gpu`` (``text.node_gpus``): the NVIDIA device plugin advertises
+    the node's GPUs as that extended resource (NVIDIA/k8s-device-plugin); 0 in Capacity means it registered none,
+    0 in Allocatable of N means it marked them all unhealthy. None when the text shows no such block."""
+    reading = facts.get("text.node_gpus")
+    if not reading.ok or not isinstance(reading.value, Mapping):
+        return None
+    blocks = {str(k): v for k, v in reading.value.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if not blocks:
+        return None
+    capacity, allocatable = blocks.get("capacity"), blocks.get("allocatable")
+    ev = evidence(facts, "text.node_gpus", "text.tools")
+    if capacity == 0 or allocatable == 0:
+        said = remedies.message_remedy("k8s-gpu-capacity")
+        text, commands, links = said if said else ("Check the NVIDIA device plugin on the node.", (), ())
+        shown = (f"Capacity nvidia.com/gpu: {capacity}" if capacity is not None else "") + \
+            (", " if capacity is not None and allocatable is not None else "") + \
+            (f"Allocatable nvidia.com/gpu: {allocatable}" if allocatable is not None else "")
+        why = ("the NVIDIA device plugin registered no GPU on this node (it is not running there, or it cannot "
+               "load NVML because the node's container runtime is not nvidia)" if capacity == 0 or
+               (capacity is None and allocatable == 0) else
+               f"the device plugin found {capacity} GPU(s) but reports none healthy (an Xid or a lost GPU makes it "
+               "withdraw them)")
+        return fail("The node advertises no allocatable GPU (nvidia.com/gpu 0)",
+                    detail=f"`kubectl describe node` shows {shown}: {why}. No pod asking for nvidia.com/gpu is "
+                    "scheduled there, and none started there gets a GPU.", evidence=ev,
+                    remedy=Remediation(text + " Its pod's log names the reason.",
+                                       (*commands, "kubectl logs -n kube-system -l app.kubernetes.io/name="
+                                        "nvidia-device-plugin   # or the namespace the GPU operator uses"),
+                                       links))
+    if allocatable:
+        return ok(f"The node advertises {allocatable} allocatable GPU(s) (nvidia.com/gpu)", evidence=ev)
+    return None
 
 
 def _smi_missing_in_container(facts: Facts) -> Finding | None:
@@ -438,7 +503,7 @@ def _smi_missing_in_container(facts: Facts) -> Finding | None:
 def _container_gpu(facts: Facts) -> CheckResult:
     container = in_container(facts)
     ev = evidence(facts, "host.container", "driver.device_nodes", "nvml.init", "cuda.library_path",
-                  "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities")
+                  "visibility.nvidia_visible_devices", "visibility.nvidia_driver_capabilities", "container.gpus_requested")
     if not container:
         if facts.get("host.container").ok:
             return skip("Not in a container", evidence=ev)
@@ -484,10 +549,14 @@ def _container_gpu(facts: Facts) -> CheckResult:
                             (TOOLKIT_INSTALL,)))
         no_libcuda = facts.get("cuda.init").reason is Reason.ABSENT
         unasked = facts.value("container.gpus_requested") is False
-        if unasked and (cuda_code(facts) == 35 or facts.value("torch.cuda_available") is False):
+        if unasked and (cuda_code(facts) == 35 or facts.value("torch.cuda_available") is False or no_gpu_seen(facts)):
             no_libcuda = True  # without --gpus no driver reaches the container: CUDA reports 35 / no device
         if code == 9 or no_libcuda:
-            return fail("The container cannot reach the NVIDIA driver", detail=f"Inside this {container} container "
+            title = ("The container was started without GPUs" if unasked and code != 9 else
+                     "The container cannot reach the NVIDIA driver")
+            asked = facts.get("container.gpus_requested")
+            told = f" ({asked.detail})" if unasked and asked.detail else ""
+            return fail(title, detail=f"Inside this {container} container{told} "
                         + ("torch finds no NVIDIA driver (no libcuda.so.1): the NVIDIA runtime injects the driver's "
                            "libraries only into containers that request GPUs with the compute capability"
                            if no_libcuda and code != 9 else
@@ -771,6 +840,9 @@ def cuda_init(facts: Facts) -> CheckResult:
        needs=("visibility.cuda_visible_devices",))
 def cuda_visible_devices(facts: Facts) -> Finding:
     reading = facts.get("visibility.cuda_visible_devices")
+    if (not reading.ok or not isinstance(reading.value, Mapping)) and (raw := assigned(facts, "CUDA_VISIBLE_DEVICES")) \
+            is not None:
+        return _text_visible_devices(facts, raw)
     if not reading.ok or not isinstance(reading.value, Mapping):
         # A paste does not show the environment: a variable it does not show is unknown, not unset.
         return skip("CUDA_VISIBLE_DEVICES was not read", detail=reading.describe() if not reading.ok else
@@ -830,6 +902,85 @@ def cuda_visible_devices(facts: Facts) -> Finding:
                   "could not be matched to devices.", evidence=ev)
     return ok(f"CUDA_VISIBLE_DEVICES={raw!r} selects {len(devices)} GPU(s)", detail=shown, evidence=ev,
               gpus=cvd.nvml_indices)
+
+
+def _text_entries(raw: str) -> tuple[list[int | str], str | None]:
+    """The devices ``CUDA_VISIBLE_DEVICES=raw`` names as the CUDA runtime reads it (the rules the host probe's
+    ``parse_cuda_visible_devices`` mirrors from torch's ``_parse_visible_devices``): a leading integer per entry, a
+    list of ``GPU-``/``MIG-`` UUIDs, and the first negative or non-numeric entry ends the list; a repeated device
+    hides every device. Returns (entries, the entry that ended the list or None)."""
+    tokens = [t.strip() for t in raw.split(",")]
+    entries: list[int | str] = []
+    uuid = raw.strip().startswith(("GPU-", "MIG-"))
+    for token in tokens:
+        value: int | str | None
+        if uuid:
+            value = token if token.startswith(("GPU-", "MIG-")) else None
+        else:
+            m = re.match(r"\d+", token)
+            value = int(m.group(0)) if m else None
+        if value is None:
+            return entries, token
+        if value in entries:
+            return [], token
+        entries.append(value)
+    return entries, None
+
+
+def _text_visible_devices(facts: Facts, raw: str) -> Finding:
+    """A ``CUDA_VISIBLE_DEVICES`` a command line in the text sets, judged against the GPUs the text shows."""
+    ev = evidence(facts, "text.env_assignments", "nvml.device_count", "nvml.gpus", "torch.cuda_available",
+                  "text.messages")
+    entries, stop = _text_entries(raw)
+    symptom = no_gpu_seen(facts)
+    shown = gpu_count(facts)
+    remedy = Remediation("Unset it, or list GPUs that exist (indices from 0, or GPU- UUIDs from `nvidia-smi -L`), "
+                         "before the process starts.",
+                         (remedies.env_unset("CUDA_VISIBLE_DEVICES"), "nvidia-smi -L"))
+    if not entries:
+        if not raw.strip():
+            why = "it is empty"
+        elif (stop or "").startswith("-"):
+            why = "a negative index (-1) ends the list before any device"
+        elif stop is not None and [t.strip() for t in raw.split(",")].count(stop) > 1:
+            why = f"it names {stop!r} twice, and a repeated device makes CUDA hide every device"
+        else:
+            why = f"its first entry {stop!r} is not a device index or UUID"
+        title = f"CUDA_VISIBLE_DEVICES={raw!r} set in the text hides every GPU"
+        detail = f"The command line sets CUDA_VISIBLE_DEVICES={raw!r}: {why}, so CUDA shows the process no device."
+        if symptom:
+            return fail(title, detail=f"{detail} And {symptom}: that is this variable's doing.", evidence=ev,
+                        remedy=remedy)
+        return warn(title, detail=detail + " (Right only for a run meant to use no GPU.)", evidence=ev, remedy=remedy)
+    if shown is None:
+        return skip(f"CUDA_VISIBLE_DEVICES={raw!r} is set; the text shows no GPU list to match it to", evidence=ev)
+    count, where = shown
+    indices = [e for e in entries if isinstance(e, int)]
+    if not indices:
+        known = {str(g.get("uuid")) for g in facts.value("nvml.gpus") or () if isinstance(g, Mapping) and g.get("uuid")}
+        if not known:
+            return skip(f"CUDA_VISIBLE_DEVICES={raw!r} names UUIDs; the text shows none to match them to",
+                        evidence=ev)
+        missing_uuid = [str(e) for e in entries if not any(k.startswith(str(e)) for k in known)]
+        if not missing_uuid:
+            return ok(f"CUDA_VISIBLE_DEVICES={raw!r} names GPUs the text lists", evidence=ev)
+        status = fail if missing_uuid[0] == entries[0] else warn
+        return status(f"CUDA_VISIBLE_DEVICES names {missing_uuid[0]!r}, a GPU the text does not list",
+                      detail=f"The GPUs shown have the UUIDs {', '.join(sorted(known))}; CUDA ends the list at the "
+                      "first UUID that matches none.", evidence=ev, remedy=remedy)
+    absent = [i for i in indices if i >= count]
+    if not absent:
+        return ok(f"CUDA_VISIBLE_DEVICES={raw!r} names GPUs that exist (the text shows {count})", evidence=ev)
+    visible = indices[:indices.index(absent[0])]
+    title = (f"CUDA_VISIBLE_DEVICES={raw!r} names GPU {absent[0]}, but the text shows {count} GPU(s) "
+             f"(0–{count - 1})" if count > 1 else
+             f"CUDA_VISIBLE_DEVICES={raw!r} names GPU {absent[0]}, but the text shows one GPU (index 0)")
+    detail = (f"CUDA ends the list at the first index that does not exist, so {len(visible)} device(s) are visible"
+              + (f": {symptom}." if symptom and not visible else "."))
+    fix = Remediation("List only GPUs that exist (numbered from 0 as `nvidia-smi -L` shows them), or unset it.",
+                      (remedies.env_set("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in indices if i < count) or "0",
+                                        "the GPUs the value names that exist"), "nvidia-smi -L"))
+    return (fail if not visible else warn)(title, detail=detail, evidence=ev, remedy=fix)
 
 
 def _intended(cvd: VisibleDevices, gpus: Sequence[views.Gpu]) -> str:

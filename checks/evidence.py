@@ -10,12 +10,15 @@ failing finding.
 
 from __future__ import annotations
 
-from envdoctor.knowledge import remedies
+from collections.abc import Mapping
 
-from ..kit import Remediation, evidence, fail, ok, skip
+from envdoctor.knowledge import remedies, versions
+
+from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
 from ._common import nccl_versions_differ
+from ._text import assigned, message_causes, no_gpu_seen
 
 
 def _shown(facts: Facts, key: str) -> bool:
@@ -155,6 +158,8 @@ def cudnn_dll_missing(facts: Facts) -> Finding:
 def wsl_version(facts: Facts) -> Finding:
     ev = evidence(facts, "host.kernel", "host.wsl")
     kernel = facts.value("host.kernel") if facts.get("host.kernel").ok else None
+    if (not kernel or "microsoft" not in str(kernel).lower()) and (listed := _wsl_listed(facts)):
+        return listed
     if not kernel or "microsoft" not in str(kernel).lower():
         return skip("Not WSL (or the kernel is not shown)", evidence=ev)
     if "microsoft-standard" in str(kernel).lower() or "wsl2" in str(kernel).lower():
@@ -172,6 +177,8 @@ def wsl_version(facts: Facts) -> Finding:
 def nccl_p2p_acs(facts: Facts) -> Finding:
     ev = evidence(facts, "pci.acs_enabled")
     if not _shown(facts, "pci.acs_enabled"):
+        if cured := _p2p_workaround(facts):
+            return cured
         return skip("No PCIe ACS state shown", evidence=ev)
     count = facts.value("pci.acs_enabled")
     return fail(f"PCIe Access Control Services is on ({count} bridge line{'s' if count != 1 else ''} with SrcValid+)",
@@ -180,3 +187,100 @@ def nccl_p2p_acs(facts: Facts) -> Finding:
                 evidence=ev,
                 remedy=Remediation("Disable ACS on the PCIe bridges (and keep it off across reboots).",
                                    remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))
+
+
+#: The catalogue's causes that are a collective that stopped making progress (NCCL's watchdog) or NCCL's P2P
+#: transport failing (envdoctor/data/messages.json).
+_HANG_CAUSES = frozenset({"nccl-watchdog-timeout", "nccl-p2p-error"})
+
+
+def _p2p_workaround(facts: Facts) -> Finding | None:
+    """A hang (a person says so, or NCCL's watchdog timed out) beside ``NCCL_P2P_DISABLE=1`` set in the text: that
+    the variable is the workaround is the signature of peer-to-peer traffic the PCIe switch's ACS (or the IOMMU)
+    sends through the root complex, where it stalls (NCCL's troubleshooting guide, "PCI Access Control Services")."""
+    value = assigned(facts, "NCCL_P2P_DISABLE")
+    if value is None or value.strip() != "1":
+        return None
+    stuck = facts.value("text.hang") if facts.get("text.hang").ok else None
+    causes = message_causes(facts) & _HANG_CAUSES
+    if not stuck and not causes:
+        return None
+    why = f"the text says {stuck!r}" if stuck else f"NCCL reports {sorted(causes)[0]}"
+    return fail("GPU peer-to-peer hangs here, and NCCL_P2P_DISABLE=1 is the workaround the text shows",
+                detail=f"A collective stops making progress ({why}) where NCCL_P2P_DISABLE=1 is set: that turning "
+                       "peer-to-peer off lets it run is the mark of PCIe Access Control Services (or the IOMMU) "
+                       "redirecting GPU-to-GPU traffic to the root complex, where NCCL's P2P transfers stall. "
+                       "NCCL_P2P_DISABLE=1 only avoids it, at the cost of every intra-node transfer going through "
+                       "host memory.",
+                evidence=evidence(facts, "text.env_assignments", "text.hang", "text.messages"),
+                remedy=Remediation("Check ACS on the PCIe bridges (lspci -vvv shows ACSCtl with SrcValid+ where it is "
+                                   "on) and disable it (or the IOMMU / VT-d in the BIOS); then run without "
+                                   "NCCL_P2P_DISABLE.", remedies.disable_acs(), (remedies.NCCL_TROUBLESHOOTING,)))
+
+
+def _gpu_failing(facts: Facts) -> str | None:
+    """What in the text shows the GPU failing to reach Linux (nvidia-smi missing or failing, CUDA seeing none)."""
+    if facts.get("nvml.smi_not_found").ok:
+        return "nvidia-smi is not found"
+    init = facts.value("nvml.init") if facts.get("nvml.init").ok else None
+    if isinstance(init, Mapping) and init.get("code") not in (None, 0):
+        return "nvidia-smi fails"
+    return no_gpu_seen(facts)
+
+
+def _wsl_listed(facts: Facts) -> Finding | None:
+    """`wsl -l -v` (``text.wsl_distros``): the default distribution (or the only one) and its WSL version."""
+    rows = [r for r in facts.value("text.wsl_distros") or () if isinstance(r, Mapping)] \
+        if facts.get("text.wsl_distros").ok else []
+    target = next((r for r in rows if r.get("default")), rows[0] if len(rows) == 1 else None)
+    if target is None or target.get("version") not in (1, 2):
+        return None
+    ev = evidence(facts, "text.wsl_distros", "nvml.smi_not_found", "nvml.init")
+    name = str(target.get("name"))
+    if target.get("version") == 2:
+        return ok(f"WSL 2 ({name}, as `wsl -l -v` lists it)", evidence=ev)
+    failing = _gpu_failing(facts)
+    title = f"{name} runs on WSL 1 (`wsl -l -v`: VERSION 1): it has no GPU access"
+    detail = ("WSL 1 translates Linux system calls and exposes no GPU; CUDA needs WSL 2 with the Windows NVIDIA "
+              "driver." + (f" That is why {failing} in this text." if failing else ""))
+    return (fail if failing else warn)(title, detail=detail, evidence=ev, remedy=Remediation(
+        "Convert the distribution to WSL 2 (in Windows), keep only the Windows driver.",
+        tuple(c.replace("<distro name from that list>", name) for c in remedies.wsl2_convert()),
+        (remedies.WSL_CUDA_GUIDE,)))
+
+
+#: TensorFlow's install page (tensorflow.org/install/pip, "Windows Native") and its 2.11 release notes
+#: (github.com/tensorflow/tensorflow/releases/tag/v2.11.1): "TensorFlow 2.10 was the last
+#: TensorFlow release that supported GPU on native-Windows"; from 2.11 on, GPU TensorFlow on Windows runs in WSL 2.
+_TF_LAST_WINDOWS_GPU = (2, 10)
+
+
+@check("tensorflow-windows-gpu", "TensorFlow on native Windows is a release that can use the GPU (2.10 or older)",
+       needs=("text.frameworks", "host.os"))
+def tensorflow_windows_gpu(facts: Facts) -> Finding:
+    ev = evidence(facts, "text.frameworks", "host.os", "host.wsl", "text.tensorflow_gpus", "text.pip_missing_extras")
+    shown = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
+    version = str(shown.get("tensorflow") or "") if isinstance(shown, Mapping) else ""
+    parsed = versions.parse(version) if version else None
+    if parsed is None:
+        return skip("No TensorFlow version in the text", evidence=ev)
+    if not facts.get("host.os").ok or facts.value("host.os") != "Windows" or facts.value("host.wsl") is True:
+        return skip("Not native Windows (or the platform is not shown)", evidence=ev)
+    gpus = facts.value("text.tensorflow_gpus") if facts.get("text.tensorflow_gpus").ok else None
+    extras = [e for e in facts.value("text.pip_missing_extras") or () if isinstance(e, Mapping)
+              and e.get("package") in ("tensorflow", "tensorflow-gpu")] if facts.get("text.pip_missing_extras").ok else []
+    if parsed.release[:2] <= _TF_LAST_WINDOWS_GPU:
+        if isinstance(gpus, int) and gpus > 0:
+            return ok(f"TensorFlow {version} on native Windows sees {gpus} GPU(s)", evidence=ev)
+        return skip(f"TensorFlow {version} still has native-Windows GPU builds", evidence=ev)
+    text, commands, links = remedies.tensorflow_gpu(facts.value("python.executable"), True)
+    symptom = ("TensorFlow lists no GPU (`list_physical_devices('GPU')` is empty)" if gpus == 0 else
+               f"pip says tensorflow {extras[0].get('version')} does not provide the extra "
+               f"'{extras[0].get('extra')}' (no Windows wheel carries CUDA)" if extras else None)
+    title = f"TensorFlow {version} has no GPU support on native Windows (the last was 2.10)"
+    detail = ("TensorFlow's install page: TensorFlow 2.10 was the last release that supported the GPU on native "
+              "Windows; from 2.11 on, the Windows build runs on the CPU only and the GPU build runs in WSL 2.")
+    if symptom:
+        return fail(title, detail=f"{detail} That is why {symptom}.", evidence=ev, remedy=Remediation(text, commands,
+                                                                                                         links))
+    return warn(title, detail=detail + " It will run on the CPU.", evidence=ev, remedy=Remediation(text, commands, links))

@@ -72,6 +72,11 @@ def container(facts: Facts) -> CheckResult:
     kind = facts.value("host.container")
     ev = evidence(facts, "host.container", "host.container_evidence", "host.wsl")
     if facts.value("host.wsl"):
+        kernel = str(facts.value("host.kernel") or "").lower()
+        if "microsoft" in kernel and "microsoft-standard" not in kernel and "wsl2" not in kernel:
+            # WSL 1's kernel release ("4.4.0-19041-Microsoft"): no GPU there (wsl-version says what to do).
+            return ok("Running under WSL 1", detail=f"kernel {facts.value('host.kernel')}",
+                      evidence=evidence(facts, "host.kernel", "host.wsl"))
         return ok("Running under WSL2", detail="GPU access goes through the Windows driver (/usr/lib/wsl/lib).",
                   evidence=evidence(facts, "host.wsl", "host.container", "host.container_evidence"))
     if kind:

@@ -180,6 +180,17 @@ def launch_ifname(facts: Facts) -> Finding:
 @check("launch-nccl-env", "No NCCL variable silently disables a transport or forces an algorithm",
        needs=("env.vars",))
 def launch_nccl_env(facts: Facts) -> Finding:
+    if not isinstance(facts.value("env.vars"), Mapping) and (shown := _text_switches(facts)):
+        # A paste: the switches a command line in it sets (what it does not show is unknown, so never an ok).
+        return warn("NCCL variables set in the text change transports", detail="; ".join(
+            f"{s['name']}={s['value']} {s['effect']}" for s in shown) + ". Set to get past a hang or an error, "
+            "they hide its cause (peer-to-peer through PCIe ACS, an InfiniBand or shared-memory fault) and make "
+            "collectives slower than the hardware allows: fix the cause, then unset them.",
+            evidence=evidence(facts, "text.env_assignments"),
+            remedy=Remediation("Find what they work around (NCCL_DEBUG=INFO names the transport that fails), "
+                               "then unset them.", (remedies.env_set("NCCL_DEBUG", "INFO", "one run, to see the "
+                                                                     "transport"),
+                                                    *(s["undo"] for s in shown))))
     if not isinstance(facts.value("env.vars"), Mapping):
         return skip("The environment was not read", detail=facts.get("env.vars").describe(),
                     evidence=evidence(facts, "env.vars"))
@@ -195,3 +206,14 @@ def launch_nccl_env(facts: Facts) -> Finding:
         "collectives are then slower than the hardware allows.", evidence={"env.vars": {s["name"]: s["value"]
                                                                                         for s in found}},
         remedy=Remediation("Unset them unless you set them on purpose.", tuple(s["undo"] for s in found)))
+
+
+def _text_switches(facts: Facts) -> list[dict[str, str]]:
+    """The NCCL switches a command line in a pasted text sets (``text.env_assignments``)."""
+    reading = facts.get("text.env_assignments")
+    if not reading.ok or not isinstance(reading.value, Mapping):
+        return []
+    env = {str(k): str(v) for k, v in reading.value.items()}
+    # NCCL_DEBUG=INFO in a paste is the log asked for to diagnose it, not a setting left behind.
+    return [s for s in (*nccl_switches(env, everywhere=True), *nccl_switches(env))
+            if not s["name"].startswith("NCCL_DEBUG")]

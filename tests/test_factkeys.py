@@ -158,9 +158,13 @@ def test_every_corpus_paste_writes_only_registry_keys_of_the_registry_types():
     # paste states only through `df -h /dev/shm` (tests/test_evidence_checks.py). (torch.nccl_version,
     # which collect_env never prints, is written by a hand-written list's "**NCCL**: 2.25.1".) No corpus
     # thread pastes `lspci -nn` output either: pci.nvidia_devices is held by tests/test_pci_ids_text.py, nor
-    # `kubectl describe node`: text.node_gpus is held by tests/test_tool_lines_and_prose.py.
+    # `kubectl describe node`: text.node_gpus is held by tests/test_tool_lines_and_prose.py; nor TensorFlow's GPU
+    # list, pip's missing extra, `wsl -l -v` or a Compose file: text.tensorflow_gpus, text.pip_missing_extras,
+    # text.wsl_distros and text.compose_gpus are held by tests/test_paste_judged.py.
     pasted = {e.key for e in factkeys.FACT_KEYS.values() if e.parsers}
-    assert sorted(pasted - written) == ["env.vars", "host.shm_size", "pci.nvidia_devices", "text.node_gpus"]
+    assert sorted(pasted - written) == ["env.vars", "host.shm_size", "pci.nvidia_devices", "text.compose_gpus",
+                                        "text.node_gpus", "text.pip_missing_extras", "text.tensorflow_gpus",
+                                        "text.wsl_distros"]
 
 
 def test_every_literal_key_a_check_reads_is_in_the_registry():

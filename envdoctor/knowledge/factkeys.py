@@ -68,7 +68,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
        'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`, `pip show`, `lspci`, a '
        '`docker|podman run`): `[{"tool", "line"}]`, redacted'),
-    _k('text.frameworks', 'object', ('parser:toollines',),
+    _k('text.frameworks', 'object', ('parser:toollines', 'parser:prose'),
        'pastes only: versions of frameworks other than torch the text states (issue forms, '
        '`jax.print_environment_info()`, A1111\'s footer, vLLM\'s engine line): `{"tensorflow": "2.15.0", '
        '"jax": "0.4.23", "xformers": "0.0.23.post1"}`'),
@@ -79,6 +79,21 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('text.node_gpus', 'object', ('parser:toollines',),
        'pastes only: `kubectl describe node`\'s `nvidia.com/gpu` in its blocks: `{"capacity": 4, '
        '"allocatable": 0}` (a block the text does not show is absent)'),
+    _k('text.wsl_distros', 'list', ('parser:toollines',),
+       'pastes only: `wsl -l -v`\'s rows: `[{"name", "state", "version" (1\\|2), "default" (marked `*`)}]`'),
+    _k('text.tensorflow_gpus', 'int', ('parser:toollines',),
+       'pastes only: how many GPUs TensorFlow\'s `tf.config.list_physical_devices(\'GPU\')` returned in the text '
+       '(`[]` is 0), or its GPU guide\'s `Num GPUs Available: N`'),
+    _k('text.pip_missing_extras', 'list', ('parser:toollines',),
+       'pastes only: pip\'s "X V does not provide the extra \'E\'": `[{"package", "version", "extra"}]` '
+       '(`tensorflow[and-cuda]` on Windows)'),
+    _k('text.compose_gpus', 'bool', ('parser:toollines',),
+       'pastes only: whether the Compose file\'s `services:` block the text shows asks for GPUs '
+       '(`deploy.resources.reservations.devices` with `driver: nvidia` / `capabilities: [gpu]`, `gpus:`, '
+       '`runtime: nvidia`, `NVIDIA_VISIBLE_DEVICES`); absent when the text shows no Compose file'),
+    _k('text.hang', 'str', ('parser:prose',),
+       'pastes only: the sentence of a person\'s that says the program hangs (stops making progress: "hangs", '
+       '"stuck", "freezes", "deadlock"), not a hypothesis ("if it hangs"); absent when the text says none'),
     _k('text.error_lines', 'list', ('parser:collect_env',),
        'pastes only: the lines reporting an error (an exception line, `error:`, `failed`, `cannot`, `NCCL WARN`, '
        'a fatal signal, a non-zero exit) that no signature or catalogue row explains, worst first: '
@@ -187,13 +202,13 @@ _ENTRIES: tuple[FactKey, ...] = (
        'printed); over 1 MiB `torch-import` warns of a flood'),
     _k('torch.path', 'str', ('probe:python',),
        'torch package folder'),
-    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:evidence', 'parser:toollines', 'parser:prose'),
+    _k('torch.cuda_version', 'str|null', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:packages', 'parser:statements', 'parser:evidence', 'parser:toollines', 'parser:prose'),
        '`"12.6"` or null for a CPU build (`torch.version.cuda`)'),
     _k('torch.hip_version', 'str|null', ('probe:python', 'parser:collect_env'),
        'string or null'),
     _k('torch.debug', 'bool', ('probe:python', 'parser:collect_env'),
        'bool'),
-    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements'),
+    _k('torch.cuda_available', 'bool', ('probe:python', 'parser:collect_env', 'parser:ultralytics', 'parser:statements', 'parser:toollines'),
        'bool'),
     _k('torch.cuda_available_messages', 'list', ('probe:python', 'parser:collect_env'),
        'list of warning/error texts torch emitted while answering'),

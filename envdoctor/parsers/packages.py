@@ -17,7 +17,7 @@ from ..model import Reading, ok
 from .collect_env import normalize_name
 
 SOURCE = "package list"
-KEYS = ("python.packages", "torch.version")
+KEYS = ("python.packages", "torch.version", "torch.cuda_version")
 
 _RELEVANT = lazy_re(r"(torch|pytorch|torchvision|torchaudio|torch-xla|triton|pytorch-triton|xformers|vllm|"
                        r"flash-attn|bitsandbytes|deepspeed|nvidia-[\w-]+|cupy-cuda\w+|jax-cuda\w+|jaxlib|"
@@ -28,6 +28,19 @@ _TABLE_RE = lazy_re(rf"^([A-Za-z0-9][\w.-]*)\s+{_VERSION}(?:\s+\S+){{0,3}}\s*$")
 # A hand-written list in a ticket: "torch-2.1.1", "torchaudio-2.0.1".
 _DASHED_RE = lazy_re(r"^(torch|torchvision|torchaudio)-(\d[\w.+]*)$")
 _IMPORTED_RE = lazy_re(rf"^(PyTorch|torchvision|torchaudio)\s+{_VERSION}\s+@\S*")
+# A `conda list` row: name, version, build string, channel (conda/conda, conda/cli/main_list.py).
+_CONDA_ROW_RE = lazy_re(rf"^([A-Za-z0-9][\w.-]*)\s+{_VERSION}\s+(\S+)(?:\s+(\S+))?\s*$")
+# What a pytorch build string says it was built for:
+# * the pytorch channel (pytorch/builder, conda/pytorch-nightly/meta.yaml: "py{{ PY_VER }}_{{ CUDA_STRING }}_…"):
+#   "py3.10_cuda11.8_cudnn8.7.0_0", "py3.10_cpu_0";
+# * conda-forge (conda-forge/pytorch-cpu-feedstock, recipe/meta.yaml: "cuda{{ cuda_compiler_version | replace('.',
+#   '') }}[_{{ blas_impl }}]_py{{ CONDA_PY }}h{{ PKG_HASH }}_…", "cpu_[{{ blas_impl }}_]py…"): "cuda118py310h…",
+#   "cuda126_mkl_py312h…", "cpu_mkl_py311h…", "cpu_generic_py310h…".
+_PYTORCH_CHANNEL_CUDA_RE = lazy_re(r"^py\d\.\d{1,2}_cuda(\d{1,2}\.\d)(?:\.\d+)*_cudnn")
+_PYTORCH_CHANNEL_CPU_RE = lazy_re(r"^py\d\.\d{1,2}_cpu_\d+$")
+_CONDA_FORGE_CUDA_RE = lazy_re(r"^cuda(\d{1,2})(\d)_?(?:[a-z]+_)?py\d{2,3}h")
+_CONDA_FORGE_CPU_RE = lazy_re(r"^cpu_(?:[a-z]+_)?py\d{2,3}h")
+_MINOR_RE = lazy_re(r"^(\d{1,2}\.\d)$")
 _SHOW_NAME_RE = lazy_re(r"^Name:\s*(\S+)\s*$")
 _SHOW_VERSION_RE = lazy_re(rf"^Version:\s*{_VERSION}\s*$")
 
@@ -61,6 +74,41 @@ def _entries(lines: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
     return listed, imported
 
 
+def build_cuda(name: str, version: str, build: str) -> tuple[str | None, str] | None:
+    """What a `conda list` row says torch was built for: ``(None, why)`` for a CPU build, ``("11.8", why)`` for a
+    CUDA one; None when the row says neither. Read from the pytorch row's build string, the pytorch channel's
+    ``pytorch-mutex … cpu`` / ``cpuonly`` selectors and its ``pytorch-cuda X.Y`` package."""
+    why = f"`conda list`: {name} {version} {build}"
+    if name in ("pytorch", "torch"):
+        if m := _PYTORCH_CHANNEL_CUDA_RE.match(build):
+            return m.group(1), why
+        if m := _CONDA_FORGE_CUDA_RE.match(build):
+            return f"{m.group(1)}.{m.group(2)}", why
+        if _PYTORCH_CHANNEL_CPU_RE.match(build) or _CONDA_FORGE_CPU_RE.match(build):
+            return None, why
+        return None  # a build string of another shape says nothing
+    if name == "pytorch-mutex" and build == "cpu" or name == "cpuonly":
+        return None, why
+    if name == "pytorch-cuda" and (m := _MINOR_RE.match(version)):
+        return m.group(1), why
+    return None
+
+
+def _builds(lines: Sequence[str]) -> list[tuple[str | None, str]]:
+    """What each `conda list` row that names torch's build says it was built for (see :func:`build_cuda`)."""
+    out: list[tuple[str | None, str]] = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or len(line) > 300 or not line.startswith(("pytorch", "torch", "cpuonly")):
+            continue
+        if (m := _CONDA_ROW_RE.match(line)) is None:
+            continue
+        said = build_cuda(normalize_name(m.group(1)), m.group(2), m.group(3))
+        if said is not None:
+            out.append(said)
+    return out
+
+
 def looks_like(lines: Sequence[str]) -> bool:
     listed, imported = _entries(lines)
     return "torch" in listed or "torch" in imported
@@ -75,6 +123,12 @@ def parse(lines: Sequence[str]) -> dict[str, Reading]:
     if "torch" in packages:
         out["torch.version"] = ok(packages["torch"], SOURCE, "the installed distribution's version from the pasted "
                                   "package list")
+        builds = _builds(lines)
+        if builds and len({b[0] for b in builds}) == 1 and "+" not in packages["torch"]:
+            # One answer from the build strings (rows that disagree say nothing); a "+cu118" tag says it itself.
+            cuda, why = builds[0]
+            out["torch.cuda_version"] = ok(cuda, SOURCE, f"the CUDA torch's conda build is for ({why})" if cuda else
+                                           f"a CPU-only conda build of torch ({why})")
     return out
 
 

@@ -33,7 +33,7 @@ from .statements import gpu_value, split_statement
 
 SOURCE = "prose"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.gpus", "nvml.device_count",
-        "python.version")
+        "python.version", "text.hang", "text.frameworks")
 
 _MAX_LINE = 600
 _SENTENCE_RE = lazy_re(r"(?<=[.!?;])\s+(?=\S)|\n")
@@ -152,6 +152,43 @@ def statements(lines: Sequence[str]) -> dict[str, tuple[Any, str]]:
     return {fact: where[fact] for fact, values in said.items() if len(values) == 1 and fact in where}
 
 
+# A person saying the program stopped making progress: "training hangs at the first all_reduce", "it gets stuck",
+# "freezes after the first epoch", "deadlocks". "If it hangs, …" states nothing.
+_HANG_RE = lazy_re(r"\b(?:hangs?|hung|hanging|freez(?:es|ing)|froze|frozen|stuck|deadlock(?:s|ed)?)\b", re.IGNORECASE)
+_HANG_HYPOTHESIS_RE = lazy_re(r"\b(?:if|in case|whether|might|may|could|to avoid|to prevent)\b", re.IGNORECASE)
+
+
+def hang(lines: Sequence[str]) -> str | None:
+    """The first sentence of a person's that says the program hangs (stops making progress), or None."""
+    for line in dict.fromkeys(line.strip() for line in lines):
+        if not line or len(line) > _MAX_LINE or not _HANG_RE.search(line) or _NOT_PROSE_RE.search(line):
+            continue
+        for sentence in _SENTENCE_RE.split(_URL_OR_PATH_RE.sub(" ", line)):
+            if _HANG_RE.search(sentence) and not _HANG_HYPOTHESIS_RE.search(sentence) and \
+                    len(_WORD_RE.findall(sentence)) >= 3:
+                return sentence.strip()[:160]
+    return None
+
+
+# "TensorFlow 2.13.0", "tensorflow version 2.15": a framework other than torch said in a sentence.
+_TENSORFLOW_RE = lazy_re(r"\btensorflow(?:-gpu)?" + _FILLER + r"(2\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)", re.IGNORECASE)
+
+
+def tensorflow(lines: Sequence[str]) -> tuple[str, str] | None:
+    """(version, sentence) when a person's sentences name one TensorFlow version as theirs, else None."""
+    found: dict[str, str] = {}
+    for line in dict.fromkeys(line.strip() for line in lines):
+        if not line or len(line) > _MAX_LINE or "ensorflow" not in line.lower() or _NOT_PROSE_RE.search(line) \
+                or split_statement(line) is not None:
+            continue
+        for sentence in _SENTENCE_RE.split(_URL_OR_PATH_RE.sub(" ", line)):
+            if sentence.rstrip().endswith("?") or _QUESTION_RE.match(sentence) or _HYPOTHESIS_RE.search(sentence):
+                continue
+            for m in _TENSORFLOW_RE.finditer(sentence):
+                found.setdefault(m.group(1), sentence.strip()[:160])
+    return next(iter(found.items())) if len(found) == 1 else None
+
+
 def _unread(readings: dict[str, Reading], key: str) -> bool:
     reading = readings.get(key)
     return reading is None or not reading.ok
@@ -160,6 +197,15 @@ def _unread(readings: dict[str, Reading], key: str) -> bool:
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Fill the facts no report or statement read with what the prose states."""
     said = statements(lines)
+    frameworks = readings.get("text.frameworks")
+    if (not frameworks or not frameworks.ok or "tensorflow" not in (frameworks.value or {})) and \
+            (tf := tensorflow(lines)) is not None:
+        merged = {**(dict(frameworks.value) if frameworks is not None and frameworks.ok and frameworks.value else {}),
+                  "tensorflow": tf[0]}
+        readings["text.frameworks"] = ok(merged, frameworks.source if frameworks is not None and frameworks.ok
+                                         else SOURCE, f"TensorFlow said in prose: {tf[1]!r}")
+    if (stuck := hang(lines)) is not None:
+        readings["text.hang"] = ok(stuck, SOURCE, f"said in prose: {stuck!r}")
     for fact in ("torch.version", "nvml.driver_version", "python.version"):
         if fact in said and _unread(readings, fact):
             value, sentence = said[fact]
@@ -183,4 +229,4 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
             readings["nvml.device_count"] = ok(len(records), SOURCE, f"said in prose: {sentence!r}")
 
 
-__all__ = ["KEYS", "SOURCE", "parse", "statements"]
+__all__ = ["KEYS", "SOURCE", "hang", "parse", "statements", "tensorflow"]

@@ -26,6 +26,11 @@ Each tool's line is matched on the fixed words of its own format string (never o
 * ``kubectl describe node`` (kubernetes/kubectl, pkg/describe/describe.go): the ``Capacity:`` and
   ``Allocatable:`` blocks, one ``nvidia.com/gpu:  N`` row each (the NVIDIA device plugin's resource name).
 * ``lspci`` without ``-nn`` (pciutils): an NVIDIA display controller on the bus, kept as a tool line.
+* ``wsl -l -v`` (microsoft/WSL): the ``NAME STATE VERSION`` table, the default distribution marked ``*``.
+* TensorFlow's ``tf.config.list_physical_devices('GPU')`` and what it returned (``[]``), its GPU guide's ``Num GPUs
+  Available: N``; pip's ``X V does not provide the extra 'E'`` (pypa/pip's resolver).
+* A Compose file's ``services:`` block: whether a service asks for GPUs (``deploy.resources.reservations.devices``
+  with ``driver: nvidia`` / ``capabilities: [gpu]``, ``gpus:``, ``runtime: nvidia``).
 * ``pip show NAME`` (pypa/pip, src/pip/_internal/commands/show.py): ``Name: %s`` then ``Version: %s``.
 * Issue forms and ``jax.print_environment_info()`` (jax-ml/jax, jax/_src/environment_info.py: ``jax:    X``,
   ``jaxlib: X``) stating the version of a framework other than torch: ``TensorFlow version: 2.15.0``.
@@ -54,8 +59,9 @@ from ..redact import redact_text
 from .statements import gpu_value
 
 SOURCE = "tool log"
-KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "nvml.gpus", "nvml.device_count",
-        "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version")
+KEYS = ("text.tools", "text.frameworks", "text.env_assignments", "text.node_gpus", "text.wsl_distros", "text.tensorflow_gpus",
+        "text.pip_missing_extras", "text.compose_gpus", "nvml.gpus", "nvml.device_count",
+        "cuda.driver_version", "torch.version", "torch.cuda_version", "python.version", "torch.cuda_available")
 
 #: A text is read this far for tool lines (their lines are short, a log repeats them).
 _MAX_LINE = 2000
@@ -99,6 +105,27 @@ _ENV_NAME_RE = lazy_re(r"^(?:CUDA_\w+|NCCL_\w+|NVIDIA_\w+|TORCH_\w+|PYTORCH_\w+|
                        r"ROCR_VISIBLE_DEVICES|OLLAMA_\w+|GGML_\w+|VLLM_\w+|HF_HUB_\w+|LOCAL_RANK|RANK|WORLD_SIZE|"
                        r"MASTER_ADDR|MASTER_PORT|GLOO_\w+|UCX_\w+|FI_\w+|NVTE_\w+|MIOPEN_\w+|HSA_\w+)$")
 _ASSIGN_RE = lazy_re(r"(?:^|\s)(?:export\s+|set\s+|\$env:|-e\s+|--env[=\s]+)?([A-Z][A-Z0-9_]{1,60})=(\"[^\"]*\"|'[^']*'|\S*)")
+_NCCL_ASSIGN_RE = lazy_re(r"(?<![\w$])(NCCL_[A-Z][A-Z0-9_]{1,40})=(\"[^\"]*\"|'[^']*'|[\w.,:-]+)")
+# A command line whose only output is torch.cuda.is_available(): `python -c "import torch;
+# print(torch.cuda.is_available())"` (also inside `docker run … python -c …`); the next line is what it printed.
+_PRINTS_AVAILABLE_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?\S*(?:python[\d.]*|docker|podman)(?:\.exe)?\s.*"
+                               r"print\(\s*torch\.cuda\.is_available\(\)\s*\)")
+_WSL_HEADER_RE = lazy_re(r"^\s*NAME\s+STATE\s+VERSION\s*$")
+_WSL_ROW_RE = lazy_re(r"^\s*(\*)?\s*([\w.-]{1,60})\s+(Running|Stopped|Installing|Uninstalling|Converting)\s+([12])\s*$")
+# TensorFlow's GPU list (tensorflow/python/framework/config.py ``list_physical_devices``): the call, then "[]" or
+# "[PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')]"; TensorFlow's GPU guide prints
+# "Num GPUs Available: " and its length.
+_TF_LIST_GPUS_RE = lazy_re(r"list_physical_devices\(\s*(?:device_type\s*=\s*)?['\"]GPU['\"]\s*\)")
+_TF_NUM_GPUS_RE = lazy_re(r"^\s*Num GPUs Available:?\s*(\d{1,2})\s*$")
+# pip's resolver (pypa/pip, src/pip/_internal/resolution/resolvelib; tests/functional/test_install_extras.py):
+# "%s %s does not provide the extra
+# '%s'" when the wheel it picked has no such extra (tensorflow[and-cuda] on Windows).
+_PIP_EXTRA_RE = lazy_re(r"\b([A-Za-z0-9][\w.-]{0,80}) (\d+(?:\.\d+)+[\w.+-]*) does not provide the extra '([\w.-]{1,40})'")
+_COMPOSE_SERVICES_RE = lazy_re(r"^services:\s*$")
+# A YAML line as a paste keeps it (its indentation may be gone): "key:", "key: value", "- item", "- key: value".
+_YAML_LINE_RE = lazy_re(r"^(?:-\s+)?[\w.\-/\"']{1,80}\s*:(?:\s.*)?$|^-\s+\S")
+_COMPOSE_GPU_RE = lazy_re(r"^\s*(?:-\s*)?(?:runtime:\s*nvidia\b|driver:\s*nvidia\b|gpus:|capabilities:.*\bgpu\b|"
+                          r"-?\s*gpu\s*$|.*NVIDIA_VISIBLE_DEVICES|.*nvidia\.com/gpu)")
 _CONTAINER_RUN_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?(docker|podman|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
 _COMMAND_START_RE = lazy_re(r"^(?:\([^)]*\)\s*)?(?:PS\s+)?(?:\S*[$#>]\s+)?(?:sudo\s+)?(?:export\s|set\s|\$env:|[A-Z][A-Z0-9_]{1,60}=|"
                             r"(?:docker|podman|nvidia-docker)\s+(?:run|create)\b)")
@@ -138,6 +165,11 @@ class _Found:
         self.frameworks: dict[str, str] = {}
         self.env: dict[str, str] = {}
         self.node: dict[str, int] = {}
+        self.cuda_available: tuple[bool, str] | None = None
+        self.wsl: list[dict[str, Any]] = []
+        self.tf_gpus: tuple[int, str] | None = None
+        self.compose: list[Any] | None = None  # [asks for GPUs, the line that says so]
+        self.missing_extras: list[dict[str, str]] = []
 
     def tool(self, name: str, line: str) -> None:
         entry = {"tool": name, "line": redact_text(line.strip()[:300])}
@@ -265,6 +297,42 @@ def _pip_show(line: str, found: _Found, block: list[str | None]) -> bool:
     return True
 
 
+def _wsl_list(line: str, found: _Found, block: list[str | None]) -> bool:
+    """`wsl -l -v` / `wsl --list --verbose` (microsoft/WSL): a ``NAME  STATE  VERSION`` header, then one row per
+    distribution, the default one marked ``*``: ``* Ubuntu-22.04    Running    1``."""
+    if "NAME" in line and "VERSION" in line and _WSL_HEADER_RE.match(line):
+        block[0] = "wsl"
+        return True
+    if block[0] != "wsl":
+        return False
+    if (m := _WSL_ROW_RE.match(line)) is None:
+        block[0] = None
+        return False
+    found.tool("wsl -l -v", line)
+    if len(found.wsl) < 16:
+        found.wsl.append({"name": m.group(2), "state": m.group(3), "version": int(m.group(4)),
+                          "default": bool(m.group(1))})
+    return True
+
+
+def _compose(line: str, found: _Found, block: list[str | None]) -> bool:
+    """A Compose file's ``services:`` block (the Compose specification, compose-spec/compose-spec spec.md): whether
+    a service asks for GPUs, by ``deploy.resources.reservations.devices`` (``driver: nvidia``, ``capabilities:
+    [gpu]``), ``gpus:`` (Compose 2.30+), ``runtime: nvidia`` or an ``NVIDIA_VISIBLE_DEVICES`` it sets."""
+    if _COMPOSE_SERVICES_RE.match(line):
+        block[0] = "compose"
+        found.compose = found.compose or [False, _where(line)]
+        return True
+    if block[0] != "compose":
+        return False
+    if not _YAML_LINE_RE.match(line.strip()):
+        block[0] = None  # a line that is no YAML (a shell prompt, a log line): the file ended
+        return False
+    if _COMPOSE_GPU_RE.search(line) and found.compose is not None:
+        found.compose = [True, _where(line)]
+    return True
+
+
 def _lspci(line: str, found: _Found, _block: list[str | None]) -> bool:
     """`lspci` without ``-nn`` (pciutils, lspci.c ``show_terse``: "<slot> <class>: <vendor> <device>"): an NVIDIA
     display controller on the bus. Its name is the PCI database's chip name, not a product the driver reports,
@@ -288,12 +356,18 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "=" in line and _COMMAND_START_RE.match(line.strip()):
         _assignments(line, found)
         return True
+    if "NCCL_" in line and "=" in line:
+        # "With NCCL_P2P_DISABLE=1 it runs": an NCCL switch a sentence says was set (the names are NCCL's own,
+        # so a sentence naming one means that variable).
+        for a in _NCCL_ASSIGN_RE.finditer(line):
+            if len(found.env) < 64:
+                found.env.setdefault(a.group(1), redact_text(_value_of(a.group(2))[:200]))
     return m is not None
 
 
 #: Each tool's reader, tried in this order on every line until one reads it.
-_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _pip_show, _lspci,
-            _framework, _command)
+_READERS = (_ggml, _tensorflow, _ollama, _comfyui, _a1111, _vllm, _conda_info, _kubectl_node, _wsl_list, _compose,
+            _pip_show, _lspci, _framework, _command)
 
 
 def _read_line(line: str, found: _Found, block: list[str | None]) -> None:
@@ -310,10 +384,40 @@ def _assignments(line: str, found: _Found) -> None:
             found.env.setdefault(name, redact_text(value[:200]))
 
 
+def _answer(line: str, found: _Found, pending: dict[str, str]) -> None:
+    """The line right after a command whose output is its answer (what ``print(torch.cuda.is_available())`` or
+    ``tf.config.list_physical_devices('GPU')`` returned), and the commands that ask; pip's missing extra."""
+    shown = line.strip()
+    if shown and (asked := pending.pop("available", None)) is not None and shown in ("True", "False"):
+        found.cuda_available = found.cuda_available or (shown == "True", _where(asked))
+    if shown and (listed := pending.pop("tf", None)) is not None and (shown == "[]" or shown.startswith("[PhysicalDevice(")):
+        # "[]", or one PhysicalDevice per GPU.
+        found.tf_gpus = found.tf_gpus or (shown.count("device_type='GPU'"), _where(listed))
+    if "is_available()" in line and _PRINTS_AVAILABLE_RE.search(line):
+        pending["available"] = line
+    if "list_physical_devices" in line and _TF_LIST_GPUS_RE.search(line):
+        pending["tf"] = line
+    elif "Num GPUs Available" in line and (m := _TF_NUM_GPUS_RE.search(line)) is not None:
+        found.tf_gpus = found.tf_gpus or (int(m.group(1)), _where(line))
+    if "does not provide the extra" in line and (m := _PIP_EXTRA_RE.search(line)) is not None:
+        entry = {"package": m.group(1).lower(), "version": m.group(2), "extra": m.group(3)}
+        if entry not in found.missing_extras and len(found.missing_extras) < 16:
+            found.missing_extras.append(entry)
+        if entry["package"] in _FRAMEWORKS:
+            found.frameworks.setdefault(_FRAMEWORKS[entry["package"]], entry["version"])
+
+
 def read(lines: Sequence[str]) -> _Found:
     found = _Found()
     block: list[str | None] = [None]
-    for line in dict.fromkeys(line.rstrip() for line in lines if len(line) <= _MAX_LINE):
+    seen: set[str] = set()
+    pending: dict[str, str] = {}
+    for raw in lines:
+        line = raw.rstrip()
+        if len(line) > _MAX_LINE or (line in seen and block[0] is None):
+            continue  # a repeated line says nothing new, except inside a block (Allocatable repeats Capacity's rows)
+        seen.add(line)
+        _answer(line, found, pending)
         if line.strip():
             _read_line(line, found, block)
         else:
@@ -359,8 +463,25 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
         tag = local_tag(str(torch.value).split(" ")[0])
         if tag == "cpu" or variant_cuda(tag):
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
+    _write_answers(found, readings)
     if found.python and _unread(readings, "python.version"):
         readings["python.version"] = ok(found.python[0], SOURCE, f"from {found.python[1]!r}")
+
+
+def _write_answers(found: _Found, readings: dict[str, Reading]) -> None:
+    """`wsl -l -v`'s rows, TensorFlow's GPU list, pip's missing extras, a printed torch.cuda.is_available()."""
+    if found.wsl:
+        readings["text.wsl_distros"] = ok(found.wsl, SOURCE, "`wsl -l -v`: the WSL distributions and their WSL version")
+    if found.tf_gpus is not None:
+        readings["text.tensorflow_gpus"] = ok(found.tf_gpus[0], SOURCE, f"TensorFlow's GPU list, {found.tf_gpus[1]!r}")
+    if found.missing_extras:
+        readings["text.pip_missing_extras"] = ok(found.missing_extras, SOURCE, "pip's \"does not provide the extra\"")
+    if found.compose is not None:
+        readings["text.compose_gpus"] = ok(bool(found.compose[0]), SOURCE, "a Compose file's services " + (
+            f"ask for GPUs ({found.compose[1]!r})" if found.compose[0] else "ask for no GPU (no deploy.resources."
+            "reservations.devices, gpus: or runtime: nvidia)"))
+    if found.cuda_available is not None and _unread(readings, "torch.cuda_available"):
+        readings["torch.cuda_available"] = ok(found.cuda_available[0], SOURCE, f"printed by {found.cuda_available[1]!r}")
 
 
 __all__ = ["KEYS", "SOURCE", "parse", "read"]

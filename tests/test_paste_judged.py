@@ -1,0 +1,345 @@
+"""Issue 21, round 2: the facts round 1 taught diagnose to read from a paste are judged.
+
+Each cause below is a synthetic text written for this test (never a ticket's words), with a twin in prose, and its
+negative twin (the healthy or ambiguous text the same check must not fail on):
+
+* a ``CUDA_VISIBLE_DEVICES`` a command line sets (cuda-visible-devices), NCCL switches set in the text
+  (launch-nccl-env) and a hang ``NCCL_P2P_DISABLE=1`` cures (nccl-p2p-acs);
+* ``kubectl describe node``'s ``nvidia.com/gpu: 0`` (container-gpu);
+* a ``docker run`` without ``--gpus`` beside CUDA seeing no GPU (container-gpu);
+* TensorFlow >= 2.11 on native Windows (tensorflow-windows-gpu);
+* a conda CPU build of pytorch (torch-cpu-build, from the build string);
+* WSL 1 in ``wsl -l -v`` (wsl-version);
+* "no kernel image" beside a GPU the installed torch has no kernels for (torch-arch-support).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.model import Facts, Finding, Status
+from envdoctor.parsers import parse_text, toollines
+from envdoctor.parsers.packages import build_cuda
+from envdoctor.parsers.prose import hang, tensorflow
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
+from envdoctor.registry import load_registry
+
+SMI_2 = ("$ nvidia-smi -L\n"
+         "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-aaaaaaaa-1111-2222-3333-444444444444)\n"
+         "GPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-bbbbbbbb-1111-2222-3333-444444444444)\n")
+SMI_1 = "$ nvidia-smi -L\nGPU 0: NVIDIA GeForce RTX 3080 (UUID: GPU-cccccccc-1111-2222-3333-444444444444)\n"
+NO_GPUS = "RuntimeError: No CUDA GPUs are available\n"
+
+
+def _facts(text: str) -> Facts:
+    return parse_text(text)
+
+
+def _findings(text: str) -> list[Finding]:
+    return sort_findings(diagnose(_facts(text), load_registry(plugins=False)))
+
+
+def _top(text: str) -> Finding | None:
+    return next((f for f in _findings(text) if f.status is Status.FAIL), None)
+
+
+def _of(text: str, check_id: str) -> Finding:
+    return next(f for f in _findings(text) if f.id == check_id)
+
+
+def _cmds(finding: Finding) -> str:
+    return " ".join([finding.remediation.text, *finding.remediation.commands])
+
+
+# -- 1. CUDA_VISIBLE_DEVICES a command line sets --------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    SMI_2 + "$ CUDA_VISIBLE_DEVICES=2 python train.py\n" + NO_GPUS,
+    "We have two RTX 3090 cards in the box.\n$ CUDA_VISIBLE_DEVICES=2 python train.py\n" + NO_GPUS,
+    SMI_2 + "$ export CUDA_VISIBLE_DEVICES=3\n$ python train.py\n",
+])
+def test_an_index_the_gpus_do_not_have_fails_cuda_visible_devices(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "cuda-visible-devices", top
+    assert "GPU 2" in top.title or "GPU 3" in top.title
+    assert any("CUDA_VISIBLE_DEVICES" in c for c in top.remediation.commands)
+
+
+@pytest.mark.parametrize("value", ["-1", "", "NoDevFiles"])
+def test_a_value_that_hides_every_gpu_beside_no_cuda_gpus_fails(value: str) -> None:
+    top = _top(f"$ export CUDA_VISIBLE_DEVICES={value}\n$ python -c 'import torch; torch.zeros(1).cuda()'\n"
+               + NO_GPUS)
+    assert top is not None and top.id == "cuda-visible-devices"
+    assert "hides every GPU" in top.title
+    assert "unset CUDA_VISIBLE_DEVICES" in _cmds(top)
+
+
+def test_a_value_that_hides_every_gpu_without_a_symptom_only_warns() -> None:
+    finding = _of("$ CUDA_VISIBLE_DEVICES=-1 python eval_on_cpu.py\nepoch 1 loss 0.4\n", "cuda-visible-devices")
+    assert finding.status is Status.WARN
+
+
+def test_indices_the_gpus_have_are_ok_and_gpus_not_shown_skip() -> None:
+    assert _of(SMI_2 + "$ CUDA_VISIBLE_DEVICES=0,1 python train.py\nepoch 1 loss 0.4\n",
+               "cuda-visible-devices").status is Status.OK
+    assert _of("$ CUDA_VISIBLE_DEVICES=1 python train.py\n" + NO_GPUS, "cuda-visible-devices").status is Status.SKIP
+
+
+def test_a_later_index_that_does_not_exist_warns_not_fails() -> None:
+    finding = _of(SMI_2 + "$ CUDA_VISIBLE_DEVICES=1,4 python train.py\n", "cuda-visible-devices")
+    assert finding.status is Status.WARN
+    assert "CUDA_VISIBLE_DEVICES=1" in _cmds(finding)
+
+
+# -- 1b. NCCL switches and the P2P workaround ------------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "Training with 4 A100 GPUs hangs forever at the first all_reduce in DDP.\n"
+    "With NCCL_P2P_DISABLE=1 torchrun --nproc_per_node=4 train.py it runs fine.\n",
+    "$ NCCL_P2P_DISABLE=1 torchrun --nproc_per_node=2 train.py\nepoch 1 loss 0.3\n"
+    "Without the variable the job is stuck at the first barrier forever.\n",
+])
+def test_a_hang_that_nccl_p2p_disable_cures_is_the_acs_problem(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "nccl-p2p-acs"
+    assert any("setpci" in c for c in top.remediation.commands)
+    assert _of(text, "launch-nccl-env").status is Status.WARN
+
+
+def test_nccl_p2p_disable_without_a_hang_only_warns_that_it_slows_collectives() -> None:
+    text = "$ NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1 torchrun --nproc_per_node=2 train.py\nepoch 1 loss 0.3\n"
+    assert _top(text) is None
+    finding = _of(text, "launch-nccl-env")
+    assert finding.status is Status.WARN and "NCCL_IB_DISABLE=1" in finding.detail
+    assert _of(text, "nccl-p2p-acs").status is Status.SKIP
+
+
+def test_a_hang_said_as_a_hypothesis_is_no_hang() -> None:
+    assert hang(["If it hangs, set NCCL_P2P_DISABLE=1 and retry."]) is None
+    assert hang(["The job hangs at the first all_reduce."]) == "The job hangs at the first all_reduce."
+    assert hang(["[rank0] INFO stuck waiting"]) is None  # a log's line, not a person's
+
+
+# -- 2. kubectl describe node --------------------------------------------------------------------------------------
+NODE = ("$ kubectl describe node gpu-node-1\nName:               gpu-node-1\nCapacity:\n  cpu:                32\n"
+        "  nvidia.com/gpu:     {cap}\nAllocatable:\n  cpu:                32\n  nvidia.com/gpu:     {alloc}\n"
+        "System Info:\n  Kernel Version:     5.15.0-91-generic\n")
+
+
+@pytest.mark.parametrize("cap,alloc", [(4, 0), (0, 0)])
+def test_a_node_that_advertises_no_allocatable_gpu_fails_container_gpu(cap: int, alloc: int) -> None:
+    text = NODE.format(cap=cap, alloc=alloc)
+    assert _facts(text).value("text.node_gpus") == {"capacity": cap, "allocatable": alloc}
+    top = _top(text)
+    assert top is not None and top.id == "container-gpu"
+    assert "device-plugin" in _cmds(top) and "nvidia.com/gpu" in top.title
+
+
+def test_a_node_with_allocatable_gpus_is_ok_for_container_gpu_only() -> None:
+    text = NODE.format(cap=4, alloc=4)
+    assert _facts(text).value("text.node_gpus") == {"capacity": 4, "allocatable": 4}
+    assert _top(text) is None
+    assert _of(text, "container-gpu").status is Status.OK
+
+
+# -- 3. a container started without GPUs ----------------------------------------------------------------------------
+IMAGE = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
+
+
+@pytest.mark.parametrize("text", [
+    f"$ docker run -it --rm {IMAGE} python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n",
+    f"$ docker run --rm -it {IMAGE} python train.py\n" + NO_GPUS,
+    f"$ podman run --rm -it {IMAGE} python\n>>> import torch\n>>> torch.cuda.is_available()\nFalse\n",
+    f"I start the image like this and CUDA is not there.\n$ docker run --rm -it {IMAGE} python train.py\n" + NO_GPUS,
+])
+def test_a_container_run_without_gpus_beside_no_cuda_fails_container_gpu(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "container-gpu"
+    assert top.title == "The container was started without GPUs"
+    assert "--gpus all" in _cmds(top)
+
+
+def test_a_container_run_with_gpus_is_not_this_cause() -> None:
+    text = f"$ docker run --rm -it --gpus all {IMAGE} python train.py\n" + NO_GPUS
+    assert _of(text, "container-gpu").status is not Status.FAIL
+    text = f"$ docker run -it --rm --gpus all {IMAGE} python -c \"import torch; print(torch.cuda.is_available())\"\nTrue\n"
+    assert _facts(text).value("torch.cuda_available") is True
+    assert _top(text) is None
+
+
+# -- 4. TensorFlow on native Windows ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "OS: Windows 11\nTensorFlow version: 2.15.0\n>>> import tensorflow as tf\n"
+    ">>> tf.config.list_physical_devices('GPU')\n[]\n",
+    "I'm on Windows 10 with an RTX 3060 and TensorFlow 2.13.0 finds nothing.\n"
+    "C:\\Users\\me> python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\"\n[]\n",
+    "PS C:\\work> pip install tensorflow[and-cuda]\nCollecting tensorflow[and-cuda]\n"
+    "WARNING: tensorflow 2.16.1 does not provide the extra 'and-cuda'\nSuccessfully installed tensorflow-2.16.1\n",
+])
+def test_tensorflow_2_11_or_newer_on_native_windows_has_no_gpu(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "tensorflow-windows-gpu"
+    said = _cmds(top)
+    assert "wsl --install" in said and "tensorflow<2.11" in said
+    assert "https://www.tensorflow.org/install/pip#windows-native" in top.remediation.links
+
+
+def test_tensorflow_2_10_on_windows_with_a_gpu_and_tensorflow_in_wsl_are_not_this_cause() -> None:
+    text = ("OS: Windows 10\ntensorflow version: 2.10.1\n>>> tf.config.list_physical_devices('GPU')\n"
+            "[PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')]\n")
+    assert _facts(text).value("text.tensorflow_gpus") == 1
+    assert _of(text, "tensorflow-windows-gpu").status is Status.OK
+    text = "OS: Ubuntu 22.04 under WSL2\nTensorFlow version: 2.15.0\n>>> tf.config.list_physical_devices('GPU')\n[]\n"
+    assert _of(text, "tensorflow-windows-gpu").status is Status.SKIP
+
+
+def test_tensorflow_version_in_prose_is_read_only_when_stated() -> None:
+    assert tensorflow(["We run TensorFlow 2.15 on the box."]) is not None
+    assert tensorflow(["Should I downgrade to TensorFlow 2.10?"]) is None
+    assert tensorflow(["I tried tensorflow 2.12 and tensorflow 2.13 already."]) is None
+
+
+# -- 5. conda build strings -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,version,build,cuda", [
+    ("pytorch", "2.1.0", "py3.10_cpu_0", None),
+    ("pytorch", "2.1.0", "py3.10_cuda11.8_cudnn8.7.0_0", "11.8"),
+    ("pytorch", "1.4.0", "py3.7_cuda10.1.243_cudnn7.6.3_0", "10.1"),
+    ("pytorch", "2.3.1", "cpu_mkl_py311h3b9f5e0_100", None),
+    ("pytorch", "2.0.0", "cpu_py310hd11e9c7_0", None),
+    ("pytorch", "1.8.0", "cuda112py39h716d6ff_1", "11.2"),
+    ("pytorch", "2.4.0", "cuda120_py311h2b0c1e5_300", "12.0"),
+    ("pytorch", "2.6.0", "cuda126_mkl_py312h8a2f4f4_302", "12.6"),
+    ("pytorch-mutex", "1.0", "cpu", None),
+    ("cpuonly", "2.0", "0", None),
+    ("pytorch-cuda", "11.8", "h7e8668a_5", "11.8"),
+])
+def test_conda_build_strings_say_what_torch_was_built_for(name: str, version: str, build: str,
+                                                          cuda: str | None) -> None:
+    said = build_cuda(name, version, build)
+    assert said is not None and said[0] == cuda
+
+
+def test_a_build_string_of_another_shape_says_nothing() -> None:
+    assert build_cuda("pytorch", "2.1.0", "pyhd8ed1ab_0") is None
+    assert build_cuda("pytorch-mutex", "1.0", "cuda") is None
+
+
+@pytest.mark.parametrize("rows", [
+    "pytorch                   2.1.0           py3.10_cpu_0    pytorch\n"
+    "pytorch-mutex             1.0                         cpu    pytorch\n",
+    "pytorch                   2.3.1           cpu_mkl_py311h3b9f5e0_100    conda-forge\n",
+])
+def test_a_conda_cpu_build_beside_a_gpu_fails_torch_cpu_build(rows: str) -> None:
+    text = "$ conda list | grep torch\n" + rows + SMI_1
+    facts = _facts(text)
+    assert facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") is None
+    top = _top(text)
+    assert top is not None and top.id == "torch-cpu-build"
+
+
+def test_a_conda_cuda_build_is_a_cuda_build() -> None:
+    text = ("$ conda list | grep torch\n"
+            "pytorch                   2.1.0           py3.10_cuda11.8_cudnn8.7.0_0    pytorch\n"
+            "pytorch-cuda              11.8                 h7e8668a_5    pytorch\n" + SMI_1)
+    assert _facts(text).value("torch.cuda_version") == "11.8"
+    assert _top(text) is None
+    assert _of(text, "torch-cpu-build").status is Status.OK
+
+
+# -- 6. WSL 1 ---------------------------------------------------------------------------------------------------------
+WSL_LIST = "PS C:\\> wsl -l -v\n  NAME            STATE           VERSION\n* Ubuntu-22.04    Running         {v}\n" \
+           "  docker-desktop  Stopped         2\n"
+
+
+@pytest.mark.parametrize("text", [
+    WSL_LIST.format(v=1) + "$ nvidia-smi\nnvidia-smi: command not found\n",
+    "$ uname -r\n4.4.0-19041-Microsoft\n$ nvidia-smi\nNVIDIA-SMI has failed because it couldn't communicate with the "
+    "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n",
+])
+def test_wsl_1_with_nvidia_smi_failing_fails_wsl_version(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "wsl-version"
+    assert any("--set-version" in c for c in top.remediation.commands)
+
+
+def test_wsl_list_is_read_and_wsl_2_is_ok() -> None:
+    facts = _facts(WSL_LIST.format(v=1))
+    assert facts.value("text.wsl_distros")[0] == {"name": "Ubuntu-22.04", "state": "Running", "version": 1,
+                                                   "default": True}
+    assert _of(WSL_LIST.format(v=1), "wsl-version").status is Status.WARN  # WSL 1, but no GPU failure shown
+    text = WSL_LIST.format(v=2) + SMI_1
+    assert _of(text, "wsl-version").status is Status.OK
+    assert _top(text) is None
+    assert "wsl --set-version Ubuntu-22.04 2" in _cmds(_of(WSL_LIST.format(v=1), "wsl-version"))
+
+
+# -- 7. no kernel image beside a GPU torch has no kernels for ------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    ">>> import torch\n>>> torch.__version__\n'2.5.1+cu124'\n>>> torch.cuda.get_device_name(0)\n"
+    "'NVIDIA GeForce RTX 5090'\n>>> torch.zeros(1, device=\"cuda\") + 1\n"
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device\n",
+    "I just got an RTX 5090 and installed torch 2.5.1+cu124 with pip.\nTraceback (most recent call last):\n"
+    "  File \"train.py\", line 12, in <module>\n    x = torch.randn(4, 4).cuda() @ w\n"
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device\n",
+])
+def test_no_kernel_image_beside_a_gpu_torch_lacks_fails_torch_arch_support(text: str) -> None:
+    top = _top(text)
+    assert top is not None and top.id == "torch-arch-support"
+    assert "sm_120" in top.title
+
+
+def test_a_gpu_whose_kernels_torch_carries_is_not_this_cause() -> None:
+    # sm_89 runs torch 2.0.1+cu117's sm_86 kernels (one major): "no kernel image" there comes from something else.
+    text = (">>> torch.__version__\n'2.0.1+cu117'\n>>> torch.cuda.get_device_name(0)\n'NVIDIA GeForce RTX 4090'\n"
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert _of(text, "torch-arch-support").status is Status.OK
+
+
+# -- healthy texts give no fail ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    SMI_2 + "$ CUDA_VISIBLE_DEVICES=1 python train.py\nepoch 1 loss 0.42\n",
+    NODE.format(cap=8, alloc=8),
+    f"$ docker run --rm --gpus all {IMAGE} nvidia-smi -L\n" + SMI_1.split("\n", 1)[1],
+    WSL_LIST.format(v=2),
+    "OS: Windows 10\ntensorflow version: 2.10.1\n>>> tf.config.list_physical_devices('GPU')\n"
+    "[PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')]\n",
+])
+def test_healthy_texts_give_no_fail(text: str) -> None:
+    assert _top(text) is None
+
+
+def test_repeated_rows_inside_a_block_are_read() -> None:
+    # Allocatable repeats Capacity's rows word for word: the reader keeps them (a log's repeats it drops).
+    found = toollines.read(NODE.format(cap=2, alloc=2).splitlines())
+    assert found.node == {"capacity": 2, "allocatable": 2}
+
+
+@pytest.mark.parametrize("value,why", [("-1", "negative index"), ("", "empty"), ("NoDevFiles", "not a device index"),
+                                       ("0,0", "twice")])
+def test_the_finding_says_why_the_value_hides_every_gpu(value: str, why: str) -> None:
+    finding = _of(f"$ export CUDA_VISIBLE_DEVICES={value}\n$ python train.py\n" + NO_GPUS, "cuda-visible-devices")
+    assert finding.status is Status.FAIL and why in finding.detail
+
+
+COMPOSE = ("$ cat docker-compose.yml\nservices:\n  trainer:\n    image: " + IMAGE + "\n    command: python train.py\n"
+           "{gpu}    volumes:\n      - ./data:/data\n$ docker compose up\ntrainer-1  | " + NO_GPUS)
+RESERVED = ("    deploy:\n      resources:\n        reservations:\n          devices:\n            - driver: nvidia\n"
+            "              count: all\n              capabilities: [gpu]\n")
+
+
+def test_a_compose_service_without_gpus_beside_no_cuda_fails_container_gpu() -> None:
+    text = COMPOSE.format(gpu="")
+    assert _facts(text).value("text.compose_gpus") is False
+    top = _top(text)
+    assert top is not None and top.id == "container-gpu" and "Compose" in top.title
+    assert "capabilities: [gpu]" in _cmds(top)
+
+
+@pytest.mark.parametrize("gpu", [RESERVED, "    runtime: nvidia\n", "    gpus: all\n"])
+def test_a_compose_service_that_asks_for_gpus_is_not_this_cause(gpu: str) -> None:
+    text = COMPOSE.format(gpu=gpu)
+    assert _facts(text).value("text.compose_gpus") is True
+    assert _of(text, "container-gpu").status is not Status.FAIL
+
+
+def test_nccl_debug_in_a_paste_is_the_log_asked_for_not_a_setting_left_behind() -> None:
+    text = "$ NCCL_DEBUG=INFO torchrun --nproc_per_node=2 train.py\nepoch 1 loss 0.3\n"
+    assert _of(text, "launch-nccl-env").status is Status.SKIP
