@@ -1,0 +1,118 @@
+"""Issue 21, round 2: a fact a message writes reaches the check that judges it, and one cause is said once.
+
+Every catalogue row another check judges (``judged_by``) and every row whose words carry facts (``writes``) is
+rendered with seeded random arguments (a written argument gets a value of its fact's kind) and buried in prose, the
+way tests/test_message_catalogue.py does: the judging check gives the top finding, and ``known-message`` folds into
+it instead of standing beside it. A row whose check cannot judge its (random) arguments is still said, once.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from envdoctor.knowledge import catalogue
+from envdoctor.model import Finding, Status
+from envdoctor.parsers import parse_text
+from envdoctor.pipeline.diagnose import diagnose, sort_findings
+from envdoctor.registry import load_registry
+from tests.test_message_catalogue import DATA, _arg, _buried, _rendered
+
+REGISTRY = load_registry(plugins=False)
+DATA_IDS = {row["id"] for row in DATA["messages"]}
+JUDGED = [row for row in catalogue.messages() if row.judged_by]
+WRITING = [row for row in catalogue.messages() if row.writes]
+
+
+def _problems(text: str) -> list[Finding]:
+    return [f for f in sort_findings(diagnose(parse_text(text), REGISTRY)) if f.status not in (Status.OK, Status.SKIP)]
+
+
+def _value_of(key: str, rng: random.Random, taken: set[str]) -> str:
+    """A value of the fact's kind, different from the row's other written values (two versions a check compares)."""
+    while True:
+        if key.startswith("driver."):
+            value = f"{rng.choice((470, 525, 535, 550, 570))}.{rng.randint(10, 99)}.{rng.randint(10, 99)}"
+        elif key == "torch.version":
+            value = f"2.{rng.randint(0, 9)}.{rng.randint(0, 3)}"
+        else:  # a CUDA version: the toolkit's, torch's, the driver's
+            value = f"{rng.choice((10, 11, 12, 13))}.{rng.randint(0, 8)}"
+        if value.split(".")[0] not in {t.split(".")[0] for t in taken}:
+            taken.add(value)
+            return value
+
+
+def _written_rendering(row: catalogue.Message, rng: random.Random) -> str:
+    conversions = [m.group(0) for m in catalogue._PLACEHOLDER_RE.finditer(row.format)]
+    by_arg = {arg: key for key, arg in row.writes}
+    leading = catalogue.placeholders(row.format) - catalogue.pattern_of(row.format)[0].groups  # not matched
+    taken: set[str] = set()
+    args = []
+    for i, conv in enumerate(conversions, start=1):
+        key = by_arg.get(i - leading)
+        args.append(_value_of(key, rng, taken) if key else _arg(rng, conv))
+    return catalogue.render(row.format, args)
+
+
+@pytest.mark.parametrize("row", WRITING, ids=[row.id for row in WRITING])
+def test_a_row_s_written_facts_reach_its_check_and_known_message_folds_into_it(row: catalogue.Message) -> None:
+    rng = random.Random(f"issue-21-judged:{row.id}")
+    for _ in range(3):
+        line = _written_rendering(row, rng)
+        found = _problems(_buried(line, rng))
+        assert found, (row.id, line)
+        if row.judged_by:
+            assert found[0].id == row.judged_by, (row.id, line, [(f.id, f.title) for f in found])
+            assert row.id in (found[0].evidence.get("text.messages") or ()) or not [
+                f for f in found if f.id == "known-message"], (row.id, line)
+        title = catalogue.causes()[row.cause].title
+        assert len([f for f in found if f.id == "known-message" and f.title == title]) <= 1, (row.id, line)
+        # known-message never stands beside the check that judged the row
+        assert not (row.judged_by and any(f.id == "known-message" and row.id in (f.evidence.get("text.messages") or ())
+                                          for f in found)), (row.id, line)
+
+
+@pytest.mark.parametrize("row", JUDGED, ids=[row.id for row in JUDGED])
+def test_a_judged_row_is_said_once_whatever_its_check_could_read(row: catalogue.Message) -> None:
+    """With random arguments the judging check may have nothing to judge: the message is then known-message's (a
+    fallback, never silence); when the check spoke, known-message does not say it a second time."""
+    rng = random.Random(f"issue-21:{row.id}")
+    for _ in range(3):
+        line = _rendered(row, rng)
+        found = _problems(_buried(line, rng))
+        assert found, (row.id, line)
+        assert found[0].id != "unexplained-error", (row.id, line)
+        saying = [f for f in found if f.id == "known-message" and row.id in (f.evidence.get("text.messages") or ())]
+        assert len(saying) <= 1, (row.id, line)
+        checks = [f for f in found if f.id not in ("known-message", "unexplained-error")]
+        if saying:  # the fallback: nothing else explains the line
+            assert not checks or saying[0].status is Status.FAIL and all(
+                f.status is not Status.FAIL for f in checks), (row.id, line, [(f.id, f.title) for f in found])
+        if row.id in DATA_IDS and any(f.id == row.judged_by for f in found):
+            assert not saying, (row.id, line)
+
+
+# -- the named misses: a synthetic text and its negative twin -------------------------------------------------------
+def test_deepspeed_s_refusal_is_toolkit_mismatch_and_equal_versions_are_not() -> None:
+    text = ("Building op fused_adam ...\ndeepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op "
+            "Builder: Installed CUDA version 11.7 does not match the version torch was compiled with 12.4, unable to "
+            "compile cuda/cpp extensions without a matching cuda version.\n")
+    found = _problems(text)
+    assert found[0].id == "toolkit-mismatch" and found[0].status is Status.FAIL
+    assert "11.7" in found[0].title and "12.4" in found[0].title
+    assert not [f for f in found if f.id == "known-message"]
+    twin = _problems("Building op fused_adam ...\nCuda compilation tools, release 12.4, V12.4.131\ntorch: 2.4.0+cu124\n")
+    assert not [f for f in twin if f.id == "toolkit-mismatch"]
+
+
+def test_jax_s_cudnn_version_check_is_cudnn_mismatch_and_a_newer_cudnn_is_not() -> None:
+    text = ("2025-01-07 10:01:02.123: E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:535] Loaded runtime CuDNN "
+            "library: 8.9.2 but source was compiled with: 9.1.0.  CuDNN library needs to have matching major version "
+            "and equal or higher minor version.\n")
+    found = _problems(text)
+    assert found[0].id == "cudnn-mismatch" and "8.9.2" in found[0].title and "9.1.0" in found[0].title
+    assert not any("torch" in c for c in found[0].remediation.command_lines())
+    assert not [f for f in found if f.id == "known-message"]
+    twin = _problems("Driver Version: 550.54.14\nI0107 cuda_dnn.cc:501] Loaded cuDNN version 9100\n")
+    assert not [f for f in twin if f.id == "cudnn-mismatch"]
