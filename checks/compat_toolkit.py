@@ -74,8 +74,12 @@ def _build_refused(facts: Facts, ev: dict[str, Any], line: str, emitter: str = "
     its nvcc is not of the CUDA torch was built with."""
     nvcc, cuda = facts.value("toolkit.nvcc_version"), facts.value("torch.cuda_version")
     who = f"{emitter} says {line!r}" if emitter else repr(line)
-    return fail(f"The extension build stopped: nvcc {nvcc} is not torch's CUDA {cuda}",
+    # the line decides; a version it did not show is left out of the title, never printed as "None"
+    title = (f"The extension build stopped: nvcc {nvcc} is not torch's CUDA {cuda}" if nvcc and cuda else
+             "The extension build stopped: the CUDA toolkit (nvcc) is not of torch's CUDA"
+             + (f" {cuda}" if cuda else ""))
+    return fail(title,
                 detail=f"{who}: torch.utils.cpp_extension compiles with the nvcc of "
                        "CUDA_HOME and refuses one of another CUDA than torch's. Running torch does not need the "
                        "toolkit; building extensions needs one that matches (or a torch built for the toolkit's "
-                       "CUDA).", evidence=ev, remedy=_nvcc_remedy(facts, str(cuda)))
+                       "CUDA).", evidence=ev, remedy=_nvcc_remedy(facts, str(cuda)) if cuda else None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from envdoctor.knowledge import catalogue, compat, remedies
@@ -223,8 +224,11 @@ def unexplained_error(facts: Facts) -> CheckResult:
     ev = evidence(facts, "text.error_lines")
     if not reading.ok or not reading.value:
         return skip("The text shows no error line that no rule explains", detail=reading.describe(), evidence=ev)
+    entries = [e for e in reading.value if isinstance(e, Mapping) and e.get("line")]  # no line: nothing to quote
+    if not entries:
+        return skip("The text shows no error line that no rule explains", evidence=ev)
     found = []
-    for entry in list(reading.value)[:MAX_FINDINGS]:
+    for entry in entries[:MAX_FINDINGS]:
         line = str(entry["line"])
         pkg = entry.get("package")
         where = f", raised in {pkg}" if pkg else ""
@@ -233,7 +237,7 @@ def unexplained_error(facts: Facts) -> CheckResult:
                                  f"no envdoctor rule explains: \"{line[:400]}\". It is a problem until shown otherwise: "
                                  "read it with the lines around it.",
                           evidence={"line": line[:400], "package": pkg}))
-    more = len(reading.value) - len(found)
+    more = len(entries) - len(found)
     if more > 0:
         last = found[-1]
         found[-1] = warn(last.title, detail=last.detail + f" ({more} more unexplained error line(s) in the text.)",

@@ -116,3 +116,33 @@ def test_jax_s_cudnn_version_check_is_cudnn_mismatch_and_a_newer_cudnn_is_not() 
     assert not [f for f in found if f.id == "known-message"]
     twin = _problems("Driver Version: 550.54.14\nI0107 cuda_dnn.cc:501] Loaded cuDNN version 9100\n")
     assert not [f for f in twin if f.id == "cudnn-mismatch"]
+
+
+# -- unexplained-error: never above what explains, never a heading or the reporter's sentence -----------------------
+def test_a_markdown_heading_or_the_reporter_s_sentence_is_no_error_line() -> None:
+    text = ("### Error / output\n\nUpdate - my gpu is detected now but the training still failed\n"
+            "Traceback (most recent call last):\n  File \"/home/u/run.py\", line 3, in <module>\n"
+            "ValueError: grid of 0 blocks requested\n")
+    quoted = [f.evidence.get("line") for f in _problems(text) if f.id == "unexplained-error"]
+    assert quoted == ["ValueError: grid of 0 blocks requested"]
+    # its twin: the same failure said by a tool, not by the reporter, is still read
+    tool = _problems("Driver Version: 550.54.14\n[2025-01-07 10:01:02] worker 3: the training step failed\n")
+    assert [f.evidence.get("line") for f in tool if f.id == "unexplained-error"]
+
+
+def test_an_unexplained_line_never_stands_above_the_finding_that_explains_the_text() -> None:
+    text = ("RuntimeError: Found cuDNN version 8700, but JAX was built against version 8904, which is newer.\n"
+            "frobnicator: ERROR widget stalled\n")
+    found = _problems(text)
+    assert found[0].id == "cudnn-mismatch"
+    assert [f.id for f in found].index("unexplained-error") > 0
+
+
+def test_within_a_status_an_unexplained_line_follows_every_cause_and_symptom() -> None:
+    from envdoctor.kit import warn
+
+    unexplained = warn("Unexplained error: x", id="unexplained-error")
+    symptom = warn("A DataLoader worker died", id="known-message", evidence={"role": "symptom"})
+    cause = warn("Shared memory is small", id="zz-later-check")
+    assert [f.id for f in sort_findings([unexplained, symptom, cause])] == [
+        "zz-later-check", "known-message", "unexplained-error"]
