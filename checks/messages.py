@@ -82,6 +82,8 @@ def known_message(facts: Facts) -> CheckResult:
                        "warning at most.")
         said_ev: dict[str, Any] = {"text.messages": [r["id"] for r in rows][:10], "lines": lines[:5],
                                    "role": _role(rows)}
+        if cause and cause.alternative:
+            said_ev["alternative"] = cause.alternative
         if _judged(rows):
             said_ev["judged_by"] = sorted({str(r["judged_by"]) for r in rows})
         if explained and cause_id == hosts[0]:

@@ -146,3 +146,31 @@ def test_within_a_status_an_unexplained_line_follows_every_cause_and_symptom() -
     cause = warn("Shared memory is small", id="zz-later-check")
     assert [f.id for f in sort_findings([unexplained, symptom, cause])] == [
         "zz-later-check", "known-message", "unexplained-error"]
+
+
+# -- a symptom whose usual cause the context shows: a DataLoader worker dying in a container -------------------------
+_WORKER = ('Traceback (most recent call last):\n  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/'
+           'dataloader.py", line 1133, in _try_get_data\n{line}\n')
+
+
+@pytest.mark.parametrize("line", ["RuntimeError: DataLoader worker (pid(s) 4121) exited unexpectedly",
+                                  "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed."])
+@pytest.mark.parametrize("start", ["$ docker run --gpus all -it registry.test/train:1 python train.py",
+                                   "$ kubectl logs trainer-0", "$ podman run --device nvidia.com/gpu=all img python t.py"])
+def test_a_worker_that_died_in_a_container_started_without_shm_flags_is_its_small_dev_shm(line: str, start: str) -> None:
+    found = _problems(start + "\n" + _WORKER.format(line=line))
+    top = found[0]
+    assert top.id == "dataloader-shm" and top.status is Status.FAIL
+    commands = " ".join(top.remediation.command_lines())
+    assert ("--shm-size" in commands and "--ipc=host" in commands) or "emptyDir" in commands
+    assert "alternative reading" in top.detail and "out-of-memory killer" in top.detail
+    assert not [f for f in found if f.id == "known-message"]  # the worker's death is its evidence, said once
+
+
+@pytest.mark.parametrize("start", ["", "$ docker run --gpus all --shm-size=16g -it img python train.py",
+                                   "$ docker run --gpus all --ipc=host -it img python train.py"])
+def test_a_worker_that_died_outside_a_container_or_with_shm_given_keeps_today_s_words(start: str) -> None:
+    found = _problems(start + "\n" + _WORKER.format(line="RuntimeError: DataLoader worker (pid(s) 4121) exited "
+                                                             "unexpectedly"))
+    assert not [f for f in found if f.id == "dataloader-shm"]
+    assert found[0].id == "known-message" and "out-of-memory killer" in found[0].title

@@ -38,6 +38,9 @@ class Cause(Record):
     title: str
     severity: str  # "fail" | "warn" | "info" (explained and harmless: no finding)
     role: str = "cause"  # "cause" | "symptom" (what a cause leads to: it follows its cause, never rivals it)
+    #: a symptom's other reading, said (marked as the alternative) when it is folded into the cause another check
+    #: inferred ("a DataLoader worker died": the container's small /dev/shm, or else the out-of-memory killer)
+    alternative: str = ""
 
 
 class Message(Record):
@@ -167,7 +170,7 @@ def _load() -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def causes() -> dict[str, Cause]:
     """Cause id -> its title and severity."""
-    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")))
+    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")), str(c.get("alternative", "")))
             for cid, c in _load()["causes"].items()}
 
 

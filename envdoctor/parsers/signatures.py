@@ -371,7 +371,38 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
         out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
     _write_devices(scan, out)
     _evidence.rewrapped(list(lines), scan.evidence)
+    _container_worker_shm(lines, scan)
     _evidence.write(scan.evidence, out)
+
+
+#: The words that give a container more shared memory than its runtime's default: Docker's and Podman's
+#: ``--shm-size`` / ``--ipc=host``, compose's ``shm_size:`` / ``ipc: host``, a pod's memory-backed /dev/shm.
+_SHM_GIVEN_RE = lazy_re(r"--shm-size|--ipc[= ]host|\bshm_size\s*:|\bipc\s*:\s*['\"]?host|medium:\s*['\"]?Memory|"
+                        r"mountPath:\s*['\"]?/dev/shm", re.IGNORECASE)
+#: The causes of the rows that say a DataLoader worker died without saying why.
+_WORKER_DIED = ("dataloader-worker-killed",)
+_BYTES_OF_DEFAULT_SHM = 64 * 1024 * 1024
+
+
+def _container_worker_shm(lines: Sequence[str], scan: Scan) -> None:
+    """A DataLoader worker that died (killed, exited unexpectedly) in a container the text shows started without
+    ``--shm-size`` / ``--ipc=host``: the container's /dev/shm is its runtime's default, 64 MB (Docker's ``docker run
+    --shm-size`` reference, remedies.DOCKER_SHM_SIZE: the size of /dev/shm, 64MB by default), which DataLoader workers outgrow. The worker's line is
+    then the shared-memory failure ``dataloader-shm`` judges (``torch.shm_errors``); outside a container, or with
+    the flags (or a larger ``df -h /dev/shm``) shown, it stays what it says."""
+    if scan.evidence.get("torch.shm_errors"):
+        return
+    died = [str(row["line"]) for row in scan.catalogued if row.get("cause") in _WORKER_DIED]
+    if not died or any(_SHM_GIVEN_RE.search(line) for line in lines):
+        return
+    shm = (scan.evidence.get("tools") or {}).get("host.shm_size")
+    if isinstance(shm, int) and shm > _BYTES_OF_DEFAULT_SHM:
+        return
+    from envdoctor import parsers  # the container evidence of a paste is read there (its import is done by now)
+
+    if parsers._container_evidence(list(lines)) is None:
+        return
+    scan.evidence["torch.shm_errors"] = list(dict.fromkeys(died))[:50]
 
 
 # -- the facts ------------------------------------------------------------------------------------------------

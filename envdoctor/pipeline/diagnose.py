@@ -262,7 +262,9 @@ def fold_symptoms(findings: list[Finding]) -> list[Finding]:
             lines = "; ".join(f"{s.title[:1].lower()}{s.title[1:]} (\"{str((s.evidence.get('lines') or ('',))[0])[:160]}\")"
                               for s in led)
             ids = [str(i) for s in led for i in (s.evidence.get("text.messages") or ())]
-            f = dataclasses.replace(f, detail=f"{f.detail} It explains what the text shows next: {lines}.".strip(),
+            other = "".join(f" The alternative reading: {s.evidence['alternative']}." for s in led
+                            if s.evidence.get("alternative"))
+            f = dataclasses.replace(f, detail=f"{f.detail} It explains what the text shows next: {lines}.{other}".strip(),
                                     evidence={**f.evidence, "symptoms": [*(f.evidence.get("symptoms") or ()), *ids]})
         out.append(f)
     return out
