@@ -174,3 +174,42 @@ def test_a_worker_that_died_outside_a_container_or_with_shm_given_keeps_today_s_
                                                              "unexpectedly"))
     assert not [f for f in found if f.id == "dataloader-shm"]
     assert found[0].id == "known-message" and "out-of-memory killer" in found[0].title
+
+
+# -- CUDA's error strings with the GPU context ------------------------------------------------------------------------
+_SMI = """+-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA A100-SXM4-40GB          On  |   00000000:07:00.0 Off |                    0 |
+| N/A   33C    P0             52W /  400W |       4MiB /  40960MiB |      0%   {mode} |
+|                                         |                        |             Disabled |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+@pytest.mark.parametrize("error", [
+    "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: failed call to cuInit: CUDA_ERROR_DEVICE_UNAVAILABLE"])
+def test_busy_or_unavailable_on_an_exclusive_gpu_is_its_compute_mode(error: str) -> None:
+    found = _problems(_SMI.format(mode="E. Process") + error + "\n")
+    top = found[0]
+    assert top.id == "gpu-compute-mode" and top.status is Status.FAIL and "Exclusive_Process" in top.title
+    assert any("-c DEFAULT" in c for c in top.remediation.command_lines())
+    assert not [f for f in found if f.id in ("known-message", "cuda-init")]  # said once
+    # the negative twin: the GPU in Default mode; still a finding of the busy GPU, never the compute mode's cure
+    twin = _problems(_SMI.format(mode="   Default") + error + "\n")
+    assert twin[0].id == "gpu-compute-mode" and "Exclusive" not in twin[0].title
+    assert not any("-c DEFAULT" in c for c in twin[0].remediation.command_lines())
+
+
+def test_no_kernel_image_goes_to_the_arch_check_when_the_gpu_and_torch_are_known() -> None:
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    known = _problems("torch: 2.5.1+cu121\nGPU 0: NVIDIA GeForce RTX 5090 (UUID: GPU-1234)\n" + line)
+    assert known[0].id == "torch-arch-support" and known[0].status is Status.FAIL
+    assert not [f for f in known if f.id == "known-message"]
+    alone = _problems(line)  # nothing says which GPU or torch: still said, never "No problems found"
+    assert alone and alone[0].id == "known-message" and alone[0].status is Status.WARN

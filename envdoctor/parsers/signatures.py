@@ -370,9 +370,36 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
     if "torch.cuda_available" in out or scan.messages:
         out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
     _write_devices(scan, out)
+    _write_compute_modes(lines, out)
     _evidence.rewrapped(list(lines), scan.evidence)
     _container_worker_shm(lines, scan)
     _evidence.write(scan.evidence, out)
+
+
+#: nvidia-smi's table prints each GPU's compute mode at the end of the GPU's second row, under "Compute M.", in its
+#: short words (nvidia-smi's own abbreviations of nvmlComputeMode_t: "Default", "E. Thread", "Prohibited",
+#: "E. Process"); ``nvidia-smi -q`` prints the long ones ("Exclusive_Process"), which its parser reads.
+_TABLE_COMPUTE_MODE_RE = lazy_re(r"\|\s*\d+%\s+(Default|E\. Process|E\. Thread|Prohibited|Exclusive_Process|"
+                                 r"Exclusive_Thread)\s*\|\s*$")
+_TABLE_COMPUTE_MODES = {"default": 0, "e. thread": 1, "exclusive_thread": 1, "prohibited": 2, "e. process": 3,
+                        "exclusive_process": 3}
+
+
+def _write_compute_modes(lines: Sequence[str], out: dict[str, Reading]) -> None:
+    """The compute modes of nvidia-smi's table (in GPU order) into the GPUs the table's parser read, where it did not
+    read one: "E. Process" is Exclusive_Process, which a second CUDA process finds "busy or unavailable"."""
+    modes = [_TABLE_COMPUTE_MODES[m.group(1).lower()] for line in lines
+             if (m := _TABLE_COMPUTE_MODE_RE.search(line.rstrip()))]
+    reading = out.get("nvml.gpus")
+    if not modes or reading is None or not reading.ok or not isinstance(reading.value, (list, tuple)):
+        return
+    gpus = [dict(g) for g in reading.value]
+    if len(gpus) != len(modes) or all(g.get("compute_mode") is not None for g in gpus):
+        return
+    for gpu, mode in zip(gpus, modes, strict=True):
+        if gpu.get("compute_mode") is None:
+            gpu["compute_mode"] = mode
+    out["nvml.gpus"] = ok(gpus, reading.source, reading.detail)
 
 
 #: The words that give a container more shared memory than its runtime's default: Docker's and Podman's
