@@ -213,3 +213,17 @@ def test_no_kernel_image_goes_to_the_arch_check_when_the_gpu_and_torch_are_known
     assert not [f for f in known if f.id == "known-message"]
     alone = _problems(line)  # nothing says which GPU or torch: still said, never "No problems found"
     assert alone and alone[0].id == "known-message" and alone[0].status is Status.WARN
+
+
+def test_a_symptom_folds_into_a_failing_cause_only_never_into_an_unrelated_warning() -> None:
+    from envdoctor.kit import fail, warn
+    from envdoctor.pipeline.diagnose import fold_symptoms
+
+    symptom = warn("A DataLoader worker process died", id="known-message",
+                   evidence={"role": "symptom", "text.messages": ["dataloader-exited"], "lines": ["x"]})
+    unrelated = warn("Persistence mode is off", id="gpu-persistence")
+    assert fold_symptoms([unrelated, symptom]) == [unrelated, symptom]
+    cause = fail("DataLoader workers ran out of shared memory", id="dataloader-shm")
+    folded = fold_symptoms([unrelated, cause, symptom])
+    assert [f.id for f in folded] == ["gpu-persistence", "dataloader-shm"]
+    assert list(folded[1].evidence["symptoms"]) == ["dataloader-exited"]

@@ -234,8 +234,9 @@ def fold_judged(findings: list[Finding]) -> list[Finding]:
 def fold_symptoms(findings: list[Finding]) -> list[Finding]:
     """A ``known-message`` symptom ("JAX could not initialise its CUDA backend", "a DataLoader worker died") in a text
     whose cause another check found (cudnn-mismatch, host-shm-size, loader-library, torch-cpu-build, …) is that
-    cause's evidence, said once: it is folded into the worst cause finding at least as severe (its ``symptoms``
-    and a sentence of its detail), never left standing beside it as a rival."""
+    cause's evidence, said once: it is folded into the first failing cause finding (its ``symptoms`` and a sentence
+    of its detail), never left standing beside it as a rival. A warning names no cause for certain ("persistence
+    mode is off" may be unrelated), so it takes no symptom."""
     judged = [f for f in findings if f.status not in (Status.OK, Status.SKIP)]
     # known-message's fallback on a row another check judges (fold_judged kept it: that check found nothing) is a
     # rival as much as a symptom is when another check found the cause ("Cuda failure 'CUDA driver version is
@@ -248,7 +249,8 @@ def fold_symptoms(findings: list[Finding]) -> list[Finding]:
     folded: dict[int, list[Finding]] = {}
     gone: set[int] = set()
     for sym in symptoms:
-        host = next((c for c in causes if SEVERITY[c.status] >= SEVERITY[sym.status]), None)
+        # only a failure names a cause for certain: a warning beside it ("persistence mode is off") may be unrelated
+        host = next((c for c in causes if c.status is Status.FAIL), None)
         if host is None:
             continue
         folded.setdefault(id(host), []).append(sym)
