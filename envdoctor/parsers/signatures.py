@@ -30,6 +30,7 @@ from ..model import Reading, Reason, missing, ok
 from ..redact import redact_text
 from . import errorlines
 from . import evidence as _evidence
+from .containers import NGC_NO_DRIVER, container_evidence
 
 __all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
            "has_messages", "loader_failures", "scan_messages"]
@@ -56,7 +57,6 @@ _NVRM_MISMATCH_RE = lazy_re(r"API mismatch: the client has the version (\d+(?:\.
 _NVRM_WORDS = "API mismatch: the client has the version"
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 #: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
-NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
 _NGC_DRIVER_WORDS = "NVIDIA Driver Release"
 _TOO_OLD_RE = lazy_re(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
 # torch's wording of a CUDA or cuDNN error whose code or versions messages.py may not read.
@@ -425,9 +425,7 @@ def _container_worker_shm(lines: Sequence[str], scan: Scan) -> None:
     shm = (scan.evidence.get("tools") or {}).get("host.shm_size")
     if isinstance(shm, int) and shm > _BYTES_OF_DEFAULT_SHM:
         return
-    from envdoctor import parsers  # the container evidence of a paste is read there (its import is done by now)
-
-    if parsers._container_evidence(list(lines)) is None:
+    if container_evidence(list(lines)) is None:
         return
     scan.evidence["torch.shm_errors"] = list(dict.fromkeys(died))[:50]
 
