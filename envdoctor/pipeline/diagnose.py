@@ -208,27 +208,22 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 def fold_judged(findings: list[Finding]) -> list[Finding]:
     """``known-message``'s finding on rows another check judges (its evidence's ``judged_by``) is the fallback: when
-    that check found something, the message is that check's evidence (its ``text.messages``), said once by the check
-    whose id users look for; only when it found nothing (its facts unread) does known-message's finding stand."""
-    spoke = {f.id: f for f in findings if f.status not in (Status.OK, Status.SKIP) and f.id != KNOWN_MESSAGE}
-    out = []
-    folded: dict[str, list[str]] = {}
+    that check found something, the message is that check's to say, once, by the check whose id users look for
+    (known-message then reports what it did before: a skip, every message judged by its own check); only when that
+    check found nothing (its facts unread) does known-message's finding stand."""
+    spoke = {f.id for f in findings if f.status not in (Status.OK, Status.SKIP) and f.id != KNOWN_MESSAGE}
+    out: list[Finding] = []
+    folded: list[str] = []
     for f in findings:
         by = [str(c) for c in f.evidence.get("judged_by") or ()] if f.id == KNOWN_MESSAGE else []
-        host = next((c for c in by if c in spoke), None)
-        if host is not None:
-            folded.setdefault(host, []).extend(str(i) for i in f.evidence.get("text.messages") or ())
+        if any(c in spoke for c in by):
+            folded.extend(str(i) for i in f.evidence.get("text.messages") or ())
             continue
         out.append(f)
-    if not folded:
-        return findings
-    done = []
-    for f in out:
-        if f.id in folded and spoke.get(f.id) is f:
-            ids = list(dict.fromkeys([*(f.evidence.get("text.messages") or ()), *folded.pop(f.id)]))
-            f = dataclasses.replace(f, evidence={**f.evidence, "text.messages": ids})
-        done.append(f)
-    return done
+    if folded and not any(f.id == KNOWN_MESSAGE for f in out):
+        out.append(Finding(KNOWN_MESSAGE, Status.SKIP, "Every catalogued message the text holds is judged by its own "
+                           "check", evidence={"text.messages": folded[:10]}))
+    return out
 
 
 def fold_symptoms(findings: list[Finding]) -> list[Finding]:
