@@ -138,7 +138,7 @@ def _build_to_judge(facts: Facts, ev: dict[str, Any]) -> TorchBuild | Finding:
     if (build is None or not build.cuda) and reported.targets:
         cuda = facts.value("torch.cuda_version")
         return (TorchBuild(build.version, build.public, build.variant, str(cuda) if cuda else None) if build
-                else TorchBuild("(version not read)", "", None, str(cuda) if cuda else None))
+                else TorchBuild(_unversioned(cuda), "", None, str(cuda) if cuda else None))
     if build is None and (said := _cuda_says_no_kernel_image(facts)):
         return said
     if build is None or not build.cuda:
@@ -374,3 +374,9 @@ def gpu_eol(facts: Facts) -> Finding | list[Finding]:
             remedy=Remediation(f"Stay on torch {version}+{variant} (pin torch=={version} in a constraints file).",
                                (cmd,), (PREVIOUS,))))
     return out
+
+
+def _unversioned(cuda: object) -> str:
+    """How a title names a torch whose version the text does not show (its CUDA was): never "(version not read)",
+    an unknown is never a word of a finding."""
+    return f"built for CUDA {cuda}" if cuda else "(this build)"

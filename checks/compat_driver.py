@@ -83,7 +83,7 @@ def _cuda_build(facts: Facts) -> TorchBuild | None:
         return build
     cuda = facts.value("torch.cuda_version")
     if cuda and versions.parse(cuda) is not None:
-        return TorchBuild("(version not read)", "", None, str(cuda))
+        return TorchBuild(f"built for CUDA {cuda}", "", None, str(cuda))  # its version is not in the text
     return None
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor import views
-from envdoctor.knowledge import compat, messages, remedies, versions
+from envdoctor.knowledge import catalogue, compat, messages, remedies, versions
 
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
@@ -128,6 +128,50 @@ def _cudnn_refused(facts: Facts, ev: dict[str, Any], compiled: tuple[int, int, i
                                    (remedies.CUDNN_SUPPORT_MATRIX,)))
 
 
+def _halves(args: list[str]) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+    """A framework's cuDNN message's two versions, the loaded one first: its arguments split in two halves (XLA's
+    ``%d.%d.%d`` twice, JAX's ``{}`` twice: ``8700`` or ``9.1.0``)."""
+    if not args or len(args) % 2:
+        return None
+    half = len(args) // 2
+    found = []
+    for part in (args[:half], args[half:]):
+        text = ".".join(a.strip(" '\".,") for a in part)
+        value: Any = int(text) if text.isdigit() else text
+        parsed = versions.cudnn_tuple(value)
+        if parsed is None:
+            return None
+        found.append(parsed)
+    return found[0], found[1]
+
+
+def _framework_cudnn(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """A framework's own cuDNN check refused the loaded cuDNN (XLA's "Loaded runtime CuDNN library: A but source was
+    compiled with: B", JAX's "Found cuDNN version A, but JAX was built against version B"): the versions its message
+    wrote are judged here, with that framework's remedy (catalogue row's ``remedy``), never torch's."""
+    for row in catalogue.judged_rows(facts.value("text.messages"), "cudnn-mismatch"):
+        if row.get("id") == "torch-cudnn-incompatible":
+            continue  # torch's own: its facts (torch.cudnn_version, …) are judged below
+        pair = _halves([str(a) for a in row.get("args") or ()])
+        if pair is None:
+            continue
+        loaded, built = (".".join(map(str, v)) for v in pair)
+        ev["text.messages"] = [row["id"]]
+        # what the same line says it led to ("CUDA backend failed to initialize: Found cuDNN …") is its evidence
+        led = [str(r.get("id")) for r in facts.value("text.messages") or ()
+               if r.get("role") == "symptom" and r.get("line") == row.get("line")]
+        if led:
+            ev["symptoms"] = led
+        said = remedies.message_remedy(row.get("remedy"), facts.value("python.executable"))
+        fix = Remediation(*said) if said else None
+        who = str(row.get("emitter") or "the framework")
+        return fail(f"cuDNN {loaded} is loaded; {who} was built with cuDNN {built}",
+                    detail=f"{who} says \"{str(row.get('line'))[:300]}\": it needs the cuDNN it was built with (the same "
+                           "major, an equal or newer minor). Another cuDNN (another framework's pinned wheel, a system "
+                           "copy on LD_LIBRARY_PATH) is found first.", evidence=ev, remedy=fix)
+    return None
+
+
 @check("cudnn-mismatch", "The cuDNN torch loads is the one it was built with",
        needs=("torch.version", "torch.cudnn_version"), owns=("library_errors:cudnn",))
 def cudnn_mismatch(facts: Facts) -> Finding:
@@ -136,6 +180,9 @@ def cudnn_mismatch(facts: Facts) -> Finding:
     broken = _cudnn_loader_error(facts, ev)
     if broken is not None:
         return broken
+    framework = _framework_cudnn(facts, ev)
+    if framework is not None:
+        return framework
     b = _bundled(facts, "cudnn")
     if b is None:
         said = _cudnn_facts(facts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.knowledge import remedies, versions
+from envdoctor.knowledge import catalogue, remedies, versions
 
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
@@ -23,7 +23,12 @@ _BUILDS_EXTENSIONS = ("deepspeed", "flash-attn", "apex", "mmcv", "mmcv-full", "t
 def toolkit_mismatch(facts: Facts) -> Finding:
     ev = evidence(facts, "toolkit.nvcc_version", "torch.cuda_version", "env.vars", "toolkit.mismatch_error")
     if facts.get("toolkit.mismatch_error").ok:
-        return _build_refused(facts, ev)
+        return _build_refused(facts, ev, str(facts.value("toolkit.mismatch_error")))
+    # A builder's own refusal (DeepSpeed's op_builder) wrote the two versions it compared: judged as pasted.
+    said = catalogue.judged_rows(facts.value("text.messages"), "toolkit-mismatch")
+    if said and facts.get("toolkit.nvcc_version").ok and facts.get("torch.cuda_version").ok:
+        ev["text.messages"] = [r["id"] for r in said][:10]
+        return _build_refused(facts, ev, str(said[0]["line"]), str(said[0].get("emitter") or ""))
     build = torch_build(facts)
     nvcc = facts.value("toolkit.nvcc_version")
     if build is None or not build.cuda:
@@ -64,11 +69,17 @@ def _nvcc_remedy(facts: Facts, cuda: str) -> Remediation:
                        ("https://pytorch.org/docs/stable/cpp_extension.html",))
 
 
-def _build_refused(facts: Facts, ev: dict[str, Any]) -> Finding:
-    """torch.utils.cpp_extension stopped the build: its nvcc is not of the CUDA torch was built with."""
+def _build_refused(facts: Facts, ev: dict[str, Any], line: str, emitter: str = "") -> Finding:
+    """The extension build stopped (torch.utils.cpp_extension, or a builder on it such as DeepSpeed's op_builder):
+    its nvcc is not of the CUDA torch was built with."""
     nvcc, cuda = facts.value("toolkit.nvcc_version"), facts.value("torch.cuda_version")
-    return fail(f"The extension build stopped: nvcc {nvcc} is not torch's CUDA {cuda}",
-                detail=f"{facts.value('toolkit.mismatch_error')!r}: torch.utils.cpp_extension compiles with the nvcc of "
+    who = f"{emitter} says {line!r}" if emitter else repr(line)
+    # the line decides; a version it did not show is left out of the title, never printed as "None"
+    title = (f"The extension build stopped: nvcc {nvcc} is not torch's CUDA {cuda}" if nvcc and cuda else
+             "The extension build stopped: the CUDA toolkit (nvcc) is not of torch's CUDA"
+             + (f" {cuda}" if cuda else ""))
+    return fail(title,
+                detail=f"{who}: torch.utils.cpp_extension compiles with the nvcc of "
                        "CUDA_HOME and refuses one of another CUDA than torch's. Running torch does not need the "
                        "toolkit; building extensions needs one that matches (or a torch built for the toolkit's "
-                       "CUDA).", evidence=ev, remedy=_nvcc_remedy(facts, str(cuda)))
+                       "CUDA).", evidence=ev, remedy=_nvcc_remedy(facts, str(cuda)) if cuda else None)

@@ -4,10 +4,10 @@ persistence, compute mode, MIG, Xid events and the NVSwitch fabric."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from envdoctor.knowledge import remedies
+from envdoctor.knowledge import errors, remedies
 
 from ..kit import EVIDENCE_ITEMS, Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
@@ -351,8 +351,16 @@ def gpu_persistence(facts: Facts) -> CheckResult:
 _MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 
 
-@check("gpu-compute-mode", "Compute mode lets this process use the GPUs", healthcheck=True, needs=("nvml.gpus",))
+#: cudaErrorDevicesUnavailable / CUDA_ERROR_DEVICE_UNAVAILABLE: "all CUDA-capable devices are busy or unavailable".
+_BUSY = 46
+
+
+@check("gpu-compute-mode", "Compute mode lets this process use the GPUs", healthcheck=True, needs=("nvml.gpus",),
+       owns=("cuda.init:46",))
 def gpu_compute_mode(facts: Facts) -> CheckResult:
+    init = facts.value("cuda.init") if facts.get("cuda.init").ok else None
+    if isinstance(init, Mapping) and init.get("code") == _BUSY:
+        return _busy(facts, init)
     none = _no_gpus(facts)
     if none:
         return none
@@ -386,6 +394,36 @@ def gpu_compute_mode(facts: Facts) -> CheckResult:
                   + _gaps(exclusive, "compute_processes") + _gaps(gpus, "compute_mode"), evidence=ev)
     return ok("Default compute mode" + _of(gpus, "compute_mode"), detail=_gaps(gpus, "compute_mode").strip(),
               evidence=ev)
+
+
+def _busy(facts: Facts, init: Mapping[str, Any]) -> Finding:
+    """CUDA found every GPU busy or unavailable (46): the compute mode is why when the facts show one that lets a
+    process in only alone (Exclusive_Process, nvidia-smi's table "E. Process") or none (Prohibited)."""
+    gpus = _gpus(facts)
+    ev = {**_gpu_ev(gpus, "compute_mode", "compute_processes"), "cuda.init": dict(init)}
+    said = f"{init.get('name') or 'error 46'}: \"{init.get('message') or 'all CUDA-capable devices are busy or unavailable'}\""
+    locked = [g for g in gpus if g.get("compute_mode") in (1, 2, 3)]
+    if locked:
+        notes = "; ".join(f"{_label(g)}: compute mode {_MODES[g['compute_mode']]}" for g in locked)
+        return fail(f"The GPUs' compute mode keeps this process out ({_MODES[locked[0]['compute_mode']]})",
+                    detail=f"CUDA answered {said}. {notes}: an exclusive GPU takes one CUDA process at a time (the "
+                           "next one is refused while the first holds it), a prohibited one none.", evidence=ev,
+                    gpus=[g["index"] for g in locked], remedy=Remediation(
+                        "Stop the process that holds the GPU, use another GPU, or (if the machine's policy allows) "
+                        "set the default compute mode.",
+                        (*remedies.gpu_holders(),
+                         *_each(lambda i, bus: remedies.gpu_setting(f"-i {i} -c DEFAULT"), locked)),
+                        (remedies.NVIDIA_SMI_DOC,)))
+    title, text = errors.cuda_init_text(_BUSY) or ("GPUs are busy or unavailable", "")
+    shown = ("; the compute mode the text shows is " + ", ".join(
+        f"{_label(g)}: {_MODES.get(g['compute_mode'], g['compute_mode'])}" for g in gpus if g.get("compute_mode") is not None)
+             if any(g.get("compute_mode") is not None for g in gpus) else "; the GPUs' compute mode is not in the text")
+    if any(g.get("compute_mode") is not None for g in gpus):
+        text = "Another process may hold the GPUs, or a GPU is in a bad state."  # not the compute mode: it was shown
+    return fail(title, detail=f"CUDA answered {said}{shown}. {text}".strip(), evidence=ev, remedy=Remediation(
+        "Find which process holds the GPUs and which compute mode they are in (an exclusive GPU takes one CUDA "
+        "process at a time); a GPU in a bad state is reset by a reboot.", remedies.gpu_holders(),
+        (remedies.NVIDIA_SMI_DOC,)))
 
 
 # -- gpu-mig ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from envdoctor.knowledge import catalogue, compat, remedies
@@ -43,9 +44,11 @@ def known_message(facts: Facts) -> CheckResult:
     judged = {(str(row.get("line")), row.get("emitter")) for row in reading.value or ()
               if row.get("judged_by") is not None}
     for row in reading.value or ():
-        if (str(row.get("line")), row.get("emitter")) in judged:
+        if row.get("judged_by") is None and (str(row.get("line")), row.get("emitter")) in judged:
             continue
-        if row.get("judged_by") is None and row.get("severity") in ("fail", "warn"):
+        # A judged row is said here too, as the fallback: when its own check judges it, the pipeline folds this
+        # finding into that check's (pipeline/diagnose.py fold_judged), so a message is never left unsaid.
+        if row.get("severity") in ("fail", "warn"):
             by_cause.setdefault(str(row["cause"]), []).append(dict(row))
     _one_symptom_per_line(by_cause)
     _one_reading_per_sentence(by_cause)
@@ -56,8 +59,9 @@ def known_message(facts: Facts) -> CheckResult:
     # Causes before symptoms ("JAX could not initialise its CUDA backend" is what a cuDNN mismatch leads to): a
     # symptom the same text explains is folded into the first cause's finding as its evidence, said once.
     groups = sorted(by_cause.items(), key=lambda kv: (_role(kv[1]) == "symptom", kv[1][0]["severity"] != "fail"))
-    explained = [(cid, rows) for cid, rows in groups if _role(rows) == "symptom"] if any(
-        _role(rows) == "cause" for _, rows in groups) else []
+    # a judged row's fallback explains nothing here: its check's finding takes the symptoms (fold_symptoms)
+    hosts = [cid for cid, rows in groups if _role(rows) == "cause" and not _judged(rows)]
+    explained = [(cid, rows) for cid, rows in groups if _role(rows) == "symptom"] if hosts else []
     for cause_id, rows in groups:
         if (cause_id, rows) in explained:
             continue
@@ -78,13 +82,19 @@ def known_message(facts: Facts) -> CheckResult:
                        "warning at most.")
         said_ev: dict[str, Any] = {"text.messages": [r["id"] for r in rows][:10], "lines": lines[:5],
                                    "role": _role(rows)}
-        if explained and not found:
+        if cause and cause.alternative:
+            said_ev["alternative"] = cause.alternative
+        if _judged(rows):
+            said_ev["judged_by"] = sorted({str(r["judged_by"]) for r in rows})
+        if explained and cause_id == hosts[0]:
             led = [(causes[cid].title if cid in causes else cid, str(srows[0]["line"])) for cid, srows in explained]
             detail += " It explains what the text shows next: " + "; ".join(
                 f"{what.lower()} (\"{line[:160]}\")" for what, line in led) + "."
             said_ev["symptoms"] = [str(srows[0]["id"]) for _, srows in explained]
         worst = [first] + ([srows[0] for _, srows in explained] if said_ev.get("symptoms") else [])
         failing = any(r["severity"] == "fail" and r.get("verified", True) for r in worst)
+        # a judged row's fallback without a command to give can at most warn
+        failing = failing and (said is not None or not said_ev.get("judged_by"))
         make = fail if failing and (verified or first["severity"] != "fail") else warn
         found.append(make(title, detail=detail, evidence=said_ev, remedy=said))
     return found[:MAX_FINDINGS]
@@ -195,6 +205,11 @@ def _one_reading_per_sentence(by_cause: dict[str, list[dict[str, Any]]]) -> None
             del by_cause[cid]
 
 
+def _judged(rows: list[dict[str, Any]]) -> bool:
+    """Every row of the group is judged by another check: known-message's finding on them is the fallback."""
+    return all(r.get("judged_by") for r in rows)
+
+
 def _role(rows: list[dict[str, Any]]) -> str:
     """A cause's rows are a symptom when every one of them is (the row's role, else its cause's, in the data)."""
     return "symptom" if all((r.get("role") or catalogue.role_of(r.get("cause"))) == "symptom" for r in rows) else "cause"
@@ -211,8 +226,11 @@ def unexplained_error(facts: Facts) -> CheckResult:
     ev = evidence(facts, "text.error_lines")
     if not reading.ok or not reading.value:
         return skip("The text shows no error line that no rule explains", detail=reading.describe(), evidence=ev)
+    entries = [e for e in reading.value if isinstance(e, Mapping) and e.get("line")]  # no line: nothing to quote
+    if not entries:
+        return skip("The text shows no error line that no rule explains", evidence=ev)
     found = []
-    for entry in list(reading.value)[:MAX_FINDINGS]:
+    for entry in entries[:MAX_FINDINGS]:
         line = str(entry["line"])
         pkg = entry.get("package")
         where = f", raised in {pkg}" if pkg else ""
@@ -221,7 +239,7 @@ def unexplained_error(facts: Facts) -> CheckResult:
                                  f"no envdoctor rule explains: \"{line[:400]}\". It is a problem until shown otherwise: "
                                  "read it with the lines around it.",
                           evidence={"line": line[:400], "package": pkg}))
-    more = len(reading.value) - len(found)
+    more = len(entries) - len(found)
     if more > 0:
         last = found[-1]
         found[-1] = warn(last.title, detail=last.detail + f" ({more} more unexplained error line(s) in the text.)",

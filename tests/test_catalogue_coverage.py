@@ -92,5 +92,9 @@ def test_a_capability_warning_with_a_malformed_sm_is_read_without_a_crash() -> N
 def test_a_new_row_names_its_cause_and_the_remedy_for_its_emitter(line: str, cause: str, command: str) -> None:
     facts = parse_text(line + "\n")
     assert cause in {m["cause"] for m in facts.get("text.messages").value}
-    lines = [c for f in diagnose(facts, REGISTRY) if f.id == "known-message" for c in f.remediation.command_lines()]
+    # the finding that says the row: known-message, or the check that judges the facts its words wrote (DeepSpeed's
+    # two CUDA versions: toolkit-mismatch, whose remedy points CUDA_HOME at a toolkit of torch's CUDA)
+    judges = {m["judged_by"] for m in facts.get("text.messages").value if m["cause"] == cause} - {None}
+    lines = [c for f in diagnose(facts, REGISTRY) if f.id == "known-message" or f.id in judges
+             for c in (*f.remediation.command_lines(), f.remediation.text)]
     assert any(command in c for c in lines), lines

@@ -156,6 +156,10 @@ def test_each_cuinit_error_gets_its_own_finding(tmp_path, code, name, title_part
         # The cause has its own check; cuda-init points at it instead of failing twice.
         assert finding.status is Status.SKIP and "fabric-manager" in finding.title
         finding = judge_one(gpu_health.fabric_manager, r)
+    if code == 46:
+        # busy or unavailable is the compute mode's question: gpu-compute-mode owns it (issue 21, round 2)
+        assert finding.status is Status.SKIP and "gpu-compute-mode" in finding.title
+        finding = judge_one(gpu_health.gpu_compute_mode, r)
     assert finding.status is Status.FAIL and title_part in finding.title
     assert any(command_part in c for c in finding.remediation.commands)
     assert init["message"] in finding.detail

@@ -150,7 +150,7 @@ def test_every_owned_symptom_has_one_owner_and_someone_who_defers_to_it():
     assert owned == {"cuda.init:802": "fabric-manager", "cuda.init:804": "cuda-forward-compat",
                      "cuda.init:35": "driver-too-old", "cuda.init:35:no-gpus-requested": "container-gpu",
                      "library_errors:cudnn": "cudnn-mismatch", "library_errors:nccl": "nccl-mismatch",
-                     "nvml.gpus:no-torch-wheel": "gpu-eol"}
+                     "nvml.gpus:no-torch-wheel": "gpu-eol", "cuda.init:46": "gpu-compute-mode"}
     assert all(owner_of(s) == owner for s, owner in owned.items()) and owner_of("cuda.init:999") is None
     asked = _owner_queries()
     assert all(any(fnmatch(s, q) for q in asked) for s in owned), (asked, owned)

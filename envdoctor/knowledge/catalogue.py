@@ -16,13 +16,15 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from envdoctor.knowledge import datafiles, errors
 from envdoctor.lazyre import lazy_re
 from envdoctor.record import Record
 
-__all__ = ["Cause", "Message", "causes", "match_line", "messages", "pattern_of", "placeholders", "render", "role_of"]
+__all__ = ["Cause", "Message", "causes", "judged_rows", "match_line", "messages", "pattern_of", "placeholders", "render",
+           "role_of"]
 
 #: printf conversions (``%s``, ``%d``, ``%zu``, ``%ld``, ``%.*s``, ``%5.2f``) and Python replacement fields.
 _PLACEHOLDER_RE = lazy_re(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdiuxXfgcp]|\{[^{}]*\}")
@@ -36,6 +38,9 @@ class Cause(Record):
     title: str
     severity: str  # "fail" | "warn" | "info" (explained and harmless: no finding)
     role: str = "cause"  # "cause" | "symptom" (what a cause leads to: it follows its cause, never rivals it)
+    #: a symptom's other reading, said (marked as the alternative) when it is folded into the cause another check
+    #: inferred ("a DataLoader worker died": the container's small /dev/shm, or else the out-of-memory killer)
+    alternative: str = ""
 
 
 class Message(Record):
@@ -165,7 +170,7 @@ def _load() -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def causes() -> dict[str, Cause]:
     """Cause id -> its title and severity."""
-    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")))
+    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")), str(c.get("alternative", "")))
             for cid, c in _load()["causes"].items()}
 
 
@@ -274,3 +279,9 @@ def role_of(cause: str | None) -> str:
     """``"symptom"`` for a cause the data marks as what another cause leads to, else ``"cause"``."""
     found = causes().get(str(cause)) if cause else None
     return found.role if found else "cause"
+
+
+def judged_rows(said: Any, check_id: str) -> list[dict[str, Any]]:
+    """The rows of ``text.messages`` (its value: the rows a text holds) whose facts ``check_id`` judges
+    (``judged_by``): a check that judges what a message wrote reads its rows (the line, the arguments) here."""
+    return [dict(row) for row in said or () if isinstance(row, Mapping) and row.get("judged_by") == check_id]

@@ -1252,3 +1252,11 @@ def link_library(library: str, stubs: bool) -> tuple[Line | str, ...]:
     toolkit's ``lib64/stubs`` for the driver's libcuda.so, which a build links against without a driver)."""
     folder = "$CUDA_HOME/lib64/stubs" if stubs else "$CUDA_HOME/lib64"
     return (find_library(library), env_set("LIBRARY_PATH", f"{folder}:$LIBRARY_PATH", "the folders ld searches for -l"))
+
+
+def gpu_holders() -> tuple[Line, ...]:
+    """Which compute mode each GPU is in, and which processes hold them (nvidia-smi's queries; a GPU in
+    Exclusive_Process mode takes one CUDA process at a time)."""
+    return (step("nvidia-smi", "nvidia-smi --query-gpu=index,compute_mode --format=csv"),
+            step("nvidia-smi", "nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
+                 "the processes holding the GPUs"))

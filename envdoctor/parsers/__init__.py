@@ -16,6 +16,8 @@ from envdoctor.knowledge.factkeys import validate_fact_keys
 from ..lazyre import lazy_re
 from ..model import Facts, Reading, Reason, missing, ok
 from . import collect_env, evidence, nvidia_smi, packages, prose, signatures, statements, toollines, ultralytics
+from .containers import CONTAINER_CMD_RE as _CONTAINER_CMD_RE
+from .containers import container_evidence as _container_evidence
 
 __all__ = ["MAX_CHARS", "PARSERS", "PASTE_KEYS", "ParseError", "detect_formats", "parse_text"]
 
@@ -44,20 +46,7 @@ _FENCE_RE = lazy_re(r"^\s*(```|~~~)")
 _QUOTE_RE = lazy_re(r"^\s*(?:>\s?)+")
 _TAG_LINE_RE = lazy_re(r"^\s*(?:</?(?:details|summary|pre|code|br|p)\b[^>]*>\s*)+")
 _BULLET_RE = lazy_re(r"^\s*[-*]\s+(?=\S.*:)")
-# A shell prompt whose host name is 12 hex digits: Docker names a container's host after the
-# first 12 hex digits of its id (root@098b49afe624:/#), so the paste came from inside one.
-_DOCKER_PROMPT_RE = lazy_re(r"^(?:\([^)]*\)\s*)?[\w.-]+@([0-9a-f]{12})[:\s]")
-
-
-# A command whose output is a container's: `kubectl logs|exec`, `docker|podman|nvidia-docker run|exec`.
-_CONTAINER_CMD_RE = lazy_re(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|podman|nvidia-docker)\s+"
-                               r"(?:-\S+\s+)*(logs|exec|run|compose\s+(?:run|exec|logs|up))\b")
-# docker compose prefixes each service's output: "qna-transformers_1  | …" (v1) / "web-1  | …" (v2).
-_COMPOSE_LOG_RE = lazy_re(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
 _PY_BANNER_RE = lazy_re(r"^Python (\d+\.\d+\.\d+)\S* \(.{0,120}\) ?\[.{0,80}\] on (linux|win32|darwin)$")
-# docker compose v1 announcing a one-off container: "Creating vqgan-clip-docker_generate_run ... done"
-_COMPOSE_RUN_RE = lazy_re(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
-_REPORT_LINE_RE = lazy_re(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
 
 _GPU_REQUEST_WORDS = ("--gpus", "--runtime=nvidia", "--runtime nvidia", "nvidia-docker", "nvidia.com/gpu",
@@ -77,30 +66,6 @@ def _gpus_requested(lines: list[str]) -> tuple[bool, str] | None:
         text = " ".join(command)
         asked = m.group(1) == "nvidia-docker" or any(w in text for w in _GPU_REQUEST_WORDS)
         return asked, f"`{text[:120]}` {'requests' if asked else 'does not request'} GPUs"
-    return None
-
-
-def _container_evidence(lines: list[str]) -> tuple[str, str] | None:
-    """("docker"|"kubernetes"|"podman", why) when the paste shows its output came from inside a container:
-    a Docker-id shell prompt, docker compose log prefixes on the report's lines, or a container
-    command (kubectl logs, docker run …) before the first report line."""
-    if prompt := next((m for line in lines if (m := _DOCKER_PROMPT_RE.match(line))), None):
-        return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
-    if any(signatures.NGC_NO_DRIVER in line for line in lines):
-        return "docker", f"the start-up banner of an NVIDIA container image (\"{signatures.NGC_NO_DRIVER}\")"
-    if any(line.startswith("Server Version: version.Info{") for line in lines):
-        # `kubectl version` answered by a cluster: the workload in the ticket runs in its pods.
-        return "kubernetes", "`kubectl version` output names the cluster's server version"
-    for line in lines:
-        if _REPORT_LINE_RE.search(line):
-            if _COMPOSE_LOG_RE.match(line):
-                return "docker", f"the report's lines carry docker compose's service prefix ({line.split('|')[0].strip()})"
-            return None  # the first report line came before any container command: the host's
-        if _COMPOSE_RUN_RE.match(line.strip()):
-            return "docker", f"docker compose started the command: `{line.strip()[:80]}`"
-        if m := _CONTAINER_CMD_RE.match(line.strip()):
-            kind = {"kubectl": "kubernetes", "oc": "kubernetes", "podman": "podman"}.get(m.group(1), "docker")
-            return kind, f"the output follows `{line.strip()[:80]}`, a command that runs in a container"
     return None
 
 

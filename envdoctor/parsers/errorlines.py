@@ -77,6 +77,11 @@ _LOG_PREFIX_RE = lazy_re(r"^(?:\[[\w ./:-]{1,40}\]:?\s*|[a-z0-9][\w.-]{0,60}[-_]
 # collect_env's placeholder for a field it could not read ("cuDNN version: Could not collect"), cut or whole.
 _PLACEHOLDER_FIELD_RE = lazy_re(r"^[\w .()/-]{1,60}:\s*Could not col")
 _TRACEBACK = "Traceback (most recent call last)"
+#: A markdown heading or rule of the reporter's ("### Error / output", "**Error log**", "---"): no error line.
+_MARKDOWN_HEADING_RE = lazy_re(r"^(?:#{1,6}\s|\*\*[^*]{1,100}\*\*:?\s*$|__[^_]{1,100}__:?\s*$|[=-]{3,}\s*$)")
+#: The reporter's own sentence ("Update - my gpu is detected but …", "I can't get CUDA to work"): the first person,
+#: which no emitter's message speaks in. Only for error words and failures; an exception or a fatal line is kept.
+_FIRST_PERSON_RE = lazy_re(r"(?<![/\\.\w-])(?:I|I'm|I've|I'd|I'll|my|My|we|We|we're|We're|our|Our)(?![/\\.\w-])")
 #: A line longer than this is a payload (a base64 blob, a JSON dump), never one error sentence.
 _MAX_LEN = 2000
 
@@ -119,6 +124,10 @@ def _rank(line: str) -> int | None:
     else:
         return None
     if rank and (_benign(lowered) or _PLACEHOLDER_FIELD_RE.match(line)):
+        return None
+    if _MARKDOWN_HEADING_RE.match(line.strip()):
+        return None
+    if rank >= 2 and _FIRST_PERSON_RE.search(line):
         return None
     return rank
 

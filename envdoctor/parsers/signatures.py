@@ -30,6 +30,7 @@ from ..model import Reading, Reason, missing, ok
 from ..redact import redact_text
 from . import errorlines
 from . import evidence as _evidence
+from .containers import NGC_NO_DRIVER, container_evidence
 
 __all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
            "has_messages", "loader_failures", "scan_messages"]
@@ -56,7 +57,6 @@ _NVRM_MISMATCH_RE = lazy_re(r"API mismatch: the client has the version (\d+(?:\.
 _NVRM_WORDS = "API mismatch: the client has the version"
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 #: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
-NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
 _NGC_DRIVER_WORDS = "NVIDIA Driver Release"
 _TOO_OLD_RE = lazy_re(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
 # torch's wording of a CUDA or cuDNN error whose code or versions messages.py may not read.
@@ -370,8 +370,64 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
     if "torch.cuda_available" in out or scan.messages:
         out["torch.cuda_available_messages"] = ok(scan.messages, SOURCE)
     _write_devices(scan, out)
+    _write_compute_modes(lines, out)
     _evidence.rewrapped(list(lines), scan.evidence)
+    _container_worker_shm(lines, scan)
     _evidence.write(scan.evidence, out)
+
+
+#: nvidia-smi's table prints each GPU's compute mode at the end of the GPU's second row, under "Compute M.", in its
+#: short words (nvidia-smi's own abbreviations of nvmlComputeMode_t: "Default", "E. Thread", "Prohibited",
+#: "E. Process"); ``nvidia-smi -q`` prints the long ones ("Exclusive_Process"), which its parser reads.
+_TABLE_COMPUTE_MODE_RE = lazy_re(r"\|\s*\d+%\s+(Default|E\. Process|E\. Thread|Prohibited|Exclusive_Process|"
+                                 r"Exclusive_Thread)\s*\|\s*$")
+_TABLE_COMPUTE_MODES = {"default": 0, "e. thread": 1, "exclusive_thread": 1, "prohibited": 2, "e. process": 3,
+                        "exclusive_process": 3}
+
+
+def _write_compute_modes(lines: Sequence[str], out: dict[str, Reading]) -> None:
+    """The compute modes of nvidia-smi's table (in GPU order) into the GPUs the table's parser read, where it did not
+    read one: "E. Process" is Exclusive_Process, which a second CUDA process finds "busy or unavailable"."""
+    modes = [_TABLE_COMPUTE_MODES[m.group(1).lower()] for line in lines
+             if (m := _TABLE_COMPUTE_MODE_RE.search(line.rstrip()))]
+    reading = out.get("nvml.gpus")
+    if not modes or reading is None or not reading.ok or not isinstance(reading.value, (list, tuple)):
+        return
+    gpus = [dict(g) for g in reading.value]
+    if len(gpus) != len(modes) or all(g.get("compute_mode") is not None for g in gpus):
+        return
+    for gpu, mode in zip(gpus, modes, strict=True):
+        if gpu.get("compute_mode") is None:
+            gpu["compute_mode"] = mode
+    out["nvml.gpus"] = ok(gpus, reading.source, reading.detail)
+
+
+#: The words that give a container more shared memory than its runtime's default: Docker's and Podman's
+#: ``--shm-size`` / ``--ipc=host``, compose's ``shm_size:`` / ``ipc: host``, a pod's memory-backed /dev/shm.
+_SHM_GIVEN_RE = lazy_re(r"--shm-size|--ipc[= ]host|\bshm_size\s*:|\bipc\s*:\s*['\"]?host|medium:\s*['\"]?Memory|"
+                        r"mountPath:\s*['\"]?/dev/shm", re.IGNORECASE)
+#: The causes of the rows that say a DataLoader worker died without saying why.
+_WORKER_DIED = ("dataloader-worker-killed",)
+_BYTES_OF_DEFAULT_SHM = 64 * 1024 * 1024
+
+
+def _container_worker_shm(lines: Sequence[str], scan: Scan) -> None:
+    """A DataLoader worker that died (killed, exited unexpectedly) in a container the text shows started without
+    ``--shm-size`` / ``--ipc=host``: the container's /dev/shm is its runtime's default, 64 MB (Docker's ``docker run
+    --shm-size`` reference, remedies.DOCKER_SHM_SIZE: the size of /dev/shm, 64MB by default), which DataLoader workers outgrow. The worker's line is
+    then the shared-memory failure ``dataloader-shm`` judges (``torch.shm_errors``); outside a container, or with
+    the flags (or a larger ``df -h /dev/shm``) shown, it stays what it says."""
+    if scan.evidence.get("torch.shm_errors"):
+        return
+    died = [str(row["line"]) for row in scan.catalogued if row.get("cause") in _WORKER_DIED]
+    if not died or any(_SHM_GIVEN_RE.search(line) for line in lines):
+        return
+    shm = (scan.evidence.get("tools") or {}).get("host.shm_size")
+    if isinstance(shm, int) and shm > _BYTES_OF_DEFAULT_SHM:
+        return
+    if container_evidence(list(lines)) is None:
+        return
+    scan.evidence["torch.shm_errors"] = list(dict.fromkeys(died))[:50]
 
 
 # -- the facts ------------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def diagnose(facts: Facts, checks: Iterable[CheckSpec]) -> list[Finding]:
     findings: list[Finding] = []
     for spec in checks:
         findings.extend(run_check(spec, facts))
-    return outside_managed_python(cohere(findings), facts)
+    return outside_managed_python(cohere(fold_symptoms(fold_judged(findings))), facts)
 
 
 def _into_venv(rem: Remediation, managed: str) -> Remediation:
@@ -191,10 +191,78 @@ def cohere(findings: list[Finding]) -> list[Finding]:
 SYMPTOM = "symptom"
 
 
+#: The check that quotes error lines no rule explains: within a status it follows every finding that explains.
+UNEXPLAINED = "unexplained-error"
+#: The check that names a catalogued message's cause when no other check judges it.
+KNOWN_MESSAGE = "known-message"
+
+
 def is_symptom(finding: Finding) -> bool:
     return finding.evidence.get("role") == SYMPTOM
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Worst first; within a status, causes before symptoms; otherwise in check order (stable)."""
-    return sorted(findings, key=lambda f: (-SEVERITY[f.status], is_symptom(f)))
+    """Worst first; within a status, causes before symptoms, and an unexplained error line after both (what explains
+    the text stands above what nothing explains); otherwise in check order (stable)."""
+    return sorted(findings, key=lambda f: (-SEVERITY[f.status], f.id == UNEXPLAINED, is_symptom(f)))
+
+
+def fold_judged(findings: list[Finding]) -> list[Finding]:
+    """``known-message``'s finding on rows another check judges (its evidence's ``judged_by``) is the fallback: when
+    that check found something, the message is that check's to say, once, by the check whose id users look for
+    (known-message then reports what it did before: a skip, every message judged by its own check); only when that
+    check found nothing (its facts unread) does known-message's finding stand."""
+    spoke = {f.id for f in findings if f.status not in (Status.OK, Status.SKIP) and f.id != KNOWN_MESSAGE}
+    out: list[Finding] = []
+    folded: list[str] = []
+    for f in findings:
+        by = [str(c) for c in f.evidence.get("judged_by") or ()] if f.id == KNOWN_MESSAGE else []
+        if any(c in spoke for c in by):
+            folded.extend(str(i) for i in f.evidence.get("text.messages") or ())
+            continue
+        out.append(f)
+    if folded and not any(f.id == KNOWN_MESSAGE for f in out):
+        out.append(Finding(KNOWN_MESSAGE, Status.SKIP, "Every catalogued message the text holds is judged by its own "
+                           "check", evidence={"text.messages": folded[:10]}))
+    return out
+
+
+def fold_symptoms(findings: list[Finding]) -> list[Finding]:
+    """A ``known-message`` symptom ("JAX could not initialise its CUDA backend", "a DataLoader worker died") in a text
+    whose cause another check found (cudnn-mismatch, host-shm-size, loader-library, torch-cpu-build, …) is that
+    cause's evidence, said once: it is folded into the first failing cause finding (its ``symptoms`` and a sentence
+    of its detail), never left standing beside it as a rival. A warning names no cause for certain ("persistence
+    mode is off" may be unrelated), so it takes no symptom."""
+    judged = [f for f in findings if f.status not in (Status.OK, Status.SKIP)]
+    # known-message's fallback on a row another check judges (fold_judged kept it: that check found nothing) is a
+    # rival as much as a symptom is when another check found the cause ("Cuda failure 'CUDA driver version is
+    # insufficient …'" next to driver-too-old's finding)
+    symptoms = [f for f in judged if f.id == KNOWN_MESSAGE and (is_symptom(f) or f.evidence.get("judged_by"))]
+    if not symptoms:
+        return findings
+    causes = sorted((f for f in judged if f.id not in (KNOWN_MESSAGE, UNEXPLAINED) and not is_symptom(f)),
+                    key=lambda f: -SEVERITY[f.status])
+    folded: dict[int, list[Finding]] = {}
+    gone: set[int] = set()
+    for sym in symptoms:
+        # only a failure names a cause for certain: a warning beside it ("persistence mode is off") may be unrelated
+        host = next((c for c in causes if c.status is Status.FAIL), None)
+        if host is None:
+            continue
+        folded.setdefault(id(host), []).append(sym)
+        gone.add(id(sym))
+    out = []
+    for f in findings:
+        if id(f) in gone:
+            continue
+        if id(f) in folded:
+            led = folded[id(f)]
+            lines = "; ".join(f"{s.title[:1].lower()}{s.title[1:]} (\"{str((s.evidence.get('lines') or ('',))[0])[:160]}\")"
+                              for s in led)
+            ids = [str(i) for s in led for i in (s.evidence.get("text.messages") or ())]
+            other = "".join(f" The alternative reading: {s.evidence['alternative']}." for s in led
+                            if s.evidence.get("alternative"))
+            f = dataclasses.replace(f, detail=f"{f.detail} It explains what the text shows next: {lines}.{other}".strip(),
+                                    evidence={**f.evidence, "symptoms": [*(f.evidence.get("symptoms") or ()), *ids]})
+        out.append(f)
+    return out
