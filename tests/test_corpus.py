@@ -4,6 +4,7 @@ never fail a healthy case and do not fall below the accuracy measured so far (is
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import sys
@@ -12,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from envdoctor.parsers import evidence, parse_text
+from tests.corpus_judged import judged
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 CASES = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))["cases"]
 
 
+@functools.lru_cache(maxsize=1)
 def _bench():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("corpus_accuracy", ROOT / "bench" / "corpus_accuracy.py")
     assert spec and spec.loader
@@ -26,6 +29,12 @@ def _bench():  # type: ignore[no-untyped-def]
     sys.modules.setdefault(spec.name, module)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.lru_cache(maxsize=1)
+def _evaluated():  # type: ignore[no-untyped-def]
+    """The bench's judgement of the corpus, once per process (two tests read it)."""
+    return _bench().evaluate(CORPUS)
 
 
 def _known_ids() -> set[str]:
@@ -68,7 +77,7 @@ ACCURACY_FLOOR = 0.93
 
 
 def test_no_healthy_case_fails_and_accuracy_does_not_regress() -> None:
-    outcomes, stats = _bench().evaluate(CORPUS)
+    outcomes, stats = _evaluated()
     wrong = [f"{o.file}: expected {o.expected}, got {o.got}" for o in outcomes
              if o.expected != "healthy" and not o.correct]
     false_alarms = [f"{o.file}: {', '.join(o.fails)}" for o in outcomes if o.expected == "healthy" and o.fails]
@@ -82,7 +91,7 @@ REMEDY_FLOOR = 0.8
 
 
 def test_the_top_finding_names_the_threads_remedy() -> None:
-    outcomes, stats = _bench().evaluate(CORPUS)
+    outcomes, stats = _evaluated()
     missed = [f"{o.file}: wanted {o.remedy!r}, said {o.said[:160]!r}" for o in outcomes if o.remedy and not o.remedy_right]
     assert stats["with_remedy"] and stats["remedy_right"] / stats["with_remedy"] >= REMEDY_FLOOR, "\n".join(missed)
 
@@ -90,15 +99,11 @@ def test_the_top_finding_names_the_threads_remedy() -> None:
 def test_every_fail_on_the_corpus_says_what_to_run() -> None:
     """'Say exactly what to do': each failing finding on a real paste carries a command to run."""
     from envdoctor.model import Status
-    from envdoctor.pipeline.diagnose import diagnose
-    from envdoctor.registry import load_registry
 
-    registry = load_registry(plugins=False)
     bare = []
-    for case in CASES:
-        facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
-        bare += [f"{case['file']}: {f.id}" for f in diagnose(facts, registry)
-                 if f.status is Status.FAIL and not f.remediation.command_lines()]
+    for file, facts, findings in judged():
+        assert facts is not None, f"{file}: the parser refused a corpus paste"
+        bare += [f"{file}: {f.id}" for f in findings if f.status is Status.FAIL and not f.remediation.command_lines()]
     assert not bare, "\n".join(bare)
 
 
@@ -133,18 +138,10 @@ def test_mangled_pastes_never_crash_a_check() -> None:
 def test_no_check_crashes_on_any_real_paste() -> None:
     """Each real paste as it was pasted: no check raises (an ``error`` finding names a bug in a check)."""
     from envdoctor.model import Status
-    from envdoctor.parsers import ParseError
-    from envdoctor.pipeline.diagnose import diagnose
-    from envdoctor.registry import load_registry
 
-    registry = load_registry(plugins=False)
     crashed = []
-    for case in CASES:
-        try:
-            facts = parse_text((CORPUS / case["file"]).read_text(encoding="utf-8", errors="replace"))
-        except ParseError:
-            continue
-        crashed += [f"{case['file']}: {f.id}: {f.detail[:160]}" for f in diagnose(facts, registry)
+    for file, _facts, findings in judged():
+        crashed += [f"{file}: {f.id}: {f.detail[:160]}" for f in findings
                     if f.status is Status.ERROR and "bug in the check" in f.detail]
     assert not crashed, "\n".join(crashed)
 

@@ -186,19 +186,12 @@ def test_no_check_writes_a_command_itself() -> None:
 def test_every_command_the_corpus_prints_that_installs_or_runs_as_root_is_typed() -> None:
     """On every corpus case each printed command that installs, runs as root or sets the environment is
     a remedies.Line (so cohere reads its type), and its words are what its type renders."""
-    from envdoctor.parsers import ParseError, parse_text
-    from envdoctor.pipeline.diagnose import diagnose
-    from envdoctor.registry import load_registry
+    from tests.corpus_judged import judged
 
-    registry = load_registry(plugins=False)
     untyped: set[str] = set()
     typed = 0
-    for path in sorted((CHECKS.parent / "tests" / "corpus").glob("*.txt")):
-        try:
-            facts = parse_text(path.read_text(encoding="utf-8", errors="replace"))
-        except ParseError:
-            continue
-        for f in diagnose(facts, registry):
+    for _name, _facts, findings in judged():
+        for f in findings:
             stack = [f.remediation]
             while stack:
                 rem = stack.pop()

@@ -51,13 +51,12 @@ def test_a_typod_torch_version_never_becomes_a_pin(tmp_path):
 
 
 def test_every_pinned_torch_on_the_corpus_is_a_release_of_the_table():
-    from envdoctor.pipeline.diagnose import diagnose as judge
-    from envdoctor.registry import load_registry
+    from tests.corpus_judged import judged
 
-    registry = load_registry(plugins=False)
     pins: set[str] = set()
-    for path in sorted(CORPUS.glob("*.txt")):
-        for f in judge(parse_text(path.read_text(encoding="utf-8", errors="replace")), registry):
+    for name, facts, findings in judged():
+        assert facts is not None, f"{name}: the parser refused a corpus paste"
+        for f in findings:
             for c in f.remediation.command_lines():
                 pins.update(re.findall(r"\btorch==(\S+)", c))
     assert pins and all(compat.known_patch(p) == p for p in pins), sorted(pins)
