@@ -71,14 +71,15 @@ def test_every_table_loads_and_names_its_source() -> None:
 def test_cuda_codes_cover_the_old_tables() -> None:
     assert errors.cuda_init_codes() == OLD_CUINIT
     assert errors.runtime_names() == OLD_RUNTIME_NAMES
-    assert set(errors.runtime_messages()) == OLD_ERROR_STRINGS
+    # The old tables' sentences, and CUDA 13.0's rewording of 46 (tools/snapshots/cuda_errors.tsv) beside them.
+    assert set(errors.runtime_messages()) == OLD_ERROR_STRINGS | {("CUDA-capable device(s) is/are busy or unavailable", 46)}
     for code in OLD_CUINIT_TITLED:
         assert errors.cuda_init_text(code) is not None, code
     assert errors.cuda_init_text(2) is None
     # The runtime's words for a code that means the same as cuInit's agree with the driver's where both exist.
     driver = errors.cuda_driver()
     for code, info in errors.cuda_runtime().items():
-        if code in driver and code != 46:  # 46: the runtime says "all … devices", the driver "device(s) is/are"
+        if info.as_cuinit and code in driver and driver[code].message and code != 46:  # 46: "all … devices" / "device(s) is/are"
             assert info.message == driver[code].message, code
 
 
@@ -106,3 +107,40 @@ def test_the_nvml_child_gets_the_table_in_its_arguments(monkeypatch) -> None:  #
     table = seen["args"]["nvml"]["codes"]
     assert json.loads(json.dumps(table)) == table
     assert {int(k): tuple(v) for k, v in table.items()} == OLD_NVML
+
+
+def test_errors_json_holds_every_code_the_runtime_defines_with_its_own_words() -> None:
+    """tools/gen_errors.py: every cudaError_t of CUDA 13.0 with cudaGetErrorName/cudaGetErrorString as the
+    runtime answered them, every CUresult name of cuda.h; envdoctor's own readings kept; byte for byte."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("gen_errors", root / "tools" / "gen_errors.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.main(["--check"]) == 0, "run: python tools/gen_errors.py"
+    header, tables = gen.read_snapshot()
+    assert any("CUDA 13.0 runtime" in line for line in header) and any("https://" in line for line in header)
+    runtime, driver = errors.cuda_runtime(), errors.cuda_driver()
+    assert len(tables["cuda_runtime"]) > 120 and len(tables["cuda_driver"]) > 90
+    for code, (name, message) in tables["cuda_runtime"].items():
+        assert runtime[code].name == name and message in runtime[code].wordings, code
+    assert all(driver[code].name == name for code, (name, _m) in tables["cuda_driver"].items())
+    assert runtime[700].message == "an illegal memory access was encountered" and not runtime[700].judged
+    assert 0 not in runtime and 0 not in driver  # success is no error
+
+
+def test_a_cuda_error_envdoctor_only_names_is_said_as_a_warning_with_the_way_to_find_the_call() -> None:
+    from envdoctor.model import Status
+    from envdoctor.parsers import parse_text
+    from envdoctor.pipeline.diagnose import diagnose, sort_findings
+    from envdoctor.registry import load_registry
+
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    loss.backward()\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    found = [f for f in sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+             if f.status is not Status.SKIP]
+    assert found[0].id == "known-message" and found[0].status is Status.WARN, found[0]
+    assert "CUDA_LAUNCH_BLOCKING=1" in " ".join(found[0].remediation.command_lines())
+    assert not any(f.id == "unexplained-error" for f in found)

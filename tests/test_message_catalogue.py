@@ -82,7 +82,13 @@ def test_every_code_string_of_errors_json_is_a_generated_row() -> None:
 
     ids = {row.id for row in ROWS}
     assert {f"cuda-runtime-name-{c}" for c in errors.cuda_runtime()} <= ids
-    assert {f"cuda-runtime-{c}" for c, i in errors.cuda_runtime().items() if i.message} <= ids
+    # Every wording of every code is a row: a generated one, or the data file's own (which then gives its cause).
+    formats = {row.format.lower() for row in ROWS}
+    for code, info in errors.cuda_runtime().items():
+        assert all(f"cuda error: {words}".lower() in formats for words in info.wordings), code
+    worded = {str(raw["format"]).lower() for raw in DATA["messages"]}
+    assert {f"cuda-runtime-{c}" for c, i in errors.cuda_runtime().items()
+            if i.message and f"cuda error: {i.message}".lower() not in worded} <= ids
     assert {f"cuda-driver-{c}" for c in errors.cuda_driver()} <= ids
     assert {f"nvml-{c}" for c in errors.nvml()} <= ids
     # generated, not copied: the data file holds none of them

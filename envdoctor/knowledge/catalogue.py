@@ -208,33 +208,46 @@ def _generated() -> list[Message]:
     def judged(code: int, facts: str, check: str | None) -> dict[str, Any]:
         return {"facts": [facts], "judged_by": check} if check else {"facts": [], "judged_by": None}
 
+    # A code errors.json only names (no check of envdoctor's judges it) is a CUDA call the program made that failed:
+    # said, with the way to find the call, as a warning: its cause may be the program's own (an illegal address).
+    def named(info: errors.CodeInfo) -> dict[str, Any]:
+        return {} if info.judged else {"severity": "warn"}
+
+    # A string a data row words itself (with a cause of its own: "no kernel image …" is the architecture's) is
+    # that row's, here and in NCCL's wording below.
+    worded = {str(raw["format"]).lower() for raw in _load()["messages"]}
     for code, info in sorted(errors.cuda_runtime().items()):
         by = "cuda-init" if info.as_cuinit else None
-        if info.message:
-            out.append(_row({"id": f"cuda-runtime-{code}", "emitter": "torch (c10 CUDA check), the CUDA runtime",
-                             "format": f"CUDA error: {info.message}", "cause": "cuda-runtime-error",
-                             "remedy": "cuda-error", **judged(code, "cuda.init", by)}, {"url": src["cuda_runtime"]},
-                            code))
+        for n, words in enumerate(info.wordings):
+            if f"CUDA error: {words}".lower() in worded:
+                continue
+            out.append(_row({"id": f"cuda-runtime-{code}" + (f"-{n}" if n else ""),
+                             "emitter": "torch (c10 CUDA check), the CUDA runtime",
+                             "format": f"CUDA error: {words}", "cause": "cuda-runtime-error",
+                             "remedy": "cuda-error", **judged(code, "cuda.init", by), **named(info)},
+                            {"url": src["cuda_runtime"]}, code))
         out.append(_row({"id": f"cuda-runtime-name-{code}", "emitter": "the CUDA runtime (cudaGetErrorName)",
                          "format": info.name, "cause": "cuda-runtime-error", "remedy": "cuda-error",
-                         **judged(code, "cuda.init", by if "name" in info.recognise else None)},
+                         **judged(code, "cuda.init", by if "name" in info.recognise else None), **named(info)},
                         {"url": src["cuda_runtime"]}, code))
     # NCCL's CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)) (src/include/checks.h): the CUDA error NCCL
     # met is the cause its "unhandled cuda error" is the symptom of. A string a data row words itself (with a cause of
     # its own: "no kernel image …" is NCCL's architecture) is that row's.
-    worded = {str(raw["format"]).lower() for raw in _load()["messages"]}
     nccl = _load()["sources"].get("nccl_checks")
     for code, info in sorted(errors.cuda_runtime().items()):
-        fmt = f"Cuda failure '{info.message}'"
-        if nccl and info.message and fmt.lower() not in worded:
-            out.append(_row({"id": f"nccl-cuda-failure-{code}", "emitter": "NCCL", "format": fmt,
-                             "cause": "cuda-runtime-error", "remedy": "cuda-error",
-                             **judged(code, "cuda.init", "cuda-init" if info.as_cuinit else None)}, dict(nccl), code))
+        for n, words in enumerate(info.wordings):
+            fmt = f"Cuda failure '{words}'"
+            if nccl and fmt.lower() not in worded:
+                out.append(_row({"id": f"nccl-cuda-failure-{code}" + (f"-{n}" if n else ""), "emitter": "NCCL",
+                                 "format": fmt, "cause": "cuda-runtime-error", "remedy": "cuda-error",
+                                 **judged(code, "cuda.init", "cuda-init" if info.as_cuinit else None), **named(info)},
+                                dict(nccl), code))
     for code, info in sorted(errors.cuda_driver().items()):
         # A CUresult name is what cuInit returned in every message that prints one (XLA's "failed call to cuInit").
         out.append(_row({"id": f"cuda-driver-{code}", "emitter": "the CUDA driver API (cuGetErrorName)",
                          "format": info.name, "cause": "cuda-driver-error", "remedy": "cuda-error",
-                         **judged(code, "cuda.init", "cuda-init" if code in init else None)},
+                         **judged(code, "cuda.init", "cuda-init" if code in init else None),
+                         **({} if code in init or info.judged else {"severity": "warn"})},
                         {"url": src["cuda_driver"]}, code))
     for code, info in sorted(errors.nvml().items()):
         # errors.json's reason: an "unsupported" code is a query the GPU does not answer, never a failure.

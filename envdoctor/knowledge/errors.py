@@ -35,12 +35,23 @@ class CodeInfo(Record):
     as_cuinit: bool = False  # runtime: torch's cudaGetDeviceCount error with this code stands for cuInit's result
     recognise: tuple[str, ...] = ()  # runtime: "name" / "message" identify the code on their own
     printed_as: tuple[str, ...] = ()  # NVML: what nvidia-smi prints for it
+    other_messages: tuple[str, ...] = ()  # the same code's wording in another release of the library
+
+    @property
+    def wordings(self) -> tuple[str, ...]:
+        """Every wording of the code's message: errors.json's, then the other releases'."""
+        return (self.message, *self.other_messages) if self.message else self.other_messages
+
+    @property
+    def judged(self) -> bool:
+        """envdoctor has its own reading of the code (a check judges it): else it is only named."""
+        return bool(self.as_cuinit or self.title or self.reason or self.printed_as)
 
 
 def _entry(code: str, raw: dict[str, Any]) -> CodeInfo:
     return CodeInfo(int(code), str(raw["name"]), raw.get("message"), raw.get("title"), raw.get("meaning"),
                     raw.get("reason"), bool(raw.get("as_cuinit", False)), tuple(raw.get("recognise", ())),
-                    tuple(raw.get("printed_as", ())))
+                    tuple(raw.get("printed_as", ())), tuple(raw.get("other_messages", ())))
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,8 +114,8 @@ def runtime_names() -> dict[str, int]:
 @functools.lru_cache(maxsize=1)
 def runtime_messages() -> tuple[tuple[str, int], ...]:
     """``(cudaGetErrorString text, code)`` for the sentences that identify an initialisation failure."""
-    return tuple((info.message, code) for code, info in cuda_runtime().items()
-                 if "message" in info.recognise and info.message)
+    return tuple((words, code) for code, info in cuda_runtime().items()
+                 if "message" in info.recognise for words in info.wordings)
 
 
 @functools.lru_cache(maxsize=1)
