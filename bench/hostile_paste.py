@@ -33,6 +33,8 @@ SHAPES: dict[str, str] = {
     # Every line different (a counter), so repeated-line folding does not help: the line cap must.
     "unique-evidence-lines": "''.join(f'r{i}: NCCL WARN Bootstrap : no socket interface found; CUDA error: invalid device ordinal {i}\\n' for i in range(SIZE // 90))",
     "unique-statements": "''.join(f'- torch version {i}: 2.{i}.0+cu121 | driver: 5{i % 100}.1.{i} | cuDNN {i}.1\\n' for i in range(SIZE // 70))",
+    "unique-long-tokens": "''.join(f'torch aa bb {i} ' + 'x' * 570 + '\\n' for i in range(SIZE // 590))",
+    "unique-slog-lines": "''.join(f'msg=\"inference compute\" {i} ' + 'a' * 1950 + '\\n' for i in range(SIZE // 1980))",
     "collect-env-repeated": "open(CORPUS + '/pytorch-43058-cu102-driver-418.txt', encoding='utf-8').read() * 400",
 }
 

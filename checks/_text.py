@@ -44,11 +44,20 @@ def no_gpu_seen(facts: Facts) -> str | None:
     return None
 
 
+#: Where a GPU list counts the driver's GPUs. A tool's start-up line (llama.cpp, Ollama, TensorFlow) lists the
+#: devices CUDA shows the process, after CUDA_VISIBLE_DEVICES was applied, and prose names the cards it mentions:
+#: neither says how many the driver has.
+_NOT_THE_DRIVERS = ("tool log", "prose")
+
+
 def gpu_count(facts: Facts) -> tuple[int, str] | None:
-    """How many GPUs the text shows the driver has (nvidia-smi's list, a device count, a tool's start-up line or
-    prose), and where that came from; None when it shows none."""
-    count = facts.value("nvml.device_count") if facts.get("nvml.device_count").ok else None
-    gpus: Any = facts.value("nvml.gpus") if facts.get("nvml.gpus").ok else None
+    """How many GPUs the text shows the driver has (nvidia-smi's list, collect_env's, a device count), and
+    where that came from; None when it shows none, or only a tool's or a sentence's list."""
+    def read(key: str) -> Any:
+        r = facts.get(key)
+        return r.value if r.ok and r.source not in _NOT_THE_DRIVERS else None
+
+    count, gpus = read("nvml.device_count"), read("nvml.gpus")
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
         return count, "nvml.device_count"
     if isinstance(gpus, (list, tuple)) and gpus:

@@ -412,10 +412,11 @@ def container_gpu(facts: Facts) -> CheckResult:
         return compose
     result = _container_gpu(facts)
     node = _node_gpus(facts)
-    skipped = isinstance(result, Finding) and result.status is Status.SKIP
-    if node is None or (node.status is not Status.FAIL and not skipped):
-        return result
-    return node
+    # A node that advertises no GPU is this check's failure; one that advertises GPUs does not show that this
+    # container got one (the check's question), so it never makes the check pass.
+    if node is not None and node.status is Status.FAIL:
+        return node
+    return result
 
 
 def _compose_without_gpus(facts: Facts) -> Finding | None:
@@ -434,10 +435,9 @@ def _compose_without_gpus(facts: Facts) -> Finding | None:
                 "container.", evidence=evidence(facts, "text.compose_gpus", "text.messages", "torch.cuda_available"),
                 remedy=Remediation("Ask for the GPUs in the service (Compose's GPU support), then recreate it "
                                    "(docker compose up --force-recreate).",
-                                   ("# docker compose: deploy: {resources: {reservations: {devices: "
-                                    "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                                   (remedies.compose_gpu_request(),
                                     remedies.container_runtime_configure()),
-                                   ("https://docs.docker.com/compose/how-tos/gpu-support/", TOOLKIT_INSTALL)))
+                                   (remedies.COMPOSE_GPU_SUPPORT, TOOLKIT_INSTALL)))
 
 
 def _node_gpus(facts: Facts) -> Finding | None:
@@ -467,8 +467,7 @@ def _node_gpus(facts: Facts) -> Finding | None:
                     detail=f"`kubectl describe node` shows {shown}: {why}. No pod asking for nvidia.com/gpu is "
                     "scheduled there, and none started there gets a GPU.", evidence=ev,
                     remedy=Remediation(text + " Its pod's log names the reason.",
-                                       (*commands, "kubectl logs -n kube-system -l app.kubernetes.io/name="
-                                        "nvidia-device-plugin   # or the namespace the GPU operator uses"),
+                                       (*commands, remedies.device_plugin_logs()),
                                        links))
     if allocatable:
         return ok(f"The node advertises {allocatable} allocatable GPU(s) (nvidia.com/gpu)", evidence=ev)
@@ -494,8 +493,7 @@ def _smi_missing_in_container(facts: Facts) -> Finding | None:
                 evidence=evidence(facts, "nvml.smi_not_found", "nvml.driver_version", "host.container"),
                 remedy=Remediation("Start the container with its GPUs, through the NVIDIA container toolkit.",
                                    (remedies.container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all"),
-                                    "# docker compose: deploy: {resources: {reservations: {devices: "
-                                    "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                                    remedies.compose_gpu_request(),
                                     remedies.container_runtime_configure()),
                                    (TOOLKIT_INSTALL,)))
 
@@ -567,8 +565,7 @@ def _container_gpu(facts: Facts) -> CheckResult:
                         remedy=Remediation(
                             "Start the container through the NVIDIA container toolkit with GPUs requested.",
                             (remedies.container_run("--gpus all", note="or CDI: --device nvidia.com/gpu=all"),
-                             "# docker compose: deploy: {resources: {reservations: {devices: "
-                             "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}",
+                             remedies.compose_gpu_request(),
                              remedies.container_runtime_configure()),
                             (TOOLKIT_INSTALL,)))
         return skip(f"GPU wiring of this {container} container not read", detail="The report has no /dev listing and "
@@ -936,7 +933,7 @@ def _text_visible_devices(facts: Facts, raw: str) -> Finding:
     shown = gpu_count(facts)
     remedy = Remediation("Unset it, or list GPUs that exist (indices from 0, or GPU- UUIDs from `nvidia-smi -L`), "
                          "before the process starts.",
-                         (remedies.env_unset("CUDA_VISIBLE_DEVICES"), "nvidia-smi -L"))
+                         (remedies.env_unset("CUDA_VISIBLE_DEVICES"), remedies.list_gpus()))
     if not entries:
         if not raw.strip():
             why = "it is empty"
@@ -979,7 +976,7 @@ def _text_visible_devices(facts: Facts, raw: str) -> Finding:
               + (f": {symptom}." if symptom and not visible else "."))
     fix = Remediation("List only GPUs that exist (numbered from 0 as `nvidia-smi -L` shows them), or unset it.",
                       (remedies.env_set("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in indices if i < count) or "0",
-                                        "the GPUs the value names that exist"), "nvidia-smi -L"))
+                                        "the GPUs the value names that exist"), remedies.list_gpus()))
     return (fail if not visible else warn)(title, detail=detail, evidence=ev, remedy=fix)
 
 

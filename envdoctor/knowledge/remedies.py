@@ -1260,3 +1260,25 @@ def gpu_holders() -> tuple[Line, ...]:
     return (step("nvidia-smi", "nvidia-smi --query-gpu=index,compute_mode --format=csv"),
             step("nvidia-smi", "nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv",
                  "the processes holding the GPUs"))
+
+
+#: Docker's page for GPUs in Compose (deploy.resources.reservations.devices).
+COMPOSE_GPU_SUPPORT = "https://docs.docker.com/compose/how-tos/gpu-support/"
+
+
+def compose_gpu_request() -> str:
+    """The Compose service's GPU request (Docker's "GPU support" page), as a comment to put in the file: it is
+    YAML, not a command to run."""
+    return ("# docker compose: deploy: {resources: {reservations: {devices: "
+            "[{driver: nvidia, count: all, capabilities: [gpu]}]}}}")
+
+
+def device_plugin_logs() -> Line:
+    """The NVIDIA device plugin's log (its Helm chart's label; the GPU operator may use another namespace)."""
+    return step("kubectl", "kubectl logs -n kube-system -l app.kubernetes.io/name=nvidia-device-plugin",
+                "or the namespace the GPU operator uses")
+
+
+def list_gpus() -> Line:
+    """The GPUs the driver has, with their indices and UUIDs."""
+    return step("nvidia-smi", "nvidia-smi -L")

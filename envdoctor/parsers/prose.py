@@ -37,7 +37,8 @@ KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.gpus
 
 _MAX_LINE = 600
 _SENTENCE_RE = lazy_re(r"(?<=[.!?;])\s+(?=\S)|\n")
-_URL_OR_PATH_RE = lazy_re(r"\S*(?:://|[\\/])\S*")
+# From a token's start only: tried at every position of a long token it was quadratic (400 KB: 2.9 s).
+_URL_OR_PATH_RE = lazy_re(r"(?<!\S)\S*(?:://|[\\/])\S*")
 # Component, then its value within a few filler words ("torch version is 2.1.0", "CUDA toolkit 12.1").
 _FILLER = r"(?:\s+(?:version|ver\.?|is|of|v|toolkit|runtime|at|=|==|:))*\s*v?"
 _MENTIONS: tuple[tuple[str, re.Pattern[str] | Any], ...] = (
@@ -54,8 +55,13 @@ _GPU_RE = lazy_re(r"\b(?:NVIDIA\s+)?(?:GeForce|Quadro|Tesla|TITAN|Jetson)(?:\s+(
                   r"|\b(?:NVIDIA\s+)?(?:RTX|GTX)" + _GPU_TAIL +
                   r"|\b(?:NVIDIA\s+)?(?:A|H|L|B|V|T|P|K|GH|GB)\d{1,3}(?:-[A-Z0-9]+)*\b(?:\s+(?:PCIe|SXM\d?|NVL))?", 0)
 # "a 3090", "my 4090 Ti", "two 3080s": a bare GeForce model number after an article or a possessive.
-_BARE_GPU_RE = lazy_re(r"\b(?:a|an|my|our|the|one|single|with|on)\s+((?:[1-5]0[5-9]0|16[56]0|9[6-8]0)(?:\s*Ti)?)s?\b",
+_BARE_GPU_RE = lazy_re(r"\b(a|an|my|our|the|one|single|with|on)\s+((?:[1-5]0[5-9]0|16[56]0|9[6-8]0)(?:\s*Ti)?)s?\b",
                        re.IGNORECASE)
+# "with"/"on"/"the" before a number is a GPU only in a sentence about a GPU ("trained on 1080 images" is not);
+# and a number that counts the plural noun after it ("a 1080 pixel image", "my 2080 samples") is none.
+_GPU_WORD_RE = lazy_re(r"\b(?:gpus?|cards?|graphics|geforce|nvidia|vram|cuda)\b", re.IGNORECASE)
+_COUNTED_NOUN_RE = lazy_re(r"\s*(?:pixels?|px|images?|samples?|steps?|tokens?|epochs?|iterations?|files?|rows?|examples?|"
+                           r"frames?|points?|words?|batch(?:es)?|items?|records?|[kmg]b|mb/s|hz|mhz|p)\b", re.IGNORECASE)
 # "2 nvidia A40", "four A100s", "8x H100": how many, right before the product.
 _COUNT_BEFORE_RE = lazy_re(r"(?<![\d.,])(\d{1,2}|two|three|four|five|six|seven|eight)\s*(?:x\s*|×\s*)?(?:nvidia\s+)?$",
                            re.IGNORECASE)
@@ -107,8 +113,11 @@ def _states_nothing(sentence: str) -> bool:
 def _gpus(sentence: str) -> list[tuple[str, int, int, Any]]:
     found: list[tuple[str, int, int, Any]] = []
     spans = [(m.group(0), m.start()) for m in _GPU_RE.finditer(sentence)]
-    spans += [(_bare_gpu(m.group(1)), m.start(1)) for m in _BARE_GPU_RE.finditer(sentence)
-              if not re.match(r"(?:RTX|GTX)\s*$", sentence[max(0, m.start(1) - 4):m.start(1)])]
+    about_a_gpu = _GPU_WORD_RE.search(sentence) is not None
+    spans += [(_bare_gpu(m.group(2)), m.start(2)) for m in _BARE_GPU_RE.finditer(sentence)
+              if not re.match(r"(?:RTX|GTX)\s*$", sentence[max(0, m.start(2) - 4):m.start(2)])
+              and (about_a_gpu or m.group(1).lower() not in ("with", "on", "the"))
+              and not _COUNTED_NOUN_RE.match(sentence, m.end())]
     for name, start in sorted(spans, key=lambda s: s[1]):
         said = gpu_value(name)
         if said is None or compat.gpu_by_name(said[0]) is None:
@@ -154,8 +163,12 @@ def statements(lines: Sequence[str]) -> dict[str, tuple[Any, str]]:
 
 # A person saying the program stopped making progress: "training hangs at the first all_reduce", "it gets stuck",
 # "freezes after the first epoch", "deadlocks". "If it hangs, …" states nothing.
-_HANG_RE = lazy_re(r"\b(?:hangs?|hung|hanging|freez(?:es|ing)|froze|frozen|stuck|deadlock(?:s|ed)?)\b", re.IGNORECASE)
+# "freezes" only: "froze", "frozen" and "freezing" are what training does to layers ("the backbone frozen").
+_HANG_RE = lazy_re(r"\b(?:hangs?|hung|hanging|freezes|stuck|deadlock(?:s|ed)?)\b", re.IGNORECASE)
 _HANG_HYPOTHESIS_RE = lazy_re(r"\b(?:if|in case|whether|might|may|could|to avoid|to prevent)\b", re.IGNORECASE)
+# A hang the sentence says happens with a workaround set ("even with NCCL_P2P_DISABLE=1 it hangs") is not one the
+# workaround cured: that sentence states no hang for the checks that read a cure from it.
+_HANG_DESPITE_RE = lazy_re(r"\b(?:even with|still|despite|also with|regardless)\b|NCCL_\w+=", re.IGNORECASE)
 
 
 def hang(lines: Sequence[str]) -> str | None:
@@ -165,6 +178,7 @@ def hang(lines: Sequence[str]) -> str | None:
             continue
         for sentence in _SENTENCE_RE.split(_URL_OR_PATH_RE.sub(" ", line)):
             if _HANG_RE.search(sentence) and not _HANG_HYPOTHESIS_RE.search(sentence) and \
+                    not _HANG_DESPITE_RE.search(sentence) and \
                     len(_WORD_RE.findall(sentence)) >= 3:
                 return sentence.strip()[:160]
     return None

@@ -70,7 +70,8 @@ _GGML_FOUND_RE = lazy_re(r"\bfound (\d{1,2}) (?:CUDA|ROCm|MUSA) devices?:")
 _GGML_DEVICE_RE = lazy_re(r"^\s*Device (\d{1,2}): (.{2,120}?)(?:\(\d+(?:\.\d+)?M\))?, compute capability (\d{1,2})\.(\d)"
                           r"(?:, VMM: (?:yes|no))?")
 _OLLAMA_RE = lazy_re(r'msg="inference compute"')
-_SLOG_PAIR_RE = lazy_re(r'(\w+)=(?:"([^"]*)"|(\S*))')
+# From a word's start only: tried inside a long word it was quadratic (400 KB of one Ollama line: 7.8 s).
+_SLOG_PAIR_RE = lazy_re(r'(?<!\w)(\w+)=(?:"([^"]*)"|(\S*))')
 _TF_DEVICE_RE = lazy_re(r"device: (\d{1,2}), name: (.{2,120}?), pci bus id: ([0-9a-fA-F:.]+), "
                         r"compute capability: (\d{1,2})\.(\d)")
 _COMFY_VRAM_RE = lazy_re(r"\bTotal VRAM (\d+) MB, total RAM (\d+) MB")
@@ -169,6 +170,7 @@ class _Found:
         self.wsl: list[dict[str, Any]] = []
         self.tf_gpus: tuple[int, str] | None = None
         self.compose: list[Any] | None = None  # [asks for GPUs, the line that says so]
+        self.ollama_ids: list[str] = []  # the GPUs Ollama's "inference compute" lines named, in order
         self.missing_extras: list[dict[str, str]] = []
 
     def tool(self, name: str, line: str) -> None:
@@ -176,10 +178,10 @@ class _Found:
         if entry not in self.tools and len(self.tools) < 50:
             self.tools.append(entry)
 
-    def gpu(self, record: dict[str, Any] | None, line: str) -> None:
+    def gpu(self, record: dict[str, Any] | None, line: str, tool: str) -> None:
         if record is not None and record["index"] not in self.gpus:
             self.gpus[record["index"]] = record
-            self.gpu_lines.append(f"{self.tools[-1]['tool']}'s start-up line {line.strip()[:160]!r}")
+            self.gpu_lines.append(f"{tool}'s start-up line {line.strip()[:160]!r}")
 
 
 def _where(line: str) -> str:
@@ -193,7 +195,7 @@ def _ggml(line: str, found: _Found, _block: list[str | None]) -> bool:
         return True
     if "compute capability" in line and (m := _GGML_DEVICE_RE.match(line)):
         found.tool("llama.cpp", line)
-        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(3)}.{m.group(4)}"), line)
+        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(3)}.{m.group(4)}"), line, "llama.cpp")
         return True
     return False
 
@@ -201,7 +203,7 @@ def _ggml(line: str, found: _Found, _block: list[str | None]) -> bool:
 def _tensorflow(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "compute capability" in line and (m := _TF_DEVICE_RE.search(line)):
         found.tool("tensorflow", line)
-        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(4)}.{m.group(5)}"), line)
+        found.gpu(_gpu(m.group(2), int(m.group(1)), f"{m.group(4)}.{m.group(5)}"), line, "tensorflow")
         return True
     return False
 
@@ -214,7 +216,12 @@ def _ollama(line: str, found: _Found, _block: list[str | None]) -> bool:
     if pairs.get("library", "").lower() == "cuda":  # "cpu" when it found no GPU: the line says only that
         name = pairs.get("description") or pairs.get("name") or ""
         cc = pairs.get("compute") or ""
-        found.gpu(_gpu(name, len(found.gpus), cc if re.fullmatch(r"\d{1,2}\.\d", cc) else None), line)
+        # Ollama prints the line again at each start (its "time=" differs): one GPU per id, not one per line.
+        gpu_id = pairs.get("id") or name
+        if gpu_id not in found.ollama_ids:
+            found.ollama_ids.append(gpu_id)
+            found.gpu(_gpu(name, len(found.ollama_ids) - 1, cc if re.fullmatch(r"\d{1,2}\.\d", cc) else None), line,
+                      "ollama")
         driver = pairs.get("driver", "")
         if re.fullmatch(r"\d{1,2}\.\d", driver) and driver != "0.0":
             found.driver_cuda = found.driver_cuda or (driver, _where(line))
@@ -325,6 +332,8 @@ def _compose(line: str, found: _Found, block: list[str | None]) -> bool:
         return True
     if block[0] != "compose":
         return False
+    if line.lstrip().startswith("#"):
+        return True  # a YAML comment inside the file
     if not _YAML_LINE_RE.match(line.strip()):
         block[0] = None  # a line that is no YAML (a shell prompt, a log line): the file ended
         return False
@@ -380,6 +389,8 @@ def _assignments(line: str, found: _Found) -> None:
     """``VAR=value cmd``, ``export VAR=value``, ``docker run -e VAR=value …``: the GPU stack's variables set."""
     for m in _ASSIGN_RE.finditer(line):
         name, value = m.group(1), _value_of(m.group(2))
+        if any(c in value for c in "$%`"):
+            continue  # a shell expands it when the command runs: its value is unknown here
         if _ENV_NAME_RE.match(name) and len(found.env) < 64:
             found.env.setdefault(name, redact_text(value[:200]))
 
@@ -420,7 +431,7 @@ def read(lines: Sequence[str]) -> _Found:
         _answer(line, found, pending)
         if line.strip():
             _read_line(line, found, block)
-        else:
+        elif block[0] != "compose":  # a Compose file has blank lines between its services
             block[0] = None
     return found
 
