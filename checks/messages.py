@@ -31,6 +31,19 @@ def _container(facts: Facts) -> str | None:
     return str(reading.value) if reading.ok and reading.value else None
 
 
+def _hosts(groups: list[tuple[str, list[dict[str, Any]]]], causes: Mapping[str, Any]) -> dict[str, str]:
+    """Symptom cause id -> the failing cause group of this text it is folded into: one its ``led_by`` names."""
+    hosts = [cid for cid, rows in groups if _role(rows) == "cause" and not _judged(rows) and rows[0]["severity"] == "fail"]
+    host_of: dict[str, str] = {}
+    for cid, rows in groups:
+        if _role(rows) == "symptom":
+            led = causes[cid].led_by if cid in causes else ()
+            host = next((h for h in hosts if h in led and h != cid), None)
+            if host is not None:
+                host_of[cid] = host
+    return host_of
+
+
 @check("known-message", "Every message the text holds is understood", needs=("text.messages",))
 def known_message(facts: Facts) -> CheckResult:
     reading = facts.get("text.messages")
@@ -59,9 +72,11 @@ def known_message(facts: Facts) -> CheckResult:
     # Causes before symptoms ("JAX could not initialise its CUDA backend" is what a cuDNN mismatch leads to): a
     # symptom the same text explains is folded into the first cause's finding as its evidence, said once.
     groups = sorted(by_cause.items(), key=lambda kv: (_role(kv[1]) == "symptom", kv[1][0]["severity"] != "fail"))
-    # a judged row's fallback explains nothing here: its check's finding takes the symptoms (fold_symptoms)
-    hosts = [cid for cid, rows in groups if _role(rows) == "cause" and not _judged(rows)]
-    explained = [(cid, rows) for cid, rows in groups if _role(rows) == "symptom"] if hosts else []
+    # a judged row's fallback explains nothing here: its check's finding takes the symptoms (fold_symptoms). A symptom
+    # is folded only into a failing cause the data says leads to it (its cause's ``led_by``); beside any other it
+    # stands, after the causes.
+    host_of = _hosts(groups, causes)
+    explained = [(cid, rows) for cid, rows in groups if cid in host_of]
     for cause_id, rows in groups:
         if (cause_id, rows) in explained:
             continue
@@ -86,12 +101,13 @@ def known_message(facts: Facts) -> CheckResult:
             said_ev["alternative"] = cause.alternative
         if _judged(rows):
             said_ev["judged_by"] = sorted({str(r["judged_by"]) for r in rows})
-        if explained and cause_id == hosts[0]:
-            led = [(causes[cid].title if cid in causes else cid, str(srows[0]["line"])) for cid, srows in explained]
-            detail += " It explains what the text shows next: " + "; ".join(
-                f"{what.lower()} (\"{line[:160]}\")" for what, line in led) + "."
-            said_ev["symptoms"] = [str(srows[0]["id"]) for _, srows in explained]
-        worst = [first] + ([srows[0] for _, srows in explained] if said_ev.get("symptoms") else [])
+        said_ev["cause"] = cause_id
+        mine = [(cid, srows) for cid, srows in explained if host_of[cid] == cause_id]
+        if mine:
+            led = [(causes[cid].title if cid in causes else cid, str(srows[0]["line"])) for cid, srows in mine]
+            detail += " " + catalogue.explains_sentence(led)
+            said_ev["symptoms"] = [str(srows[0]["id"]) for _, srows in mine]
+        worst = [first] + [srows[0] for _, srows in mine]
         failing = any(r["severity"] == "fail" and r.get("verified", True) for r in worst)
         # a judged row's fallback without a command to give can at most warn
         failing = failing and (said is not None or not said_ev.get("judged_by"))

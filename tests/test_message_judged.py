@@ -220,10 +220,37 @@ def test_a_symptom_folds_into_a_failing_cause_only_never_into_an_unrelated_warni
     from envdoctor.pipeline.diagnose import fold_symptoms
 
     symptom = warn("A DataLoader worker process died", id="known-message",
-                   evidence={"role": "symptom", "text.messages": ["dataloader-exited"], "lines": ["x"]})
+                   evidence={"role": "symptom", "text.messages": ["dataloader-exited"], "lines": ["x"],
+                             "cause": "dataloader-worker-killed"})
     unrelated = warn("Persistence mode is off", id="gpu-persistence")
     assert fold_symptoms([unrelated, symptom]) == [unrelated, symptom]
     cause = fail("DataLoader workers ran out of shared memory", id="dataloader-shm")
     folded = fold_symptoms([unrelated, cause, symptom])
     assert [f.id for f in folded] == ["gpu-persistence", "dataloader-shm"]
     assert list(folded[1].evidence["symptoms"]) == ["dataloader-exited"]
+    # a failure that does not lead to it (messages.json's led_by) takes no symptom: both stand
+    other = fail("torch is the CPU-only build", id="torch-cpu-build")
+    assert fold_symptoms([other, symptom]) == [other, symptom]
+
+
+def test_every_led_by_names_a_cause_of_the_catalogue_or_a_registered_check() -> None:
+    from envdoctor.knowledge import catalogue
+
+    ids = {s.id for s in load_registry(plugins=False)} | set(catalogue.causes())
+    for cid, cause in catalogue.causes().items():
+        assert set(cause.led_by) <= ids, (cid, sorted(set(cause.led_by) - ids))
+        if cause.role == "symptom":
+            assert cause.led_by, f"{cid}: a symptom says what leads to it"
+
+
+@pytest.mark.parametrize("text, stands", [
+    # a DataLoader worker's death is no symptom of a CPU-only torch: both are said, each with its own remedy
+    ("RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n"
+     "AssertionError: Torch not compiled with CUDA enabled\n", "A DataLoader worker process died"),
+    # nor is CUDA seeing no GPU one of a compiler mismatch
+    ("Your compiler (c++) is not compatible with the compiler Pytorch was built with for this platform, which is g++ "
+     "on linux.\nRuntimeError: No CUDA GPUs are available\n", "CUDA sees no GPU"),
+])
+def test_a_symptom_beside_a_failure_that_does_not_lead_to_it_stands_on_its_own(text: str, stands: str) -> None:
+    found = _problems(text)
+    assert any(f.title.startswith(stands) for f in found), [(f.id, f.title) for f in found]

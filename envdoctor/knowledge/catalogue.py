@@ -41,6 +41,9 @@ class Cause(Record):
     #: a symptom's other reading, said (marked as the alternative) when it is folded into the cause another check
     #: inferred ("a DataLoader worker died": the container's small /dev/shm, or else the out-of-memory killer)
     alternative: str = ""
+    #: what leads to it (a symptom's, or a cause's symptom rows'): catalogue cause ids and check ids. A symptom is
+    #: folded only into a finding of one of them; beside anything else it stands, after the causes.
+    led_by: tuple[str, ...] = ()
 
 
 class Message(Record):
@@ -167,10 +170,18 @@ def _load() -> dict[str, Any]:
     return data
 
 
+def explains_sentence(led: list[tuple[str, str]]) -> str:
+    """The one wording of a cause's finding taking its symptoms: each symptom's title (its first letter lowered,
+    the rest as written: "CUDA sees no GPU") and the line that showed it."""
+    return "It explains what the text shows next: " + "; ".join(
+        f"{title[:1].lower()}{title[1:]} (\"{line[:160]}\")" for title, line in led) + "."
+
+
 @functools.lru_cache(maxsize=1)
 def causes() -> dict[str, Cause]:
     """Cause id -> its title and severity."""
-    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")), str(c.get("alternative", "")))
+    return {cid: Cause(cid, str(c["title"]), str(c["severity"]), str(c.get("role", "cause")), str(c.get("alternative", "")),
+                       tuple(str(x) for x in c.get("led_by", ())))
             for cid, c in _load()["causes"].items()}
 
 

@@ -212,7 +212,8 @@ def fold_judged(findings: list[Finding]) -> list[Finding]:
     that check found something, the message is that check's to say, once, by the check whose id users look for
     (known-message then reports what it did before: a skip, every message judged by its own check); only when that
     check found nothing (its facts unread) does known-message's finding stand."""
-    spoke = {f.id for f in findings if f.status not in (Status.OK, Status.SKIP) and f.id != KNOWN_MESSAGE}
+    # a check that crashed (error) did not judge the message: known-message's fallback stands
+    spoke = {f.id for f in findings if f.status in (Status.FAIL, Status.WARN) and f.id != KNOWN_MESSAGE}
     out: list[Finding] = []
     folded: list[str] = []
     for f in findings:
@@ -244,9 +245,15 @@ def fold_symptoms(findings: list[Finding]) -> list[Finding]:
                     key=lambda f: -SEVERITY[f.status])
     folded: dict[int, list[Finding]] = {}
     gone: set[int] = set()
+    from envdoctor.knowledge import catalogue
+
+    known = catalogue.causes()
     for sym in symptoms:
-        # only a failure names a cause for certain: a warning beside it ("persistence mode is off") may be unrelated
-        host = next((c for c in causes if c.status is Status.FAIL), None)
+        # Only a failure names a cause for certain (a warning beside it, "persistence mode is off", may be unrelated),
+        # and only one of the checks the data says lead to it (its cause's led_by; a fallback's own judging check).
+        cause = known.get(str(sym.evidence.get("cause") or ""))
+        leads = {*(cause.led_by if cause else ()), *(str(c) for c in sym.evidence.get("judged_by") or ())}
+        host = next((c for c in causes if c.status is Status.FAIL and c.id in leads), None)
         if host is None:
             continue
         folded.setdefault(id(host), []).append(sym)
@@ -257,12 +264,11 @@ def fold_symptoms(findings: list[Finding]) -> list[Finding]:
             continue
         if id(f) in folded:
             led = folded[id(f)]
-            lines = "; ".join(f"{s.title[:1].lower()}{s.title[1:]} (\"{str((s.evidence.get('lines') or ('',))[0])[:160]}\")"
-                              for s in led)
+            said = [(s.title, str((s.evidence.get("lines") or ("",))[0])) for s in led]
             ids = [str(i) for s in led for i in (s.evidence.get("text.messages") or ())]
             other = "".join(f" The alternative reading: {s.evidence['alternative']}." for s in led
                             if s.evidence.get("alternative"))
-            f = dataclasses.replace(f, detail=f"{f.detail} It explains what the text shows next: {lines}.{other}".strip(),
+            f = dataclasses.replace(f, detail=f"{f.detail} {catalogue.explains_sentence(said)}{other}".strip(),
                                     evidence={**f.evidence, "symptoms": [*(f.evidence.get("symptoms") or ()), *ids]})
         out.append(f)
     return out
