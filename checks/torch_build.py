@@ -60,9 +60,12 @@ def suggested_build(facts: Facts) -> tuple[str | None, str, str]:
             else:
                 why = f"Your driver supports CUDA {versions.cuda_from_int(cap)}, so torch {current}+{pick} runs on it."
             return current, pick, why
-    variant, why = recommend.variant_for_driver(views.driver_cuda(facts), views.platform_of(facts))
-    newest = compat.current_release()
-    return (compat.latest_patch(newest) if newest else None), variant, why
+    plat = views.platform_of(facts)
+    variant, why = recommend.variant_for_driver(views.driver_cuda(facts), plat)
+    # The variant may be an older release's (a driver too old for the newest one's): the pin is that release's
+    # newest patch, never a version the variant's index does not carry.
+    minor = next((m for m in compat.releases_newest_first() if variant in compat.release_variants(m, plat)), None)
+    return (compat.latest_patch(minor) if minor else None), variant, why
 
 
 def cuda_reinstall(facts: Facts) -> Remediation:
@@ -249,7 +252,8 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
                   detail=f"This machine is CPU-only ({why_cpu}): a CPU build is the right one, and smaller than a CUDA "
                   "build by gigabytes of CUDA libraries this machine could not use.", evidence=ev)
     remedy = cuda_reinstall(facts)
-    detail = (f"torch {facts.value('torch.version')} is the CPU-only build (torch.version.cuda is None); "
+    shown = facts.value("torch.version") if facts.get("torch.version").ok else None
+    detail = (f"{f'torch {shown}' if shown else 'torch'} is the CPU-only build (torch.version.cuda is None); "
               "torch.cuda.is_available() is always False and .cuda() raises \"Torch not compiled with CUDA enabled\".")
     if present:
         return fail("torch is a CPU-only build but an NVIDIA GPU is present", detail=f"{detail} ({why}.)",
