@@ -166,7 +166,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: its controller wrote the package's bytecode
         return
     import compileall
+    import time
 
+    # test_bytecode holds the bytecode current for what was compiled here; a source edited after this (a developer
+    # saving a file while the suite runs) is that developer's, not a stale cache.
+    os.environ["ENVDOCTOR_TESTS_COMPILED_AT"] = repr(time.time())
     for folder in (TESTS.parent / "envdoctor", TESTS.parent / "checks"):
         compileall.compile_dir(str(folder), quiet=1)
 
