@@ -117,7 +117,9 @@ def test_a_format_string_becomes_a_pattern_over_its_fixed_words(fmt: str, line: 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_every_row_rendered_with_random_arguments_yields_its_cause(row: catalogue.Message) -> None:
     rng = random.Random(f"issue-21:{row.id}")
-    for _ in range(3):
+    # A row generated from errors.json (one template, a code's own string) is rendered once; a data row, whose
+    # format carries arguments, three times.
+    for _ in range(1 if row.code is not None else 3):
         line = _rendered(row, rng)
         facts = parse_text(_buried(line, rng))
         said = facts.get("text.messages")
