@@ -123,6 +123,11 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_nvidia_probes.py::test_a_hung_nvml_init_leaves_cuinit_reported_and_is_named_at_its_own_deadline",
     "test_paste_formats.py::test_hostile_long_lines_do_not_stall_the_parser",
     "test_statement_grid.py::test_a_seeded_sample_of_whole_texts_through_diagnose[2026-300]",
+    # The whole grid (every catalogue GPU x every CUDA wheel of the last eight releases x every shape): the fast tier
+    # keeps its seeded samples and the shared-name case.
+    "test_statement_grid.py::test_every_shape_reads_every_wheels_torch_and_platform",
+    "test_statement_grid.py::test_the_arch_verdict_over_the_whole_grid_is_the_matrix_s",
+    "test_statement_grid.py::test_every_shape_reads_every_catalogue_gpu_and_its_compute_capability",
     # Hangs a test waits out to its deadline (wall time, not CPU: they would hold a worker).
     "test_fakes.py::test_hang_on_load_never_returns_and_a_plain_build_loads",
     "test_libraries.py::test_hanging_ldconfig_is_a_timeout_within_the_deadline",
