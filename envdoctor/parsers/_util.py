@@ -45,9 +45,15 @@ def is_placeholder(value: str) -> bool:
     return value.strip().lower() in (COULD_NOT_COLLECT, NO_CUDA, NOT_APPLICABLE, "", "none")
 
 
+def not_read(readings: dict[str, Reading], key: str) -> bool:
+    """No parser has read ``key`` yet (absent, or a reading with its reason): a later reader may fill it."""
+    reading = readings.get(key)
+    return reading is None or not reading.ok
+
+
 def not_in_report(source: str, what: str) -> Reading:
     return missing(Reason.NOT_IN_REPORT, source, f"the pasted report has no {what}")
 
 
-__all__ = ["is_placeholder", "not_in_report", "ok", "to_bool", "unread",
+__all__ = ["is_placeholder", "not_in_report", "not_read", "ok", "to_bool", "unread",
            "version_in"]

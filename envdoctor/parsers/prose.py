@@ -29,6 +29,7 @@ from envdoctor.knowledge import compat, versions
 
 from ..lazyre import lazy_re
 from ..model import Reading, ok
+from ._util import not_read
 from .statements import gpu_value, split_statement
 
 SOURCE = "prose"
@@ -203,10 +204,6 @@ def tensorflow(lines: Sequence[str]) -> tuple[str, str] | None:
     return next(iter(found.items())) if len(found) == 1 else None
 
 
-def _unread(readings: dict[str, Reading], key: str) -> bool:
-    reading = readings.get(key)
-    return reading is None or not reading.ok
-
 
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Fill the facts no report or statement read with what the prose states."""
@@ -221,11 +218,11 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     if (stuck := hang(lines)) is not None:
         readings["text.hang"] = ok(stuck, SOURCE, f"said in prose: {stuck!r}")
     for fact in ("torch.version", "nvml.driver_version", "python.version"):
-        if fact in said and _unread(readings, fact):
+        if fact in said and not_read(readings, fact):
             value, sentence = said[fact]
             readings[fact] = ok(value, SOURCE, f"said in prose: {sentence!r}")
     torch = readings.get("torch.version")
-    if _unread(readings, "torch.cuda_version"):
+    if not_read(readings, "torch.cuda_version"):
         tag = versions.local_tag(str(torch.value)) if torch is not None and torch.ok and torch.value else None
         if torch is not None and torch.ok and torch.source == SOURCE and (tag == "cpu" or versions.variant_cuda(tag)):
             readings["torch.cuda_version"] = ok(versions.variant_cuda(tag), SOURCE, f"torch's version tag, "
@@ -234,12 +231,12 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
             # "torch 2.1.0 with CUDA 12.1": a CUDA said in the sentence that names torch is torch's.
             value, sentence = said["cuda"]
             readings["torch.cuda_version"] = ok(value, SOURCE, f"said in prose beside torch: {sentence!r}")
-    if "gpu" in said and _unread(readings, "nvml.gpus"):
+    if "gpu" in said and not_read(readings, "nvml.gpus"):
         (name, index, count, cc), sentence = said["gpu"]
         records = [{"index": i, "name": name, **({"compute_capability": versions.cc_text(cc)} if cc else {})}
                    for i in range(index, index + count)]
         readings["nvml.gpus"] = ok(records, SOURCE, f"said in prose: {sentence!r}")
-        if _unread(readings, "nvml.device_count"):
+        if not_read(readings, "nvml.device_count"):
             readings["nvml.device_count"] = ok(len(records), SOURCE, f"said in prose: {sentence!r}")
 
 

@@ -56,6 +56,7 @@ from envdoctor.knowledge.versions import cuda_to_int, local_tag, variant_cuda
 from ..lazyre import lazy_re
 from ..model import Reading, ok
 from ..redact import redact_text
+from ._util import not_read
 from .statements import gpu_value
 
 SOURCE = "tool log"
@@ -436,10 +437,6 @@ def read(lines: Sequence[str]) -> _Found:
     return found
 
 
-def _unread(readings: dict[str, Reading], key: str) -> bool:
-    reading = readings.get(key)
-    return reading is None or not reading.ok
-
 
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Write what the tools' lines and the command lines say into ``readings`` (only facts not read already)."""
@@ -455,27 +452,27 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     if found.node:
         readings["text.node_gpus"] = ok(found.node, SOURCE, "`kubectl describe node`: nvidia.com/gpu in its "
                                         "Capacity / Allocatable blocks")
-    if found.gpus and _unread(readings, "nvml.gpus"):
+    if found.gpus and not_read(readings, "nvml.gpus"):
         gpus = [found.gpus[i] for i in sorted(found.gpus)]
         why = "; ".join(found.gpu_lines[:4])
         readings["nvml.gpus"] = ok(gpus, SOURCE, why)
-        if _unread(readings, "nvml.device_count"):
+        if not_read(readings, "nvml.device_count"):
             count = found.device_count[0] if found.device_count and found.device_count[0] >= len(gpus) else len(gpus)
             readings["nvml.device_count"] = ok(count, SOURCE, why)
-    if found.driver_cuda and _unread(readings, "cuda.driver_version") and \
+    if found.driver_cuda and not_read(readings, "cuda.driver_version") and \
             (api := cuda_to_int(found.driver_cuda[0])) is not None:
         readings["cuda.driver_version"] = ok(api, SOURCE, f"the CUDA version the driver supports, from "
                                              f"{found.driver_cuda[1]!r}")
-    if found.torch and _unread(readings, "torch.version"):
+    if found.torch and not_read(readings, "torch.version"):
         readings["torch.version"] = ok(found.torch[0], SOURCE, f"from {found.torch[1]!r}")
     torch = readings.get("torch.version")
-    if torch is not None and torch.ok and torch.value and _unread(readings, "torch.cuda_version"):
+    if torch is not None and torch.ok and torch.value and not_read(readings, "torch.cuda_version"):
         # torch's own version tag says what torch.version.cuda is ("2.3.1+cu118", "2.2.0+cpu"), whoever read it.
         tag = local_tag(str(torch.value).split(" ")[0])
         if tag == "cpu" or variant_cuda(tag):
             readings["torch.cuda_version"] = ok(variant_cuda(tag), SOURCE, f"torch's version tag ({torch.value})")
     _write_answers(found, readings)
-    if found.python and _unread(readings, "python.version"):
+    if found.python and not_read(readings, "python.version"):
         readings["python.version"] = ok(found.python[0], SOURCE, f"from {found.python[1]!r}")
 
 
@@ -491,7 +488,7 @@ def _write_answers(found: _Found, readings: dict[str, Reading]) -> None:
         readings["text.compose_gpus"] = ok(bool(found.compose[0]), SOURCE, "a Compose file's services " + (
             f"ask for GPUs ({found.compose[1]!r})" if found.compose[0] else "ask for no GPU (no deploy.resources."
             "reservations.devices, gpus: or runtime: nvidia)"))
-    if found.cuda_available is not None and _unread(readings, "torch.cuda_available"):
+    if found.cuda_available is not None and not_read(readings, "torch.cuda_available"):
         readings["torch.cuda_available"] = ok(found.cuda_available[0], SOURCE, f"printed by {found.cuda_available[1]!r}")
 
 
