@@ -25,7 +25,6 @@ from envdoctor import __version__
 from envdoctor.pipeline.plan import Plan
 from envdoctor.process import lifecycle
 from envdoctor.process.lifecycle import ExitCode
-from envdoctor.process.starved import limit_hit
 from envdoctor.redact import redact_text, redact_tree
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -132,17 +131,8 @@ def run() -> None:
             code = ExitCode.SIGINT
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (ExitCode.OK if exc.code is None else ExitCode.FAIL)
-    except lifecycle.OutputError as exc:
-        code = lifecycle.report_output_error(exc)
-    except (MemoryError, RuntimeError, OSError) as exc:
-        line = limit_hit(exc)  # imported with this module: out of file descriptors, no import would work here
-        if line is None:
-            code = _internal_error(exc)
-        else:
-            lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
-            code = ExitCode.INCOMPLETE
-    except Exception as exc:  # noqa: BLE001 - the last resort: a bug is one line and exit 3, never 1 ("a failure")
-        code = _internal_error(exc)
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line and its exit code, never a traceback
+        code = lifecycle.top_level_code(exc)
     lifecycle.finish(code)
 
 

@@ -13,7 +13,6 @@ from typing import Any, NoReturn
 
 from envdoctor.process import lifecycle
 from envdoctor.process.host import Host
-from envdoctor.process.starved import limit_hit
 
 from ..model import ProbeStatus
 from ..report import Report
@@ -161,16 +160,7 @@ def direct(plan: Plan) -> None:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (lifecycle.ExitCode.OK if exc.code is None
                                                                else lifecycle.ExitCode.FAIL)
-    except lifecycle.OutputError as exc:
-        code = lifecycle.report_output_error(exc)
-    except (MemoryError, RuntimeError, OSError) as exc:
-        line = limit_hit(exc)
-        if line is None:
-            code = lifecycle.internal_error(exc)
-        else:
-            lifecycle.write_line(f"envdoctor: error: cannot complete: {line}")
-            code = lifecycle.ExitCode.INCOMPLETE
-    except Exception as exc:  # noqa: BLE001 - the last resort: a bug is one line and exit 3, never 1
-        code = lifecycle.internal_error(exc)
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line and its exit code, as the CLI's run()
+        code = lifecycle.top_level_code(exc)
     lifecycle.finish(code)
 

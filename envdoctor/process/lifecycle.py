@@ -30,6 +30,8 @@ import threading
 import time
 from typing import Any, NoReturn
 
+from envdoctor.process.starved import limit_hit
+
 
 class ExitCode(enum.IntEnum):
     """Every exit code envdoctor gives, in one place (README "Exit codes" lists the same)."""
@@ -433,6 +435,20 @@ def internal_error(exc: BaseException) -> int:
     write_line(f"envdoctor: error: internal error ({type(exc).__name__}: {said}); "
                "please report it (ENVDOCTOR_DEBUG=1 shows the traceback)")
     return ExitCode.INCOMPLETE
+
+
+def top_level_code(exc: Exception) -> int:
+    """The exit code of an exception that reached a command's top (the CLI's and the click-free healthcheck's),
+    its one line written: a closed or failing output, an exhausted limit (``cannot complete: …``, exit 3), or a
+    bug (one line, exit 3, never 1: a failure)."""
+    if isinstance(exc, OutputError):
+        return report_output_error(exc)
+    if isinstance(exc, (MemoryError, RuntimeError, OSError)):
+        line = limit_hit(exc)  # imported with this module: out of file descriptors, no import would work here
+        if line is not None:
+            write_line(f"envdoctor: error: cannot complete: {line}")
+            return ExitCode.INCOMPLETE
+    return internal_error(exc)
 
 
 def finish(code: int) -> NoReturn:
