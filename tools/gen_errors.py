@@ -96,8 +96,11 @@ def refresh(cuda_home: str, path: str = SNAPSHOT) -> None:
         driver = _DRIVER_ENUM.search(fh.read())
     if runtime is None or driver is None:
         raise SystemExit("the toolkit's driver_types.h / cuda.h enums were not found")
-    lib = next(os.path.join(cuda_home, d, n) for d in ("lib64", "lib") for n in sorted(os.listdir(os.path.join(
-        cuda_home, d)) if os.path.isdir(os.path.join(cuda_home, d)) else []) if re.fullmatch(r"libcudart\.so\.\d+", n))
+    found = [os.path.join(folder, name) for folder in (os.path.join(cuda_home, "lib64"), os.path.join(cuda_home, "lib"))
+             if os.path.isdir(folder) for name in sorted(os.listdir(folder)) if re.fullmatch(r"libcudart\.so\.\d+", name)]
+    if not found:
+        raise SystemExit(f"no libcudart.so.<major> under {cuda_home}/lib64 or lib")
+    lib = found[0]
     cudart = ctypes.CDLL(lib)
     cudart.cudaGetErrorName.restype = ctypes.c_char_p
     cudart.cudaGetErrorString.restype = ctypes.c_char_p
