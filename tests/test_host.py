@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -79,6 +80,39 @@ def test_child_partial_records_survive_a_hang(child_script):
     assert res.status == "timeout"
     assert res.data == {"driver": "570.1"}
     assert res.stage == "nvmlInit" and "nvmlInit" in res.explain()
+
+
+def test_a_hung_child_says_where_it_hung_even_with_fd_2_redirected(child_script):
+    # The child script's main thread waits in a helper while another thread sleeps, with fd 2
+    # pointed elsewhere (as the DataLoader check does): its stacks still reach the parent.
+    child_script("waits",
+                 "import os, queue, tempfile, threading, time\nfrom _edchild import stage\n"
+                 "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+                 "elsewhere = tempfile.TemporaryFile()\nos.dup2(elsewhere.fileno(), 2)\n"
+                 "def collect():\n    queue.Queue().get()\n"
+                 "stage('workers')\ncollect()\n")
+    began = time.monotonic()
+    res = Host(environ=test_env()).run_child("waits", timeout=2.5)
+    assert time.monotonic() - began < 6
+    assert res.status == "timeout" and res.stage == "workers"
+    assert "(most recent call first)" in res.stderr
+    # The main thread's innermost frame, then the child script's own frame it was called from.
+    assert re.search(r"\(stuck in workers\), at threading\.py:\d+ in wait, from waits\.py:7 in collect$", res.explain()), \
+        res.explain()
+
+
+def test_hung_at_reads_the_main_threads_block_of_a_dump():
+    from envdoctor.process.host import hung_at
+
+    dump = ('Thread 0x00007f1 (most recent call first):\n  File "/x/threading.py", line 327 in wait\n\n'
+            'Current thread 0x00007f2 (most recent call first):\n'
+            '  File "/usr/lib/python3.11/multiprocessing/queues.py", line 113 in get\n'
+            '  File "/opt/envdoctor/child/micro.py", line 744 in _load\n'
+            '  File "/opt/envdoctor/child/micro.py", line 900 in run\n')
+    assert hung_at(dump) == "queues.py:113 in get, from micro.py:744 in _load"
+    assert hung_at(dump.replace("multiprocessing/queues.py", "micro.py")) == "micro.py:113 in get"
+    assert hung_at("Traceback (most recent call last):\n  File ...") == ""
+    assert hung_at("") == ""
 
 
 def test_child_that_dies_is_crashed_with_its_stage(child_script):

@@ -94,6 +94,7 @@ def test_hanging_child_is_a_timeout_within_the_deadline_and_keeps_earlier_result
     assert seconds < deadline + 3.0, (seconds, deadline)
     assert facts["micro.matmul"].reason is Reason.TIMEOUT
     assert "injected hang" in facts["micro.matmul"].detail
+    assert "at micro.py:" in facts["micro.matmul"].detail and "in inject_crash_or_hang" in facts["micro.matmul"].detail
     assert facts["micro.device"].ok  # finished before the hang, kept
     assert facts["micro.transformer"].reason is Reason.SKIPPED
     assert "not reached" in facts["micro.transformer"].detail

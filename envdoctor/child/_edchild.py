@@ -10,6 +10,27 @@ from _thread import allocate_lock, get_ident
 
 MARK = "@@envdoctor@@ "
 _out = sys.stdout
+
+#: The signal on which a child writes every thread's Python stack to its stderr: the parent sends
+#: it at the deadline, just before it ends the child, so a hang says where it hung.
+STACKS_SIGNAL = "SIGUSR2"
+
+
+def _arm_stack_dump():
+    """Dump the stacks on STACKS_SIGNAL to a copy of fd 2 taken now: a check that redirects fd 2
+    for a while (the DataLoader's worker capture) must not swallow the dump."""
+    try:
+        import faulthandler
+        import signal
+
+        stream = os.fdopen(os.dup(2), "w")
+        faulthandler.register(getattr(signal, STACKS_SIGNAL), file=stream, all_threads=True, chain=False)
+        return stream
+    except Exception:  # no fd 2, no such signal on this platform: the deadline still ends the child
+        return None
+
+
+_stacks_stream = _arm_stack_dump()
 #: Thread id -> the namespace its records are written under (see :func:`namespaced`); one lock
 #: around the writer, so records of two threads never interleave within a line.
 _namespaces = {}

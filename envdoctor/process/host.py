@@ -113,7 +113,8 @@ class ChildResult:
             where = f" (stuck in {self.stage})" if self.stage else ""
             if self.cleanup:
                 return f"{self.cleanup} gave no answer within {self.seconds:.1f} s, after everything was read{flood}"
-            return f"no answer within {self.seconds:.1f} s{where}{flood}"
+            at = hung_at(self.stderr)
+            return f"no answer within {self.seconds:.1f} s{where}{f', at {at}' if at else ''}{flood}"
         if self.status == "crashed":
             where = f" during {self.stage}" if self.stage else ""
             return f"{self.detail}{where}{flood}"
@@ -575,6 +576,54 @@ def _pump_err(stream: Any, tail: list[bytes]) -> None:
     _close(stream)
 
 
+#: Seconds a hung child script gets to write its stacks (``_edchild.STACKS_SIGNAL``) before it is ended.
+STACKS_GRACE = 1.0
+_STACKS_MARK = b"(most recent call first)"
+
+
+def _ask_for_stacks(proc: subprocess.Popen[bytes], tail: list[bytes]) -> None:
+    """Signal a hung child script to write every thread's stack to its stderr, and wait (at most
+    STACKS_GRACE) until the dump is in and the stream went quiet. Only the child itself is
+    signalled: its own children (DataLoader workers) inherited the handler, not the question."""
+    try:
+        os.kill(proc.pid, signal.SIGUSR2)
+    except (OSError, AttributeError):
+        return
+    end = time.monotonic() + STACKS_GRACE
+    seen = -1
+    while time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.05)
+        size = sum(len(b) for b in tail)
+        if size == seen and _STACKS_MARK in b"".join(tail[-8:]):
+            return
+        seen = size
+
+
+def hung_at(stderr: str) -> str:
+    """Where a hung child's main thread was, from the stacks it wrote when asked: its innermost
+    frame, and the innermost frame of the child script's own code when that is further out
+    ("queues.py:113 in get, from micro.py:744 in _load"); "" when there is no dump.
+
+    faulthandler lists the newest thread first, so the main thread's block is the last one."""
+    blocks = stderr.split("(most recent call first):")
+    if len(blocks) < 2:
+        return ""
+    frames = []
+    for line in blocks[-1].splitlines()[1:]:
+        m = re.match(r'\s+File "([^"]*)", line (\d+) in (\S+)', line)
+        if not m:
+            break
+        frames.append((os.path.basename(m.group(1)), m.group(2), m.group(3)))
+    if not frames:
+        return ""
+    inner = f"{frames[0][0]}:{frames[0][1]} in {frames[0][2]}"
+    scripts = {p.name for p in CHILD_DIR.glob("*.py")}
+    own = next((f for f in frames if f[0] in scripts), None)
+    if own is None or own is frames[0]:
+        return inner
+    return f"{inner}, from {own[0]}:{own[1]} in {own[2]}"
+
+
 def _kill_and_abandon(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -606,6 +655,8 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None,
     outcome = _wait(proc, timeout, records)
     timed_out = outcome == "timeout"
     if timed_out:
+        if records is not None:  # one of our child scripts: it says where it hung first
+            _ask_for_stacks(proc, tail)
         _kill_and_abandon(proc)
     elif outcome == "done" and proc.poll() is None:
         # Everything is said; its teardown (torch's takes a quarter of a second) is not waited for.
