@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 from envdoctor.checks import micro as micro_checks
 
-from envdoctor.model import Facts, Finding, Reason, Status
+from envdoctor.model import Facts, Finding, Reading, Reason, Status
 from envdoctor.pipeline.diagnose import diagnose
 from envdoctor.probes import Options
 from envdoctor.probes.micro import PROBE, probe_micro
@@ -118,6 +119,10 @@ def test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding() -> None:
     facts, findings, _ = run(cpu("dataloader", inject="sigbus_worker", timeout=15.0))  # 5 s: loaded CI ended it first
     assert facts["micro.dataloader"].ok, (facts["micro.dataloader"], facts.get("micro.run"), facts.get("torch.version"))
     result = facts.value("micro.dataloader")["cpu"]
+    if result.get("hung") or result.get("workers_killed"):
+        # The product's answer is still right (the watchdog reported the pass); where torch's loader
+        # stuck is said in the run's warnings, so a CI log shows it.
+        warnings.warn(f"the DataLoader pass needed the loader watchdog: {result.get('error')} {result.get('hung_at')}", stacklevel=1)
     assert result["ok"] is False and result["bus_error"] is True
     assert any("Unexpected bus error encountered in worker" in ln for ln in result["worker_stderr"])
     finding = findings["micro-dataloader"]
@@ -126,6 +131,46 @@ def test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding() -> None:
     commands = " ".join(finding.remediation.commands)
     assert "--shm-size=16g" in commands and "--ipc=host" in commands
     assert "emptyDir" in finding.remediation.text
+
+
+def test_a_main_thread_stuck_where_no_signal_reaches_it_is_reported_by_the_loader_watchdog() -> None:
+    # Workers die of SIGBUS, and the main thread then blocks where an alarm is only held: the
+    # watchdog thread kills the workers, reports the pass (with where the main thread is) and ends
+    # the child, long before the child's deadline.
+    options = cpu("dataloader", inject="sigbus_worker_stuck", timeout=15.0)
+    facts, findings, seconds = run(options)
+    assert seconds < PROBE.deadline(options) / 4, seconds
+    reading = facts.get("micro.dataloader")
+    assert reading.ok and reading.value, reading.describe()
+    result = reading.value["cpu"]
+    assert result["hung"] is True and result["ok"] is False, result
+    assert not result["workers_killed"] and "no worker was alive" in result["error"], result  # SIGBUS ended them
+    assert result["hung_at"][-1].startswith("micro.py:") and result["hung_at"][-1].endswith(" in _load"), result
+    assert "the main thread is at micro.py:" in result["error"], result
+    # What the workers said before they were killed still decides the finding: /dev/shm.
+    assert result["bus_error"] is True, result
+    assert findings["micro-dataloader"].status is Status.FAIL
+    assert "/dev/shm" in findings["micro-dataloader"].title
+    assert facts["micro.run"].ok and facts.value("micro.run")["status"] == "ok"
+
+
+def test_workers_that_never_return_a_batch_end_the_pass_through_the_directed_alarm() -> None:
+    facts, findings, seconds = run(cpu("dataloader", inject="hang_worker", timeout=15.0))
+    result = facts.value("micro.dataloader")["cpu"]
+    assert result["ok"] is False and result["hung"] is True and "no batch within 3 s" in result["error"], result
+    assert "hung_at" not in result  # the main thread answered the alarm itself
+    assert findings["micro-dataloader"].status is Status.FAIL
+    assert findings["micro-dataloader"].title == "DataLoader pass hangs"
+    assert facts.value("micro.run")["status"] == "ok" and seconds < 40, seconds
+
+
+def test_a_hung_dataloader_pass_without_a_bus_error_is_its_own_finding() -> None:
+    facts = Facts({"micro.dataloader": Reading({"cpu": {"ok": False, "hung": True, "killed": True, "workers_killed": [7],
+                                                        "error": "the DataLoader pass gave no answer within 60 s",
+                                                        "worker_stderr": []}}, None, "child:micro")})
+    finding = {f.id: f for f in diagnose(facts, micro_checks.CHECKS)}["micro-dataloader"]
+    assert finding.status is Status.FAIL and finding.title == "DataLoader pass hangs", finding
+    assert "no answer within 60 s" in finding.detail and "num_workers=0" in finding.remediation.text
 
 
 #: Makes every torch import slow once DataLoader workers exist, as it is on a loaded machine.

@@ -18,7 +18,10 @@ Arguments (all optional):
               the first matmul), ``segfault`` (read address 0 at the first matmul),
               ``sigbus_worker`` (DataLoader worker raises SIGBUS, as a full /dev/shm does),
               ``sigbus_worker_unsignalled`` (the same with SIGCHLD kept from the main thread,
-              as when the kernel hands it to another thread on a loaded machine).
+              as when the kernel hands it to another thread on a loaded machine),
+              ``sigbus_worker_stuck`` (the same, with the main thread then blocked where no
+              signal reaches it: the loader watchdog must report the pass itself),
+              ``hang_worker`` (DataLoader workers that never return a batch).
 """
 
 import os as _os
@@ -543,7 +546,10 @@ class _Batches:
 
     def __getitem__(self, index):
         torch = _torch()
-        if self.inject in ("sigbus_worker", "sigbus_worker_unsignalled"):
+        if self.inject == "hang_worker":
+            while True:  # a worker stuck in the dataset's code
+                time.sleep(3600)
+        if self.inject in ("sigbus_worker", "sigbus_worker_unsignalled", "sigbus_worker_stuck"):
             # What a full /dev/shm does to a worker writing a batch into it.
             os.kill(os.getpid(), signal.SIGBUS)
         return torch.full((self.numel,), float(index))
@@ -565,19 +571,27 @@ def check_dataloader(device, opts):
     # Workers inherit fd 2 and print "ERROR: Unexpected bus error encountered in worker" there,
     # while the loader only raises "worker ... exited unexpectedly": capture fd 2 to see which.
     with WorkerStderr() as captured:
+        watchdog = LoaderWatchdog("dataloader@%s" % device, captured, out)
         try:
-            _load(device, data, batch, workers, out)
+            _load(device, data, batch, workers, out, watchdog)
         except Exception as exc:
             # torch's SIGCHLD handler raises a dead worker's exit again at any bytecode while the
             # loader's iterator lives, also while _load is handling the first report of it.
             if "error" not in out:
                 out.update(ok=False, error=error_text(exc))
-    text = captured.text.replace("\x00", "")
+        finally:
+            watchdog.stop()
+    return judge_loader(out, captured.text)
+
+
+def judge_loader(out, text):
+    """``out`` with what the workers said on fd 2 (``text``) and what the error says about them."""
+    text = text.replace("\x00", "")
     out["worker_stderr"] = stderr_summary(text)
     if out.get("error"):
         error = out["error"]
         out["bus_error"] = "bus error" in error.lower() or "SIGBUS" in error
-        out["killed"] = "killed by signal" in error or "exited unexpectedly" in error
+        out["killed"] = "killed by signal" in error or "exited unexpectedly" in error or bool(out.get("workers_killed"))
     if "bus error" in text.lower():
         out["bus_error"] = True
     return out
@@ -599,6 +613,108 @@ def stderr_summary(text, tail=10):
 #: Seconds the whole DataLoader pass may take before it counts as hung (a healthy pass takes
 #: well under a second; the parent's deadline is minutes).
 LOADER_DEADLINE = 60
+#: Seconds of each later step of the loader watchdog (see LoaderWatchdog).
+LOADER_GRACE = 10
+
+
+class LoaderWatchdog:
+    """Bounds the DataLoader pass from a thread of its own, whatever the main thread is blocked in.
+
+    1. At LOADER_DEADLINE, SIGALRM directed at the main thread (``pthread_kill``), every 2 s: a
+       process-directed alarm may be taken by another thread, and a main thread blocked in a call
+       without a timeout then never runs its handler.
+    2. LOADER_GRACE s later the workers are SIGKILLed: a main thread waiting on them wakes.
+    3. LOADER_GRACE s after that the pass is reported from here, as hung, with where the main
+       thread is, and the child ends (what it was asked to run after the pass is reported as not
+       run): a main thread stuck for good could run nothing more anyway.
+    """
+
+    def __init__(self, key, captured, out):
+        import threading
+
+        self.key = key
+        self.captured = captured
+        self.out = out
+        self.main = threading.main_thread().ident
+        self.deadline, self.grace = LOADER_DEADLINE, LOADER_GRACE
+        if INJECT in ("sigbus_worker_stuck", "hang_worker"):  # the self-tests sit out short steps
+            self.deadline, self.grace = 3, 1
+        self.started = time.perf_counter()
+        self.finished = threading.Event()
+        self.lock = threading.Lock()
+        self.alarms = True
+        self.thread = threading.Thread(target=self._watch, name="envdoctor-loader-watchdog", daemon=True)
+        self.thread.start()
+
+    def quiet(self):
+        """No more alarms: the SIGALRM handler is about to be restored."""
+        with self.lock:
+            self.alarms = False
+
+    def stop(self):
+        self.quiet()
+        self.finished.set()
+
+    def _watch(self):
+        if self.finished.wait(self.deadline):
+            return
+        end = time.monotonic() + self.grace
+        while time.monotonic() < end:
+            with self.lock:
+                if self.alarms:
+                    signal.pthread_kill(self.main, signal.SIGALRM)
+            if self.finished.wait(min(2.0, self.grace)):
+                return
+        killed = kill_children()
+        self.out["workers_killed"] = killed
+        if self.finished.wait(self.grace):
+            return
+        self._give_up(killed)
+
+    def _give_up(self, killed):
+        frame = sys._current_frames().get(self.main)
+        where = ["%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name)
+                 for f in (traceback.extract_stack(frame) if frame is not None else [])][-6:]
+        seconds = time.perf_counter() - self.started
+        result = dict(self.out, ok=False, hung=True, hung_at=where, wall_seconds=round(seconds, 4),
+                      error="the DataLoader pass gave no answer within %d s, nor %d s after %s; the main "
+                            "thread is at %s" % (self.deadline, self.grace,
+                                                 "its live workers were killed" if killed else "that (no worker was alive)",
+                                                 where[-1] if where else "an unknown place"))
+        emit(**{self.key: judge_loader(result, self.captured.so_far())})
+        for later in LATER:
+            emit(**{later: {"ok": False, "not_run": "the DataLoader pass before it hung"}})
+        done(seconds=round(seconds, 3), loader_watchdog=True)
+        exit_now()
+
+
+#: Result keys of the checks run after the DataLoader pass (set by :func:`run`): reported as not
+#: run when the loader watchdog ends the child.
+LATER = []
+
+
+def kill_children():
+    """SIGKILL every live process whose parent is this one (the loader's workers); their pids."""
+    me = str(os.getpid())
+    killed = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return killed
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as fh:
+                stat = fh.read().decode("ascii", "replace")
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[1] != me or fields[0] in ("Z", "X"):  # another's, or already dead
+                continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return killed
 
 
 class LoaderHung(Exception):
@@ -644,7 +760,8 @@ class SignalGuard:
 
 
 def _on_alarm(signum, frame):
-    raise LoaderHung("no batch within %d s: a DataLoader worker hung" % LOADER_DEADLINE)
+    raise LoaderHung("no batch within %d s: a DataLoader worker hung" % (3 if INJECT == "hang_worker" else LOADER_DEADLINE))
+
 
 
 def torch_sigchld_handler(torch):
@@ -702,6 +819,13 @@ class WorkerStderr:
         os.dup2(self._file.fileno(), 2)
         return self
 
+    def so_far(self):
+        """What was captured until now (read without moving the file's offset)."""
+        try:
+            return os.pread(self._file.fileno(), 1 << 20, 0).decode("utf-8", "replace")
+        except (OSError, ValueError, AttributeError):
+            return ""
+
     def __exit__(self, *exc):
         sys.stderr.flush()
         os.dup2(self._saved, 2)
@@ -715,7 +839,7 @@ class WorkerStderr:
         return False
 
 
-def _load(device, data, batch, workers, out):
+def _load(device, data, batch, workers, out, watchdog):
     torch = _torch()
     t0 = time.perf_counter()
     seen = 0
@@ -728,8 +852,7 @@ def _load(device, data, batch, workers, out):
         # dead worker is noticed only when SIGCHLD interrupts it, which it does not when the
         # kernel delivers SIGCHLD to another thread (common on a loaded machine). Without one,
         # the loader itself checks its workers' liveness every 5 s; the alarm below bounds a
-        # worker that hangs instead of dying (Python runs the handler in the main thread at
-        # its next 5 s wake-up at the latest).
+        # worker that hangs instead of dying; the watchdog sends it to the main thread itself.
         loader = torch.utils.data.DataLoader(data, batch_size=batch, num_workers=workers, pin_memory=True)
         unsignalled = INJECT == "sigbus_worker_unsignalled"
         if unsignalled:
@@ -739,11 +862,17 @@ def _load(device, data, batch, workers, out):
         if sigchld is not None:
             guard.install(signal.SIGCHLD, sigchld)
         guard.install(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, LOADER_DEADLINE)
         iterator = None
         try:
             warm_up_loader_imports(torch)
             iterator = guard.call(iter, loader)
+            if INJECT == "sigbus_worker_stuck":
+                # Blocked outside the guard, where an alarm is only held: as a main thread stuck in
+                # a call that no signal ends. Only the watchdog's last step reports this pass.
+                stuck = __import__("threading").Lock()
+                stuck.acquire()
+                while True:
+                    stuck.acquire()
             for i in range(len(loader)):
                 chunk = guard.call(next, iterator)
                 want = torch.arange(i * batch, i * batch + batch, dtype=chunk.dtype).unsqueeze(1)
@@ -753,10 +882,10 @@ def _load(device, data, batch, workers, out):
                     chunk.to(device, non_blocking=True)
                 seen += chunk.numel() * 4
         except Exception as exc:
-            out.update(ok=False, error=error_text(exc))
+            out.update(ok=False, error=error_text(exc), hung=isinstance(exc, LoaderHung))
             return
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            watchdog.quiet()
             # Workers are joined while fd 2 is still captured, so every worker's last words are
             # in ``worker_stderr``; the guard stays disarmed through it.
             shutdown_loader(iterator)
@@ -1021,6 +1150,7 @@ def run(opts, torch=None):
     lazy = LazyImports(checks)
     broken = run_per_device(checks, devices, run_opts, lazy)
     lazy.wait("dataloader@%s" % (devices[0]))  # before the DataLoader forks its workers
+    LATER[:] = ["multi_gpu@all"] if "multi_gpu" in checks else []
     if "dataloader" in checks:
         usable = [d for d in devices if d not in broken]
         run_check("dataloader", usable[0] if usable else "cpu", check_dataloader,

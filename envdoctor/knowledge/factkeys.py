@@ -424,7 +424,9 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('micro.dataloader', 'object', ('probe:micro',),
        'device it pinned for → `{"ok", "workers", "batch_bytes", "batches", "pin_memory", "shm_strategy", '
        '"mbps", "wrong_batches", "worker_stderr"}`; on failure `"error"`, `"bus_error"` (a worker died of '
-       'SIGBUS: /dev/shm full), `"killed"`'),
+       'SIGBUS: /dev/shm full), `"killed"`, `"hung"` (no batch within the pass\'s deadline), `"workers_killed"` '
+       '(pids the loader watchdog ended), `"hung_at"` (the main thread\'s last frames, when the watchdog had to '
+       'report the pass itself)'),
     _k('micro.multi_gpu', 'object', ('probe:micro',),
        '`{"devices", "peer_access": [[bool]], "nccl": {"status": "ok"\\|"hung"\\|"wrong"\\|"error", "detail", '
        '"seconds", "nccl_warnings" (NCCL_DEBUG=WARN lines)}, "ok"}`'),

@@ -27,7 +27,8 @@ from .spec import Options
 
 #: Self-test hooks the microchecks child honours (see envdoctor/child/micro.py); tests pass one
 #: through ``Options.micro_inject``. Never set in production.
-INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker", "sigbus_worker_unsignalled")
+INJECTIONS = ("corrupt_matmul", "nan_matmul", "hang", "segfault", "sigbus_worker", "sigbus_worker_unsignalled",
+              "sigbus_worker_stuck", "hang_worker")
 #: Deadline scales (x ``--timeout``): torch import alone takes 1-3 s warm and can take 20+ s on a
 #: cold network filesystem. With the default --timeout 5 the microchecks get 120 s for the whole
 #: set (CUDA init, ~6 s per GPU, and room for eight GPUs), plus 180 s when compiling.
