@@ -577,7 +577,7 @@ def _pump_err(stream: Any, tail: list[bytes]) -> None:
 
 
 #: Seconds a hung child script gets to write its stacks (``_edchild.STACKS_SIGNAL``) before it is ended.
-STACKS_GRACE = 1.0
+STACKS_GRACE = 0.5
 _STACKS_MARK = b"(most recent call first)"
 
 
@@ -585,6 +585,8 @@ def _ask_for_stacks(proc: subprocess.Popen[bytes], tail: list[bytes]) -> None:
     """Signal a hung child script to write every thread's stack to its stderr, and wait (at most
     STACKS_GRACE) until the dump is in and the stream went quiet. Only the child itself is
     signalled: its own children (DataLoader workers) inherited the handler, not the question."""
+    if _state(proc.pid) in ("D", "Z", "T", "t", ""):
+        return  # stuck in the kernel, dead or stopped: no handler runs, the grace would only be lost
     try:
         os.kill(proc.pid, signal.SIGUSR2)
     except (OSError, AttributeError):
@@ -597,6 +599,16 @@ def _ask_for_stacks(proc: subprocess.Popen[bytes], tail: list[bytes]) -> None:
         if size == seen and _STACKS_MARK in b"".join(tail[-8:]):
             return
         seen = size
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (R, S, D, Z, T…); "" when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+        return stat[stat.rindex(")") + 2:].split()[0]
+    except (OSError, ValueError, IndexError):
+        return ""
 
 
 def hung_at(stderr: str) -> str:
