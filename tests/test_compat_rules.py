@@ -487,8 +487,8 @@ def old_wheel_on(name: str, torch_version: str, cuda: str, driver: str = "450.80
 
 
 def test_cu102_wheel_not_in_the_table_fails_on_an_a100() -> None:
-    f = old_wheel_on("A100-SXM4-40GB", "1.8.1+cu102", "10.2")
-    assert compat.arch_list("1.8.1", "cu102") is None  # the release is not in the table
+    f = old_wheel_on("A100-SXM4-40GB", "1.6.0+cu102", "10.2")
+    assert compat.arch_list("1.6.0", "cu102") is None  # the release is not in the table (1.7-1.12 cu102 are)
     found = worst(rules.torch_arch_support, f)
     assert found.status is Status.FAIL
     assert "CUDA 10.2 compiles SASS for sm_30…sm_75 only" in found.detail

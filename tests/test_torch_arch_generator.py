@@ -29,6 +29,11 @@ def test_the_script_lines_evaluate_as_pytorch_builds_them() -> None:
     assert linux[("13.0", "linux_x86_64")] == (["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], ["12.0"])
     assert ("12.8", "linux_aarch64") not in scripts["pytorch_build_cuda_00c7a38"]  # no aarch64 filter in that version
     assert scripts["pytorch_win_cuda_config_534e6ef"][("13.2", "windows_x86_64")][1] == []  # no PTX on Windows
+    # pytorch/builder's case labels are shell patterns, and its 1.7-era lines say $TORCH_CUDA_ARCH_LIST
+    assert scripts["builder_build_sh_c286aad"][("10.2", "linux_x86_64")] == (["3.7", "5.0", "6.0", "7.0", "7.5"], [])
+    assert scripts["builder_build_sh_0877fd1"][("11.1", "linux_x86_64")][0][-1] == "8.6"  # 11.[123])
+    assert ("11.4", "linux_x86_64") not in scripts["builder_build_sh_0877fd1"]
+    assert scripts["builder_build_cuda_e77e5d0"][("10.2", "linux_x86_64")] == (["3.7", "5.0", "6.0", "7.0"], [])
 
 
 def test_a_row_that_drifted_from_its_script_is_rewritten_and_an_unhandled_cuda_is_an_error() -> None:

@@ -3,7 +3,8 @@ script, from the script lines kept in ``tools/snapshots/pytorch_build_arch_lists
 
 Each ``== script <source id> <linux|windows>`` block holds the lines of one script version that set
 ``TORCH_CUDA_ARCH_LIST`` (Linux ``.ci/manywheel/build_cuda.sh``: a base list, a ``case`` per CUDA version,
-``${TORCH_CUDA_ARCH_LIST}`` for the base, the aarch64 ``remove_archs`` filter and its ``11.0;`` insert;
+``${TORCH_CUDA_ARCH_LIST}`` or ``$TORCH_CUDA_ARCH_LIST`` for the base, a ``case`` label may be a shell pattern
+(``10.*)``, ``11.[123])``: pytorch/builder's ``manywheel/build.sh``), the aarch64 ``remove_archs`` filter and its ``11.0;`` insert;
 Windows ``cuda_config.bat``: ``if "%CUDA_VER%"=="126"`` then ``set "CUDA_ARCH_LIST=…"``). ``X.Y+PTX``
 is SASS and PTX for X.Y (Windows builds carry no PTX: the list has no ``+PTX``). Rows citing a script
 for a CUDA version the script does not handle are an error; rows citing anything else are left alone.
@@ -17,6 +18,7 @@ Refresh (needs a pytorch/pytorch clone; never in tests): see the snapshot's head
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import sys
@@ -29,14 +31,35 @@ from tools import _common
 
 SNAPSHOT = "pytorch_build_arch_lists.txt"
 _HEADER_RE = re.compile(r"^== script (\S+) (linux|windows)\s*$")
-_CASE_RE = re.compile(r"^\s*(\d+\.\d+)\)")
+_CASE_RE = re.compile(r"^\s*(\d+\.[0-9*\[\]]+)\)")  # 12.8) or a shell pattern: 10.*) 11.[123])
 _ASSIGN_RE = re.compile(r'TORCH_CUDA_ARCH_LIST="([^"]*(?:"[^"]*"[^"]*)*?)"(?:\s|;|$)')
 _AARCH64_INSERT_RE = re.compile(r'\$\(\[\[ "\$ARCH" == "aarch64" \]\] && echo "([^"]*)" \|\| echo ""\)')
 _REMOVE_RE = re.compile(r'remove_archs "\$arch_list" ((?:"[0-9.]+"\s*)+)')
 _WIN_IF_RE = re.compile(r'"%CUDA_VER%"=="(\d{3})"')
 _WIN_SET_RE = re.compile(r'set "CUDA_ARCH_LIST=([0-9.;+PTX]+)"')
 
-Lists = dict[tuple[str, str], tuple[list[str], list[str]]]  # (cuda, platform) -> (sass, ptx)
+
+class Lists(dict[tuple[str, str], tuple[list[str], list[str]]]):
+    """(cuda, platform) -> (sass, ptx). A key's cuda is the script's ``case`` label, which may be a shell
+    pattern (``10.*``): a CUDA version is looked up as the ``case`` statement matches it, first label first."""
+
+    def _label(self, key: object) -> tuple[str, str] | None:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            return None
+        cuda, platform = key
+        return next((k for k in self.keys() if k[1] == platform and fnmatch.fnmatchcase(str(cuda), k[0])), None)
+
+    def __contains__(self, key: object) -> bool:
+        return self._label(key) is not None
+
+    def get(self, key: tuple[str, str], default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default
+
+    def __getitem__(self, key: tuple[str, str]) -> tuple[list[str], list[str]]:
+        label = self._label(key)
+        if label is None:
+            raise KeyError(key)
+        return dict.__getitem__(self, label)
 
 
 def _split(value: str) -> tuple[list[str], list[str]]:
@@ -65,8 +88,8 @@ def _linux(lines: list[str]) -> Lists:
             if cuda is None:
                 base = value
             else:
-                raw[cuda] = value.replace("${TORCH_CUDA_ARCH_LIST}", base)
-    out: Lists = {}
+                raw[cuda] = value.replace("${TORCH_CUDA_ARCH_LIST}", base).replace("$TORCH_CUDA_ARCH_LIST", base)
+    out = Lists()
     # A script version without the aarch64 filter says nothing about aarch64 wheels.
     platforms = ("linux_x86_64", "linux_aarch64") if removed else ("linux_x86_64",)
     for cuda, value in raw.items():
@@ -81,7 +104,7 @@ def _linux(lines: list[str]) -> Lists:
 
 
 def _windows(lines: list[str]) -> Lists:
-    out: Lists = {}
+    out = Lists()
     cuda: str | None = None
     for line in lines:
         if m := _WIN_IF_RE.search(line):
