@@ -5,6 +5,7 @@ NaN, hang, segfault, SIGBUS in a DataLoader worker) becomes the finding it shoul
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import warnings
@@ -145,8 +146,11 @@ def test_a_main_thread_stuck_where_no_signal_reaches_it_is_reported_by_the_loade
     result = reading.value["cpu"]
     assert result["hung"] is True and result["ok"] is False, result
     assert not result["workers_killed"] and "no worker was alive" in result["error"], result  # SIGBUS ended them
-    assert result["hung_at"][-1].startswith("micro.py:") and result["hung_at"][-1].endswith(" in _load"), result
-    assert "the main thread is at micro.py:" in result["error"], result
+    # Where the main thread is: its innermost frames, the stuck call in _load among them (on a loaded
+    # machine a signal handler or a finalizer may be running on top of it when the watchdog looks).
+    assert any(w.startswith("micro.py:") and w.endswith(" in _load") for w in result["hung_at"]), result["hung_at"]
+    assert re.search(r"the main thread is at \S+:\d+ in \S+(, from micro\.py:\d+ in \w+)?$", result["error"]), result["error"]
+    assert result["hung_at"][-1] in result["error"], result
     # What the workers said before they were killed still decides the finding: /dev/shm.
     assert result["bus_error"] is True, result
     assert findings["micro-dataloader"].status is Status.FAIL

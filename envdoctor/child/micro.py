@@ -673,14 +673,19 @@ class LoaderWatchdog:
 
     def _give_up(self, killed):
         frame = sys._current_frames().get(self.main)
-        where = ["%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name)
-                 for f in (traceback.extract_stack(frame) if frame is not None else [])][-6:]
+        frames = traceback.extract_stack(frame) if frame is not None else []
+        where = ["%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name) for f in frames][-30:]
+        # The innermost frame, and this script's own innermost frame when that is further out.
+        mine = [w for f, w in zip(frames[-30:], where) if os.path.abspath(f.filename) == os.path.abspath(__file__)]
+        at = where[-1] if where else "an unknown place"
+        if mine and mine[-1] != at:
+            at = "%s, from %s" % (at, mine[-1])
         seconds = time.perf_counter() - self.started
         result = dict(self.out, ok=False, hung=True, hung_at=where, wall_seconds=round(seconds, 4),
                       error="the DataLoader pass gave no answer within %d s, nor %d s after %s; the main "
                             "thread is at %s" % (self.deadline, self.grace,
                                                  "its live workers were killed" if killed else "that (no worker was alive)",
-                                                 where[-1] if where else "an unknown place"))
+                                                 at))
         emit(**{self.key: judge_loader(result, self.captured.so_far())})
         for later in LATER:
             emit(**{later: {"ok": False, "not_run": "the DataLoader pass before it hung"}})
