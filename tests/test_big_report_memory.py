@@ -25,6 +25,19 @@ def test_the_checks_memos_let_a_report_go() -> None:
     assert not _torch._PACKAGES and not _torch._GPUS  # the answers (a big copy) went with the facts
 
 
+def test_a_commands_peak_is_its_own_not_that_of_the_process_measuring_it(tmp_path: Path) -> None:
+    # A child's ru_maxrss counts the peak of the process it was forked from: measured straight from
+    # a test worker grown to 540 MB, diff's 400 MB read as 540 (the two-worker suite failed on it).
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); import big_inputs\n"
+            "ballast = bytearray(400 << 20)\n"
+            "for i in range(0, len(ballast), 4096): ballast[i] = 1\n"
+            "print(big_inputs.measure([sys.executable, '-c', 'x = bytearray(20 << 20)'], dict(os.environ), sys.argv[2])[1])")
+    out = subprocess.run([sys.executable, "-c", code, str(bench), str(tmp_path)], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert int(out.stdout.split()[-1]) < 200 << 10, out.stdout  # KiB: the 20 MB command, not the 400 MB parent
+
+
 def test_diff_of_two_58_mb_reports_stays_under_500_mb(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     try:
