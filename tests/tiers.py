@@ -34,7 +34,7 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "test_micro.py::test_a_worker_dying_during_torchs_lazy_imports_is_not_lost",
     "test_micro.py::test_sigbus_in_a_dataloader_worker_is_the_dev_shm_finding",
     "test_micro.py::test_a_main_thread_stuck_where_no_signal_reaches_it_is_reported_by_the_loader_watchdog",
-    "test_micro.py::test_workers_that_never_return_a_batch_end_the_pass_through_the_directed_alarm",
+    "test_micro.py::test_workers_that_never_return_a_batch_are_ended_at_the_deadline_and_the_loader_says_so",
     "test_one_torch_child.py::test_a_microcheck_hang_is_its_timeout_and_the_torch_facts_are_kept",
     "test_one_torch_child.py::test_check_device_cpu_end_to_end_reports_both_from_one_child",
     "test_one_torch_child.py::test_one_import_serves_the_torch_facts_and_then_the_microchecks",

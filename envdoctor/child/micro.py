@@ -19,8 +19,8 @@ Arguments (all optional):
               ``sigbus_worker`` (DataLoader worker raises SIGBUS, as a full /dev/shm does),
               ``sigbus_worker_unsignalled`` (the same with SIGCHLD kept from the main thread,
               as when the kernel hands it to another thread on a loaded machine),
-              ``sigbus_worker_stuck`` (the same, with the main thread then blocked where no
-              signal reaches it: the loader watchdog must report the pass itself),
+              ``sigbus_worker_stuck`` (the same, with the main thread then blocked for good:
+              the loader watchdog must report the pass itself),
               ``hang_worker`` (DataLoader workers that never return a batch).
 """
 
@@ -574,9 +574,7 @@ def check_dataloader(device, opts):
         watchdog = LoaderWatchdog("dataloader@%s" % device, captured, out)
         try:
             _load(device, data, batch, workers, out, watchdog)
-        except Exception as exc:
-            # torch's SIGCHLD handler raises a dead worker's exit again at any bytecode while the
-            # loader's iterator lives, also while _load is handling the first report of it.
+        except Exception as exc:  # anything _load did not record itself
             if "error" not in out:
                 out.update(ok=False, error=error_text(exc))
         finally:
@@ -613,20 +611,20 @@ def stderr_summary(text, tail=10):
 #: Seconds the whole DataLoader pass may take before it counts as hung (a healthy pass takes
 #: well under a second; the parent's deadline is minutes).
 LOADER_DEADLINE = 60
-#: Seconds of each later step of the loader watchdog (see LoaderWatchdog).
+#: Seconds the watchdog then waits for the main thread to notice its killed workers (the loader
+#: polls their liveness every 5 s) before it reports the pass itself (see LoaderWatchdog).
 LOADER_GRACE = 10
 
 
 class LoaderWatchdog:
     """Bounds the DataLoader pass from a thread of its own, whatever the main thread is blocked in.
 
-    1. At LOADER_DEADLINE, SIGALRM directed at the main thread (``pthread_kill``), every 2 s: a
-       process-directed alarm may be taken by another thread, and a main thread blocked in a call
-       without a timeout then never runs its handler.
-    2. LOADER_GRACE s later the workers are SIGKILLed: a main thread waiting on them wakes.
-    3. LOADER_GRACE s after that the pass is reported from here, as hung, with where the main
-       thread is, and the child ends (what it was asked to run after the pass is reported as not
-       run): a main thread stuck for good could run nothing more anyway.
+    1. At LOADER_DEADLINE the live workers are SIGKILLed: the loader's own liveness poll (every
+       5 s) then raises "exited unexpectedly" in the main thread, at a point of torch's choosing.
+       No signal is raised into the main thread (see SignalGuard for why).
+    2. LOADER_GRACE s later, if the pass has still not ended, it is reported from here, as hung,
+       with where the main thread is, and the child ends (what it was asked to run after the pass
+       is reported as not run): a main thread stuck for good could run nothing more anyway.
     """
 
     def __init__(self, key, captured, out):
@@ -638,33 +636,20 @@ class LoaderWatchdog:
         self.main = threading.main_thread().ident
         self.deadline, self.grace = LOADER_DEADLINE, LOADER_GRACE
         if INJECT in ("sigbus_worker_stuck", "hang_worker"):  # the self-tests sit out short steps
-            self.deadline, self.grace = 3, 1
+            self.deadline, self.grace = 3, 7
+        self.expired = False
         self.started = time.perf_counter()
         self.finished = threading.Event()
-        self.lock = threading.Lock()
-        self.alarms = True
         self.thread = threading.Thread(target=self._watch, name="envdoctor-loader-watchdog", daemon=True)
         self.thread.start()
 
-    def quiet(self):
-        """No more alarms: the SIGALRM handler is about to be restored."""
-        with self.lock:
-            self.alarms = False
-
     def stop(self):
-        self.quiet()
         self.finished.set()
 
     def _watch(self):
         if self.finished.wait(self.deadline):
             return
-        end = time.monotonic() + self.grace
-        while time.monotonic() < end:
-            with self.lock:
-                if self.alarms:
-                    signal.pthread_kill(self.main, signal.SIGALRM)
-            if self.finished.wait(min(2.0, self.grace)):
-                return
+        self.expired = True  # before the kill: the main thread reads it once torch reports the deaths
         killed = kill_children()
         self.out["workers_killed"] = killed
         if self.finished.wait(self.grace):
@@ -722,24 +707,27 @@ def kill_children():
     return killed
 
 
-class LoaderHung(Exception):
-    pass
-
-
 class SignalGuard:
-    """Signal handlers that may raise, confined to the calls made through :meth:`call`.
+    """Signal handlers that may raise, run only at the start of a call made through :meth:`call`,
+    never where the signal happens to land.
 
     torch's SIGCHLD handler raises "DataLoader worker ... killed by signal" at whatever bytecode
-    the main thread is at when a worker dies. While the loader's iterator waits for a batch that
-    is the point; anywhere else it is not: a second worker dying a little later (the common case
-    on a loaded machine) raised it again in the ``except`` that was recording the first one, in
-    the fd-2 restore, in ``emit`` -- losing the result, leaving fd 2 redirected, or killing the
-    child before its last record. Here a signal that arrives outside :meth:`call` is held and
-    handed to its handler at the start of the next :meth:`call`, or never, once the work is over.
+    the main thread is at when a worker dies. Raised there it broke things three ways:
+    - in the ``except`` recording the first death, in the fd-2 restore, in ``emit``: the result
+      lost, fd 2 left redirected, the child dead before its last record;
+    - inside torch's own try/except-and-log (a lazy import in ``next()``): swallowed;
+    - between a ``multiprocessing`` queue's ``Condition.__enter__`` taking its lock and the
+      ``with`` block starting (``iter()`` putting the first indices): the lock was never released,
+      and the half-built iterator's ``__del__``, run when the exception was dropped, put ``None``
+      on that queue and waited for the lock for good. That is the hang CI met twice (the loader
+      watchdog's stack: ``_load`` -> ``__del__`` -> ``_shutdown_workers`` -> ``queues.py put`` ->
+      ``threading.py __enter__``).
+    So a signal is only noted here and handed to its handler at the start of the next
+    :meth:`call`, or never, once the work is over. A death during a ``next()`` is still found
+    within 5 s by the loader's liveness poll, which raises at a point of torch's choosing.
     """
 
     def __init__(self):
-        self.armed = False
         self.pending = []
         self.inner = {}
 
@@ -748,25 +736,14 @@ class SignalGuard:
         signal.signal(signum, self._handle)
 
     def _handle(self, signum, frame):
-        if self.armed:
-            self.inner[signum](signum, frame)
-        elif signum not in self.pending:
+        if signum not in self.pending:
             self.pending.append(signum)
 
     def call(self, fn, *fn_args):
-        self.armed = True
-        try:
-            while self.pending:
-                signum = self.pending.pop(0)
-                self.inner[signum](signum, None)
-            return fn(*fn_args)
-        finally:
-            self.armed = False
-
-
-def _on_alarm(signum, frame):
-    raise LoaderHung("no batch within %d s: a DataLoader worker hung" % (3 if INJECT == "hang_worker" else LOADER_DEADLINE))
-
+        while self.pending:
+            signum = self.pending.pop(0)
+            self.inner[signum](signum, None)
+        return fn(*fn_args)
 
 
 def torch_sigchld_handler(torch):
@@ -854,26 +831,24 @@ def _load(device, data, batch, workers, out, watchdog):
         # "pin_memory ... no accelerator is found" on CPU-only builds: expected there.
         warnings.simplefilter("ignore")
         # No DataLoader timeout: with one, each batch is a single wait of that length, and a
-        # dead worker is noticed only when SIGCHLD interrupts it, which it does not when the
-        # kernel delivers SIGCHLD to another thread (common on a loaded machine). Without one,
-        # the loader itself checks its workers' liveness every 5 s; the alarm below bounds a
-        # worker that hangs instead of dying; the watchdog sends it to the main thread itself.
+        # dead worker is noticed only when SIGCHLD interrupts it. Without one, the loader itself
+        # checks its workers' liveness every 5 s; a worker that hangs instead of dying is ended
+        # by the watchdog at its deadline, which that poll then reports.
         loader = torch.utils.data.DataLoader(data, batch_size=batch, num_workers=workers, pin_memory=True)
         unsignalled = INJECT == "sigbus_worker_unsignalled"
         if unsignalled:
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
-        previous = signal.getsignal(signal.SIGCHLD), signal.getsignal(signal.SIGALRM)
+        previous = signal.getsignal(signal.SIGCHLD)
         sigchld = torch_sigchld_handler(torch)
         if sigchld is not None:
             guard.install(signal.SIGCHLD, sigchld)
-        guard.install(signal.SIGALRM, _on_alarm)
         iterator = None
         try:
             warm_up_loader_imports(torch)
             iterator = guard.call(iter, loader)
             if INJECT == "sigbus_worker_stuck":
-                # Blocked outside the guard, where an alarm is only held: as a main thread stuck in
-                # a call that no signal ends. Only the watchdog's last step reports this pass.
+                # Blocked where no signal and no dead worker ends it: only the watchdog's last step
+                # reports this pass.
                 stuck = __import__("threading").Lock()
                 stuck.acquire()
                 while True:
@@ -887,21 +862,23 @@ def _load(device, data, batch, workers, out, watchdog):
                     chunk.to(device, non_blocking=True)
                 seen += chunk.numel() * 4
         except Exception as exc:
-            out.update(ok=False, error=error_text(exc), hung=isinstance(exc, LoaderHung))
+            if watchdog.expired:  # the workers the watchdog ended at the deadline, reported by torch
+                out.update(ok=False, hung=True, error="no batch within %d s, so the live workers were killed; then: %s"
+                           % (watchdog.deadline, error_text(exc)))
+            else:
+                out.update(ok=False, error=error_text(exc))
             return
         finally:
-            watchdog.quiet()
             # Workers are joined while fd 2 is still captured, so every worker's last words are
-            # in ``worker_stderr``; the guard stays disarmed through it.
+            # in ``worker_stderr``; a signal meanwhile is only noted by the guard.
             shutdown_loader(iterator)
             if unsignalled:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
             if iterator is not None:
                 # The workers are gone and unregistered: torch's handler has nothing left to
                 # raise about. (If iter() itself failed, the half-built iterator may still be
-                # registered, and the disarmed guard stays.)
-                signal.signal(signal.SIGCHLD, sigchld or previous[0] or signal.SIG_DFL)
-            signal.signal(signal.SIGALRM, previous[1] or signal.SIG_DFL)
+                # registered, and the guard, which only takes notes, stays.)
+                signal.signal(signal.SIGCHLD, sigchld or previous or signal.SIG_DFL)
     sync(device)
     seconds = time.perf_counter() - t0
     out.update(ok=not wrong, wrong_batches=wrong, seconds=round(seconds, 4),
