@@ -265,7 +265,9 @@ def test_a_dead_worker_is_noticed_even_when_sigchld_misses_the_main_thread() -> 
     assert reading.ok and reading.value, reading.describe()
     result = reading.value["cpu"]
     assert result["ok"] is False and result["bus_error"] is True and result["killed"] is True, result
-    assert "exited unexpectedly" in result["error"]  # found by the loader's liveness poll
+    # Found by the loader's liveness poll, or by torch's handler at the guard's next call (the
+    # signal taken by another thread is still noted): never by a raise where it landed.
+    assert "exited unexpectedly" in result["error"] or "killed by signal" in result["error"], result["error"]
     assert result["wall_seconds"] < 30, result  # the poll runs every 5 s
     assert findings["micro-dataloader"].status is Status.FAIL
     assert "/dev/shm" in findings["micro-dataloader"].title
