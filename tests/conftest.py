@@ -173,6 +173,26 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ENVDOCTOR_TESTS_COMPILED_AT"] = repr(time.time())
     for folder in (TESTS.parent / "envdoctor", TESTS.parent / "checks"):
         compileall.compile_dir(str(folder), quiet=1)
+        _recompile_resized(folder)
+
+
+def _recompile_resized(folder: Path) -> None:
+    """compileall keeps a .pyc whose recorded mtime matches the source's and never looks at the size
+    it records, which Python's import does check: a source saved twice within one second (a
+    developer's quick edit) kept bytecode that import rejects and test_bytecode calls stale."""
+    import importlib.util
+    import py_compile
+    import struct
+
+    for source in folder.rglob("*.py"):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        try:
+            header = cached.read_bytes()[:16]
+            size = source.stat().st_size
+        except OSError:
+            continue
+        if len(header) == 16 and struct.unpack("<I", header[12:16])[0] != size & 0xFFFFFFFF:
+            py_compile.compile(str(source), cfile=str(cached), quiet=1)
 
 
 # -- the two tiers (tests/tiers.py) ---------------------------------------------------------------

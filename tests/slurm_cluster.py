@@ -118,6 +118,9 @@ class Cluster:
             "ReturnToService=2",
             "SlurmdTimeout=60",
             "MinJobAge=30",
+            # Job ids (and so the README sbatch's MASTER_PORT, 29500 + id % 1000) of their own: two
+            # test runs on one machine, each with its own cluster from job 1, met on port 29504.
+            f"FirstJobId={random.randrange(1000, 90000)}",
             *self.extra,
             f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN",
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
