@@ -461,8 +461,9 @@ def micro_dataloader(facts: Facts) -> CheckResult:
                                         remedies.memory_test()), ("https://www.memtest.org/",)))
     if r.get("hung"):
         return fail("DataLoader pass hangs", detail=text, evidence=ev, gpus=gpus, remedy=Remediation(
-            "The DataLoader's workers neither delivered a batch nor let the main process go on, and ending them "
-            "did not free it. Workers that hang are usually blocked in the dataset's code, or in a lock some "
+            "No batch arrived before the pass's deadline (the detail says whether ending the workers freed the "
+            "main process, and where it was when it did not). Workers that hang are usually blocked in the dataset's "
+            "code, or in a lock some "
             "thread held when the DataLoader forked them (start threads after creating the DataLoader, or use "
             "multiprocessing_context='spawn'). Re-run with num_workers=0 to confirm the data path itself works.",
             ("envdoctor check --micro-only",)))

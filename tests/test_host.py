@@ -113,6 +113,17 @@ def test_hung_at_reads_the_main_threads_block_of_a_dump():
     assert hung_at(dump.replace("multiprocessing/queues.py", "micro.py")) == "micro.py:113 in get"
     assert hung_at("Traceback (most recent call last):\n  File ...") == ""
     assert hung_at("") == ""
+    # torch's C++ exceptions print the same heading over "frame #0:" lines, after the dump or not.
+    cpp = "Exception raised from recvBytes at Utils.hpp:787 (most recent call first):\nframe #0: c10::Error\n"
+    assert hung_at(dump + cpp) == "queues.py:113 in get, from micro.py:744 in _load"
+    assert hung_at(cpp) == ""
+
+
+def test_the_parent_asks_for_the_stacks_on_the_signal_the_child_scripts_dump_them_on():
+    from envdoctor.process import host as host_mod
+
+    text = (host_mod.CHILD_DIR / "_edchild.py").read_text()
+    assert f'STACKS_SIGNAL = "{host_mod.STACKS_SIGNAL}"' in text
 
 
 def test_child_that_dies_is_crashed_with_its_stage(child_script):

@@ -684,11 +684,15 @@ LATER = []
 
 
 def kill_children():
-    """SIGKILL every live process whose parent is this one (the loader's workers); their pids."""
+    """SIGKILL the loader's live workers; their pids. A worker is a child of this process forked
+    without exec, so its command line is this one's: a compile worker or any other program this
+    process started is left alone."""
     me = str(os.getpid())
     killed = []
     try:
         entries = os.listdir("/proc")
+        with open("/proc/self/cmdline", "rb") as fh:
+            command = fh.read()
     except OSError:
         return killed
     for entry in entries:
@@ -700,6 +704,9 @@ def kill_children():
             fields = stat[stat.rindex(")") + 2:].split()
             if fields[1] != me or fields[0] in ("Z", "X"):  # another's, or already dead
                 continue
+            with open("/proc/%s/cmdline" % entry, "rb") as fh:
+                if fh.read() != command:
+                    continue
             os.kill(int(entry), signal.SIGKILL)
             killed.append(int(entry))
         except (OSError, ValueError, IndexError):
@@ -719,7 +726,7 @@ class SignalGuard:
     - between a ``multiprocessing`` queue's ``Condition.__enter__`` taking its lock and the
       ``with`` block starting (``iter()`` putting the first indices): the lock was never released,
       and the half-built iterator's ``__del__``, run when the exception was dropped, put ``None``
-      on that queue and waited for the lock for good. That is the hang CI met twice (the loader
+      on that queue and waited for the lock for good. That is the hang CI met (the loader
       watchdog's stack: ``_load`` -> ``__del__`` -> ``_shutdown_workers`` -> ``queues.py put`` ->
       ``threading.py __enter__``).
     So a signal is only noted here and handed to its handler at the start of the next

@@ -576,7 +576,10 @@ def _pump_err(stream: Any, tail: list[bytes]) -> None:
     _close(stream)
 
 
-#: Seconds a hung child script gets to write its stacks (``_edchild.STACKS_SIGNAL``) before it is ended.
+#: The signal on which a child script writes its stacks: ``_edchild.STACKS_SIGNAL`` (the child scripts
+#: import nothing of envdoctor; tests/test_host.py holds the two names equal).
+STACKS_SIGNAL = "SIGUSR2"
+#: Seconds a hung child script gets to write its stacks before it is ended.
 STACKS_GRACE = 0.5
 _STACKS_MARK = b"(most recent call first)"
 
@@ -588,7 +591,7 @@ def _ask_for_stacks(proc: subprocess.Popen[bytes], tail: list[bytes]) -> None:
     if _state(proc.pid) in ("D", "Z", "T", "t", ""):
         return  # stuck in the kernel, dead or stopped: no handler runs, the grace would only be lost
     try:
-        os.kill(proc.pid, signal.SIGUSR2)
+        os.kill(proc.pid, getattr(signal, STACKS_SIGNAL))
     except (OSError, AttributeError):
         return
     end = time.monotonic() + STACKS_GRACE
@@ -616,16 +619,17 @@ def hung_at(stderr: str) -> str:
     frame, and the innermost frame of the child script's own code when that is further out
     ("queues.py:113 in get, from micro.py:744 in _load"); "" when there is no dump.
 
-    faulthandler lists the newest thread first, so the main thread's block is the last one."""
-    blocks = stderr.split("(most recent call first):")
-    if len(blocks) < 2:
-        return ""
-    frames = []
-    for line in blocks[-1].splitlines()[1:]:
-        m = re.match(r'\s+File "([^"]*)", line (\d+) in (\S+)', line)
-        if not m:
+    faulthandler lists the newest thread first, so the main thread's block is the last of its dump;
+    other text with the same heading (a C++ exception's ``frame #0:`` list from torch) is passed over."""
+    frames: list[tuple[str, str, str]] = []
+    for block in reversed(stderr.split("(most recent call first):")[1:]):
+        for line in block.splitlines()[1:]:
+            m = re.match(r'\s+File "([^"]*)", line (\d+) in (\S+)', line)
+            if not m:
+                break
+            frames.append((os.path.basename(m.group(1)), m.group(2), m.group(3)))
+        if frames:
             break
-        frames.append((os.path.basename(m.group(1)), m.group(2), m.group(3)))
     if not frames:
         return ""
     inner = f"{frames[0][0]}:{frames[0][1]} in {frames[0][2]}"
