@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envdoctor import views
-from envdoctor.knowledge import errors, remedies
+from envdoctor.knowledge import catalogue, errors, remedies
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason, Status
@@ -400,12 +400,49 @@ def _no_gpu_runtime(facts: Facts, ev: dict[str, Any]) -> Finding:
                                    (TOOLKIT_INSTALL,)))
 
 
+def _device_plugin_without_nvml(facts: Facts) -> Finding | None:
+    """The NVIDIA device plugin's own lines (its catalogue rows): its container could not load libnvidia-ml, which
+    the NVIDIA container runtime puts into a container it starts; so the node's runtime did not start it."""
+    rows = [r for r in catalogue.judged_rows(facts.value("text.messages") if facts.get("text.messages").ok else (),
+                                             "container-gpu") if r.get("cause") == "k8s-device-plugin-nvml"]
+    if not rows:
+        return None
+    said = remedies.message_remedy("k8s-device-plugin")
+    text, commands, links = said if said else ("Make the node's container runtime nvidia.", (), ())
+    return fail("The NVIDIA device plugin cannot load NVML: its container was not started by the NVIDIA runtime",
+                detail=f"{rows[0].get('line', '')!r}: the device plugin finds the GPUs through libnvidia-ml, which "
+                       "only the NVIDIA container runtime puts into its container. The node's container runtime "
+                       "(Docker's default runtime, or containerd's) is not nvidia, so the plugin registers no GPU.",
+                evidence=evidence(facts, "text.messages", "text.node_gpus"),
+                remedy=Remediation(text, (*commands, remedies.device_plugin_logs()), links))
+
+
+def _hook_cannot_load(facts: Facts) -> Finding:
+    """nvidia-container-cli, the hook Docker runs on the host before the container starts, could not dlopen the
+    driver's library: the container never started, so nothing in it is at fault."""
+    line = str(facts.value("container.runtime_library_error"))
+    said = remedies.message_remedy("container-driver-library")
+    text, commands, links = said if said else ("Install the NVIDIA driver on the host.", (), ())
+    return fail("The NVIDIA container runtime cannot load the host's driver library",
+                detail=f"{line!r}: nvidia-container-cli, the hook Docker runs on the host before the container "
+                       "starts, found no driver library. The driver is not installed on the host, or this Docker "
+                       "cannot see it (a snap-installed Docker runs the hook in its own confinement, which does not "
+                       "see the host's /usr/lib).",
+                evidence=evidence(facts, "container.runtime_library_error", "host.container", "text.messages"),
+                remedy=Remediation(text + " With a snap-installed Docker, use Docker's own packages "
+                                   "(docker-ce) with the toolkit instead.", commands, links))
+
+
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
        needs=("driver.device_nodes", "nvml.init", "nvml.gpus", "torch.devices", "nvml.smi_not_found"),
        owns=("cuda.init:35:no-gpus-requested",))
 def container_gpu(facts: Facts) -> CheckResult:
     if facts.get("container.no_gpu_driver").ok:
         return _no_gpu_runtime(facts, evidence(facts, "container.no_gpu_driver", "host.container", "nvml.init"))
+    if facts.get("container.runtime_library_error").ok:
+        return _hook_cannot_load(facts)
+    if plugin := _device_plugin_without_nvml(facts):
+        return plugin
     if smi := _smi_missing_in_container(facts):
         return smi
     if compose := _compose_without_gpus(facts):

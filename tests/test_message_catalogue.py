@@ -205,10 +205,22 @@ def test_libnvidia_ml_missing_for_the_container_cli_is_the_drivers_library() -> 
             "file or directory: unknown.\n")
     facts = parse_text(text)
     assert "container-driver-library" in {m["cause"] for m in facts.get("text.messages").value}
-    found = diagnose(facts, REGISTRY)
-    assert any(f.status is Status.FAIL for f in found)
-    # the loader check judges the library; the container CLI's own row still names its cause
-    assert catalogue.causes()["container-driver-library"].title in {f.title for f in found if f.id == "known-message"}
+    assert "glibc-cannot-open" not in {m["id"] for m in facts.get("text.messages").value}  # quoted, not its own
+    assert not facts.get("torch.loader_failures").ok  # no process in the container loaded anything
+    found = sort_findings(diagnose(facts, REGISTRY))
+    # the hook on the host failed before the container started: the container runtime's finding, said once
+    assert found[0].id == "container-gpu" and found[0].status is Status.FAIL
+    assert "host" in found[0].title and "libnvidia-ml.so.1" in found[0].detail
+    assert not [f for f in found if f.id in ("known-message", "loader-library") and f.status is not Status.OK
+                and f.status is not Status.SKIP]
+
+
+def test_the_same_library_missing_inside_the_container_is_still_the_loader_s() -> None:
+    # The twin: the process itself (torch) failing to dlopen libnvidia-ml is the loader's finding, not the hook's.
+    facts = parse_text("OSError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory\n")
+    assert not facts.get("container.runtime_library_error").ok
+    top = sort_findings(diagnose(facts, REGISTRY))[0]
+    assert top.id == "loader-library" and top.status is Status.FAIL
 
 
 def test_torch_s_own_missing_runtime_under_from_torch_c_is_torch_s_wheel() -> None:
@@ -344,3 +356,18 @@ def test_an_nvml_code_errors_json_calls_unsupported_is_no_failure() -> None:
     found = [f for f in diagnose(parse_text("power: NVML_ERROR_NOT_SUPPORTED\n"), REGISTRY)
              if f.status in (Status.FAIL, Status.WARN)]
     assert not any(f.id == "known-message" for f in found), [(f.id, f.title) for f in found]
+
+
+@pytest.mark.parametrize("line", [
+    "Failed to start nvml with error:  could not load NVML library",  # the device plugin before 2019
+    "Failed to initialize NVML: could not load NVML library.",
+])
+def test_the_device_plugin_without_nvml_is_the_node_s_container_runtime(line: str) -> None:
+    top = sort_findings(diagnose(parse_text(f"loading NVML\n{line}\n"), REGISTRY))[0]
+    assert top.id == "container-gpu" and top.status is Status.FAIL and "device plugin" in top.title
+    assert any("runtime configure" in c for c in top.remediation.command_lines())
+
+
+def test_an_nvml_that_loads_is_not_the_device_plugin_s_failure() -> None:
+    found = diagnose(parse_text("loading NVML\nFailed to initialize NVML: Unknown Error\n"), REGISTRY)
+    assert not [f for f in found if f.id == "container-gpu" and "device plugin" in f.title]

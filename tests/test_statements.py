@@ -275,3 +275,29 @@ def test_the_os_is_read_by_whole_words_the_first_said_and_never_a_negated_one(va
 def test_a_sentence_about_a_version_is_no_statement_of_it() -> None:
     facts = parse_text("Torch version 2.0.1 did not work, so I upgraded\nPyTorch version: 2.5.1+cu124\n")
     assert facts["torch.version"].value == "2.5.1+cu124"
+
+
+def test_an_issue_form_field_is_its_heading_a_blank_line_and_its_value() -> None:
+    # GitHub's issue forms render each field as "### Label", a blank line, then the value.
+    form = ("### Issue type\n\nBuild/Install\n\n### TensorFlow version\n\n2.11.0\n\n### OS platform and distribution"
+            "\n\nWindows 10\n\n### Python version\n\n3.10.9\n")
+    facts = parse_text(form)
+    assert facts.value("host.os") == "Windows" and facts.value("python.version") == "3.10.9"
+    assert facts.value("text.frameworks") == {"tensorflow": "2.11.0"}
+    # a heading with no value under it takes nothing from the next heading's value
+    empty = parse_text("### Python version\n\n### CUDA/cuDNN version\n\n12.1\n\ntorch: 2.1.0\n")
+    assert not empty.get("python.version").ok
+    # a plain line followed by a blank line is no key of the line after the blank (only a heading is)
+    assert not parse_text("Python version\n\n3.10.9\ntorch: 2.1.0\n").get("python.version").ok
+
+
+def test_tensorflow_s_version_field_judges_native_windows() -> None:
+    from envdoctor.pipeline.diagnose import diagnose, sort_findings
+    from envdoctor.registry import load_registry
+
+    form = "### TensorFlow version\n\n2.11.0\n\n### OS platform and distribution\n\nWindows 11\n"
+    found = {f.id: f for f in diagnose(parse_text(form), load_registry(plugins=False))}
+    assert found["tensorflow-windows-gpu"].status.value == "warn"
+    twin = "### TensorFlow version\n\n2.10.1\n\n### OS platform and distribution\n\nWindows 11\n"
+    top = sort_findings(diagnose(parse_text(twin), load_registry(plugins=False)))
+    assert all(f.status.value in ("ok", "skip") for f in top if f.id == "tensorflow-windows-gpu")

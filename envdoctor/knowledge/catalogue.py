@@ -296,6 +296,13 @@ def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
     candidates = [row for word in words & index.keys() for row in index[word]]
     order = {row.id: i for i, row in enumerate(messages())} if len(candidates) > 1 else {}
     found = [(row, m) for row in candidates if (m := row.pattern.search(line)) is not None]
+    if len(found) > 1:
+        # A message that quotes another (nvidia-container-cli's "load library failed: %s: cannot open shared object
+        # file …" quotes glibc's dlerror) is one message: a row matched strictly inside another row's match is the
+        # outer message's argument, not a message of its own.
+        found = [(row, m) for row, m in found if not any(
+            o.start() <= m.start() and m.end() <= o.end() and o.end() - o.start() > m.end() - m.start()
+            for _, o in found)]
     return sorted(found, key=lambda rm: order.get(rm[0].id, 0))
 
 

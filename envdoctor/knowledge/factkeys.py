@@ -307,6 +307,10 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('container.no_gpu_driver', 'str', ('parser:evidence',),
        'pastes only: the Docker daemon refusing a GPU request ("could not select device driver \\"\\" with '
        'capabilities: [[gpu]]"): no NVIDIA runtime is registered with that Docker'),
+    _k('container.runtime_library_error', 'str', ('parser:evidence',),
+       'pastes only: the NVIDIA container runtime hook (on the host) failing to load a driver library '
+       '("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared '
+       'object file"), from the line on'),
     _k('container.driver_requirement', 'str', ('parser:collect_env',),
        'pastes only: the driver an NGC image requires ("This container was built for NVIDIA Driver Release '
        '535.86 or later, but version 510.47.03 was detected")'),

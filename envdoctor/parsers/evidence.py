@@ -49,7 +49,7 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "driver.nvswitch_present", "nccl.wheel_versions", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "pci.nvidia_devices",
-        "toolkit.mismatch_error", "container.no_gpu_driver", *listings.KEYS)
+        "toolkit.mismatch_error", "container.no_gpu_driver", "container.runtime_library_error", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = lazy_re(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -311,6 +311,24 @@ def _write_no_gpu_driver(scan: Any, _text: str, line: str) -> None:
     scan.evidence.setdefault("container.no_gpu_driver", line)
 
 
+# nvidia-container-cli's "initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object
+# file: no such file or directory": the hook found no driver library on the host (a driver that is not installed,
+# or a Docker, such as the snap's, whose hook cannot see the host's /usr/lib).
+_HOOK_LIBRARY_RE = lazy_re(r"nvidia-container-cli:\s*initialization error:\s*load library failed:\s*"
+                           r"(?P<lib>lib[\w.+-]{1,60}\.so[\d.]*)")
+
+
+def _hook_library(text: str) -> str | None:
+    if "nvidia-container-cli:" not in text:
+        return None
+    m = _HOOK_LIBRARY_RE.search(text)
+    return text[m.start():].strip()[:200] if m else None
+
+
+def _write_hook_library(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("container.runtime_library_error", line)
+
+
 def _dll(text: str) -> list[str] | None:
     if ".dll" not in text.lower():
         return None
@@ -352,6 +370,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("toolkit-cuda-mismatch", _toolkit_mismatch, _write_toolkit_mismatch),
     ("windows-dll", _dll, _append("libs.missing_dlls")),
     ("docker-no-gpu-driver", _no_gpu_driver, _write_no_gpu_driver),
+    ("container-hook-library", _hook_library, _write_hook_library),
     ("fabricmanager-service", _fabricmanager, _write_fabricmanager),
     ("fabricmanager-log", _fabricmanager_log, _write_fabricmanager_log),
     ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
@@ -467,6 +486,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
                                     "(distinct lines; repeated identical lines count once)")
     if "container.no_gpu_driver" in found:
         out["container.no_gpu_driver"] = ok(found["container.no_gpu_driver"], SOURCE, "the Docker daemon's error, pasted")
+    if "container.runtime_library_error" in found:
+        out["container.runtime_library_error"] = ok(found["container.runtime_library_error"], SOURCE,
+                                                    "the NVIDIA container runtime hook's error, pasted")
     if "cuda.invalid_device_ordinal" in found:
         out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
     listings.write(found, out)

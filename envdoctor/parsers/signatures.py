@@ -140,8 +140,16 @@ def capability_warning(text: str) -> tuple[str, CC] | None:
     return (name, _sm_cc(m.group(1))) if name else None
 
 
+#: The prefix of every error libnvidia-container's CLI prints (the runtime hook Docker runs on the host).
+RUNTIME_HOOK = "nvidia-container-cli:"
+
+
 # -- writers ------------------------------------------------------------------------------------------
 def _library_error(scan: Scan, text: str, _: list[dict[str, Any]]) -> None:
+    if RUNTIME_HOOK in text:
+        # The NVIDIA container runtime's hook (on the host, before the container starts) failed to dlopen the
+        # driver's library: no process in the container loaded anything (container.runtime_library_error).
+        return
     if text not in scan.library_errors:
         scan.library_errors.append(text)
 

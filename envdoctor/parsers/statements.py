@@ -53,6 +53,7 @@ KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.ve
 #: punctuation, ``**bold**``, "version" or not: :func:`norm_key` folds those). Two entries are no fact key:
 #: ``gpu`` is a GPU's product name and ``gpu.cc`` its compute capability (together: ``nvml.gpus``), and
 #: ``cuda`` a CUDA that does not say whose (``torch.cuda_version`` unless torch's own tag says otherwise).
+#: ``tensorflow`` is TensorFlow's version, which prose.parse merges into ``text.frameworks``.
 #: ``gpu.device`` keys ("Name") count only with ComfyUI's device value ``cuda:0 NAME : cudaMallocAsync``.
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "torch.version": ("pytorch", "torch", "pytorch torch", "torch pytorch", "pytorch gpu?", "pytorch build",
@@ -84,6 +85,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
                   "host architecture"),
     "torch.cuda_available": ("is cuda available", "torch.cuda.is_available()", "cuda available", "gpu available",
                              "cuda is available"),
+    "tensorflow": ("tensorflow", "tensorflow-gpu", "tf", "tf.__version__", "tensorflow installed from"),
 }
 
 #: Words a key may carry that change nothing ("the", "version", "installed", "my"…).
@@ -463,7 +465,7 @@ def _ranked(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> _Fo
         if not line.strip() or line.strip() in ("}", "},", "]", "],"):
             parent = None
             continue
-        nxt = unique[i + 1].strip() if i + 1 < len(unique) else ""
+        nxt = _next_value_line(unique, i)
         if (line, nxt, parent) in seen:
             continue
         seen.add((line, nxt, parent))
@@ -488,6 +490,22 @@ def _ranked(lines: Sequence[str], reserved: frozenset[str] = frozenset()) -> _Fo
         if named is not None and (value := _value(named, said, budget)) is not None:
             _add(found, named, value, said, text)
     return {fact: sorted(said, key=lambda s: s[2]) for fact, said in found.items()}  # stable: order breaks ties
+
+
+# A markdown heading: GitHub's issue forms write each field as "### Field", a blank line, then its value.
+_HEADING_RE = lazy_re(r"^\s{0,3}#{2,6}\s+\S")
+
+
+def _next_value_line(lines: Sequence[str], i: int) -> str:
+    """The line a key alone on line ``i`` would have its value on: the next one; after a markdown heading
+    (an issue form's ``### Tensorflow Version``), the next non-blank one, across at most two blank lines."""
+    nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    if nxt or not _HEADING_RE.match(lines[i]):
+        return nxt
+    for j in range(i + 2, min(i + 4, len(lines))):
+        if lines[j].strip():
+            return "" if _HEADING_RE.match(lines[j]) else lines[j].strip()
+    return ""
 
 
 def _key_alone(found: _Found, budget: list[int], line: str, nxt: str) -> str | None:
@@ -564,7 +582,7 @@ def parse(lines: Sequence[str], readings: dict[str, Reading], reserved: frozense
         if not ranked["torch.cuda_version"]:
             del ranked["torch.cuda_version"]
     said_all = {fact: [(v, line) for v, line, _ in said] for fact, said in ranked.items()}
-    stated = {k: v for k, v in said_all.items() if k not in ("gpu", "gpu.cc")}
+    stated = {k: v for k, v in said_all.items() if k not in ("gpu", "gpu.cc", "tensorflow")}
     for fact, said in stated.items():
         if fact == "host.distro" and "host.os" in readings and readings["host.os"].ok \
                 and readings["host.os"].source != SOURCE:
