@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from envdoctor.knowledge import remedies
+from envdoctor.knowledge import catalogue, remedies
 from envdoctor.knowledge.launch import nccl_switches
 
-from ..kit import Remediation, evidence, ok, skip, warn
-from ..model import Facts, Reason
+from ..kit import Remediation, evidence, fail, ok, skip, warn
+from ..model import Facts, Finding, Reason
 from ..registry import CheckResult, check
 from ._common import gib, mib
 
@@ -26,11 +26,34 @@ SHM_MIN = 1 << 30
 SHM_DOCKER_DEFAULT = 64 << 20
 
 
+def _nccl_shm_failed(facts: Facts) -> Finding | None:
+    """NCCL's own words that it could not create, extend or map a segment in /dev/shm (its catalogue rows, from
+    src/include/shm.h / src/misc/shmutils.cc): its intra-node transport keeps its buffers there, so /dev/shm is
+    too small or full for this run, whatever size it has."""
+    said = facts.value("text.messages") if facts.get("text.messages").ok else ()
+    rows = [r for r in catalogue.judged_rows(said, "host-shm-size") if r.get("cause") == "nccl-shm-exhausted"]
+    if not rows:
+        return None
+    container = facts.value("host.container") if facts.get("host.container").ok else None
+    size = facts.value("host.shm_size") if facts.get("host.shm_size").ok else None
+    shown = f" (/dev/shm here is {mib(size)})" if isinstance(size, int) else ""
+    text, commands, links = remedies.message_remedy("shm", container=container) or ("Enlarge /dev/shm.", (), ())
+    return fail("NCCL ran out of shared memory (/dev/shm is too small or full)",
+                detail=f"{rows[0].get('line', '')!r}: NCCL keeps the buffers of its intra-node transport in "
+                       f"/dev/shm{shown}; it could not allocate a segment there. A container gets 64 MiB unless "
+                       "told otherwise.",
+                evidence=evidence(facts, "text.messages", "host.shm_size", "host.container"),
+                remedy=Remediation(text + " NCCL_SHM_DISABLE=1 takes NCCL's shared-memory transport out (slower), "
+                                   "as an alternative.", commands, links))
+
+
 @check("host-shm-size", "Shared memory (/dev/shm) is large enough for DataLoader workers",
        needs=("host.shm_size",), healthcheck=True)
 def shm_size(facts: Facts) -> CheckResult:
     size = facts.value("host.shm_size")
     ev = evidence(facts, "host.shm_size", "host.container")
+    if nccl := _nccl_shm_failed(facts):
+        return nccl
     if _unseen(facts, "host.shm_size"):
         return skip("/dev/shm size not known", detail=facts.get("host.shm_size").describe(), evidence=ev)
     if size is None:

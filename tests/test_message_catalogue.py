@@ -371,3 +371,28 @@ def test_the_device_plugin_without_nvml_is_the_node_s_container_runtime(line: st
 def test_an_nvml_that_loads_is_not_the_device_plugin_s_failure() -> None:
     found = diagnose(parse_text("loading NVML\nFailed to initialize NVML: Unknown Error\n"), REGISTRY)
     assert not [f for f in found if f.id == "container-gpu" and "device plugin" in f.title]
+
+
+def test_nccl_out_of_shared_memory_is_dev_shm_s_finding() -> None:
+    text = ("node1:2145:2178 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n"
+            "node1:2145:2178 [1] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "nccl-shm-recv-250a7cc850ba9298-0-1-3 (size 9637888)\n")
+    found = sort_findings(diagnose(parse_text(text), REGISTRY))
+    assert found[0].id == "host-shm-size" and found[0].status is Status.FAIL
+    assert any("--shm-size" in c for c in found[0].remediation.command_lines())
+    assert not [f for f in found if f.id == "known-message" and f.status is not Status.SKIP]  # said once
+
+
+def test_a_large_dev_shm_with_no_nccl_failure_stays_ok() -> None:
+    text = "$ df -h /dev/shm\nFilesystem      Size  Used Avail Use% Mounted on\nshm              16G     0   16G   0% /dev/shm\n"
+    found = {f.id: f for f in diagnose(parse_text(text), REGISTRY)}
+    assert found["host-shm-size"].status is Status.OK
+
+
+def test_a_wrapper_s_argument_is_still_its_own_message_but_a_quoted_fixed_text_is_not() -> None:
+    wrapped = ("RuntimeError: NCCL error in: /src/ProcessGroupNCCL.cpp:1191, unhandled cuda error (run with "
+               "NCCL_DEBUG=INFO for details), NCCL version 2.14.3")
+    assert {row.id for row, _ in catalogue.match_line(wrapped)} >= {"nccl-unhandled-cuda-error", "torch-nccl-error"}
+    hook = ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
+            "object file: no such file or directory: unknown.")
+    assert {row.id for row, _ in catalogue.match_line(hook)} == {"container-cli-load-library"}

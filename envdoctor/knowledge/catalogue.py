@@ -288,6 +288,15 @@ def _by_anchor() -> dict[str, tuple[Message, ...]]:
     return {anchor: tuple(rows) for anchor, rows in out.items()}
 
 
+def _quoted_by(inner: re.Match[str], outer: re.Match[str]) -> bool:
+    """True when ``inner`` lies within ``outer``'s match, is shorter, and is not inside one of ``outer``'s arguments."""
+    if not (outer.start() <= inner.start() and inner.end() <= outer.end()
+            and outer.end() - outer.start() > inner.end() - inner.start()):
+        return False
+    return not any(outer.start(g) <= inner.start() and inner.end() <= outer.end(g)
+                   for g in range(1, outer.re.groups + 1) if outer.start(g) >= 0)
+
+
 def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
     """Every row ``line`` is an instance of, with its match (the arguments in its groups), in catalogue order.
     Only the rows whose anchor word the line holds are tried: one cut of the line, whatever the row count."""
@@ -297,12 +306,11 @@ def match_line(line: str) -> list[tuple[Message, re.Match[str]]]:
     order = {row.id: i for i, row in enumerate(messages())} if len(candidates) > 1 else {}
     found = [(row, m) for row in candidates if (m := row.pattern.search(line)) is not None]
     if len(found) > 1:
-        # A message that quotes another (nvidia-container-cli's "load library failed: %s: cannot open shared object
-        # file …" quotes glibc's dlerror) is one message: a row matched strictly inside another row's match is the
-        # outer message's argument, not a message of its own.
-        found = [(row, m) for row, m in found if not any(
-            o.start() <= m.start() and m.end() <= o.end() and o.end() - o.start() > m.end() - m.start()
-            for _, o in found)]
+        # A message whose own fixed words quote another's (nvidia-container-cli's "load library failed: %s: cannot
+        # open shared object file …" spells glibc's dlerror out) is one message: a row matched inside another row's
+        # match, across that row's fixed words, is part of it. (One inside an argument of a wrapper, torch's "NCCL
+        # error in: %s:%d, %s", is the wrapper's content, and stays a message.)
+        found = [(row, m) for row, m in found if not any(_quoted_by(m, o) for _, o in found)]
     return sorted(found, key=lambda rm: order.get(rm[0].id, 0))
 
 
