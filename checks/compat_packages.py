@@ -24,11 +24,12 @@ from .torch_build import cuda_reinstall, wants_cuda_build
 def _companion_extension_broken(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """torchvision's/torchaudio's C++ extension misses a torch symbol: built against another torch."""
     errs = [e for e in library_errors(facts) if e["kind"] == "undefined-symbol"
-            and any(f"/{n}/" in str(e["path"]) or str(e["library"]).startswith(f"lib{n}") for n in ("torchvision", "torchaudio"))]
+            and any(f"/{n}/" in str(e["path"]) or str(e["library"]).startswith(f"lib{n}") or e.get("package") == n
+                    for n in ("torchvision", "torchaudio"))]
     if not errs:
         return None
     e = errs[0]
-    name = "torchaudio" if "torchaudio" in str(e["path"]) else "torchvision"
+    name = "torchaudio" if "torchaudio" in str(e["path"]) or e.get("package") == "torchaudio" else "torchvision"
     version, variant = _torch_dist(facts)
     pkgs = _packages(facts)
     ev["library_errors"] = [f"{x['path']}: undefined symbol {x['symbol']}" for x in errs]

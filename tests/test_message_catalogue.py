@@ -396,3 +396,26 @@ def test_a_wrapper_s_argument_is_still_its_own_message_but_a_quoted_fixed_text_i
     hook = ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
             "object file: no such file or directory: unknown.")
     assert {row.id for row, _ in catalogue.match_line(hook)} == {"container-cli-load-library"}
+
+
+_SOX = ("    ImportError                               Traceback (most recent call last)\n"
+        "    <ipython-input-1-4cf0a64f61c0> in <module>()\n"
+        "    ----> 1 import torchaudio\n"
+        "    ~/repo/audio/{pkg}/__init__.py in <module>()\n"
+        "          4 import torch\n"
+        "    ----> 5 import _torch_sox\n"
+        "    ImportError: /usr/local/lib/python3.5/dist-packages/_torch_sox.cpython-35m-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN2at19UndefinedTensorImpl10_singletonE\n")
+
+
+def test_a_private_module_torchaudio_imports_missing_a_torch_symbol_is_torchaudio_s() -> None:
+    found = sort_findings(diagnose(parse_text(_SOX.format(pkg="torchaudio")), REGISTRY))
+    assert found[0].id == "torch-companions" and found[0].status is Status.FAIL and "torchaudio" in found[0].title
+    assert any("torchaudio" in c for c in found[0].remediation.command_lines())
+    assert [f.id for f in found if f.status is Status.FAIL] == ["torch-companions"]
+
+
+def test_the_same_module_under_another_package_stays_the_loader_s_extension() -> None:
+    top = sort_findings(diagnose(parse_text(_SOX.format(pkg="mytools")), REGISTRY))[0]
+    assert top.id == "loader-library" and top.status is Status.FAIL
+    assert "mytools" in " ".join(top.remediation.command_lines())

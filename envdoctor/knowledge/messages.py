@@ -382,6 +382,11 @@ def loader_failures(texts: Sequence[str], frames: Mapping[str, str] | None = Non
             if err["needed_by"] is None and package:
                 err["package"] = err["package"] or package
                 err["needed_by"] = "torch" if package == "torch" else "extension" if "." not in package else None
+            elif package and package.isidentifier() and str(err["package"] or "").startswith("_") and \
+                    err["needed_by"] == "extension":
+                # A private top-level module (old torchaudio's _torch_sox.so) that a package imports in its frame is
+                # that package's compiled part.
+                err["package"] = package
             out.append(err)
     return out
 

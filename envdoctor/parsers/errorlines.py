@@ -66,7 +66,9 @@ def _benign(lowered: str) -> bool:
     return bool(_BENIGN_RE.search(lowered))
 
 
-_FRAME_RE = lazy_re(r'^\s*File "([^"]{1,500})", line \d+')
+# A traceback's frame: Python's ('File "/…/x.py", line 5, in f'), IPython's before 8 ("~/…/x.py in <module>()")
+# and from 8 on ("File ~/…/x.py:5, in <module>").
+_FRAME_RE = lazy_re(r'^\s*(?:File "([^"]{1,500})", line \d+|(?:File\s+)?([^\s"]{1,500}\.py)(?::\d+,?\s+in\s|\s+in\s+\S{1,80}\())')
 # A logger's prefix says who logged the line, not what it says: vLLM's "ERROR 02-20 16:43:12 engine.py:389] ",
 # glog's "E0508 03:34:06.237713 14701 cuda_dnn.cc:522] ", torchrun's "[rank0]: ", docker compose's "web-1  | ".
 # The line is judged by what follows it (a traceback's frames under an ERROR prefix are frames).
@@ -134,7 +136,10 @@ def _rank(line: str) -> int | None:
 
 def _frame_package(path: str) -> str | None:
     """``…/site-packages/torch/cuda/__init__.py`` -> ``torch``; a user's own file -> its name (``train.py``)."""
-    return package_of_path(path) or path.replace("\\", "/").rsplit("/", 1)[-1] or None
+    parts = path.replace("\\", "/").rsplit("/", 2)
+    if len(parts) == 3 and parts[2] == "__init__.py" and parts[1].isidentifier():
+        return package_of_path(path) or parts[1]  # a package's own __init__ (a source checkout's too) is that package
+    return package_of_path(path) or parts[-1] or None
 
 
 def error_lines(lines: list[str]) -> list[ErrorLine]:
@@ -152,7 +157,7 @@ def error_lines(lines: list[str]) -> list[ErrorLine]:
             package = None
             continue
         if frame := _FRAME_RE.match(content):
-            package = _frame_package(frame.group(1))
+            package = _frame_package(frame.group(1) or frame.group(2))
             continue
         if package and not content.strip():
             continue
@@ -174,7 +179,7 @@ def frame_packages(lines: list[str]) -> dict[str, str]:
         if content.startswith(_TRACEBACK):
             package = None
         elif frame := _FRAME_RE.match(content):
-            package = _frame_package(frame.group(1))
+            package = _frame_package(frame.group(1) or frame.group(2))
         elif package and line:
             out.setdefault(line, package)
             if _EXCEPTION_RE.match(content):
