@@ -154,10 +154,38 @@ def cudnn_dll_missing(facts: Facts) -> Finding:
                                    remedies.cudnn_dlls(cudnn[0], in_torch), (remedies.CUDNN_ARCHIVE,)))
 
 
+#: Microsoft's WSL install guide (learn.microsoft.com/windows/wsl/install-manual, "Step 2 - Check requirements for
+#: running WSL 2"): WSL 2 needs Windows 10 version 1903, build 18362, or later on x64 (18362.1049 for the backport).
+#: An older build runs WSL 1 only, and WSL 1 has no GPU.
+_WSL2_FIRST_BUILD = 18362
+
+
+def _build_without_wsl2(facts: Facts) -> Finding | None:
+    """A Windows build that cannot run WSL 2 (``host.windows_build``) in a text that names WSL."""
+    build = facts.value("host.windows_build") if facts.get("host.windows_build").ok else None
+    named = facts.get("text.wsl_named").ok or (facts.get("host.wsl").ok and facts.value("host.wsl") is True)
+    if not isinstance(build, int) or not named or build >= _WSL2_FIRST_BUILD:
+        return None
+    ev = evidence(facts, "host.windows_build", "text.wsl_named", "host.wsl", "nvml.init")
+    failing = _gpu_failing(facts)
+    return (fail if failing else warn)(
+        f"Windows build {build} runs only WSL 1: it has no GPU access",
+        detail=f"WSL 2 needs Windows 10 build {_WSL2_FIRST_BUILD} (version 1903) or later; on build {build} WSL is WSL "
+               "1, which translates Linux system calls and exposes no GPU." +
+               (f" That is why {failing} in this text." if failing else "") +
+               " Installing a Linux NVIDIA driver inside WSL never helps.", evidence=ev,
+        remedy=Remediation("Update Windows (Windows 11, or Windows 10 21H2 or later for CUDA on WSL), then convert "
+                           "the distribution to WSL 2 and keep only the Windows NVIDIA driver.",
+                           ("winver   # in Windows: the build", *remedies.wsl2_convert()),
+                           (remedies.WSL_CUDA_GUIDE,)))
+
+
 @check("wsl-version", "WSL 2, where CUDA works (WSL 1 has no GPU)", needs=("host.kernel",))
 def wsl_version(facts: Facts) -> Finding:
     ev = evidence(facts, "host.kernel", "host.wsl")
     kernel = facts.value("host.kernel") if facts.get("host.kernel").ok else None
+    if (not kernel or "microsoft" not in str(kernel).lower()) and (old := _build_without_wsl2(facts)):
+        return old
     if (not kernel or "microsoft" not in str(kernel).lower()) and (listed := _wsl_listed(facts)):
         return listed
     if not kernel or "microsoft" not in str(kernel).lower():

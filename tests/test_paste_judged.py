@@ -410,3 +410,29 @@ def test_a_cpu_torchs_reinstall_pins_a_version_its_cuda_index_carries(driver: st
     assert m, cmds
     assert m.group(2) in compat.release_variants(m.group(1)), cmds
     assert "torch None" not in _of(text, "torch-cpu-build").detail
+
+
+_OLD_WINDOWS = ("### Microsoft Windows [Version 10.0.{build}.292]\n\n#### Ubuntu app WSL:\nand still when using "
+                "nvidia-smi I get :\n```\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                "Make sure that the latest NVIDIA driver is installed and running.\n```\n")
+
+
+def test_a_windows_build_before_wsl_2_is_wsl_1_without_a_gpu() -> None:
+    from envdoctor.pipeline.diagnose import diagnose, sort_findings
+    from envdoctor.registry import load_registry
+
+    registry = load_registry(plugins=False)
+    facts = parse_text(_OLD_WINDOWS.format(build="17763"))
+    assert facts.value("host.windows_build") == 17763
+    top = sort_findings(diagnose(facts, registry))[0]
+    assert top.id == "wsl-version" and top.status.value == "fail" and "17763" in top.title
+    # a build that runs WSL 2 says nothing about the WSL version; nor does an old build in a text without WSL
+    newer = {f.id: f for f in diagnose(parse_text(_OLD_WINDOWS.format(build="19045")), registry)}
+    assert newer["wsl-version"].status.value == "skip"
+    native = _OLD_WINDOWS.format(build="17763").replace("Ubuntu app WSL", "Command prompt")
+    assert {f.id: f for f in diagnose(parse_text(native), registry)}["wsl-version"].status.value == "skip"
+
+
+def test_wsl_s_issue_template_build_field_is_read() -> None:
+    facts = parse_text("Windows build number: Microsoft Windows [Version 10.0.18363.1440\nWSL 2\n")
+    assert facts.value("host.windows_build") == 18363

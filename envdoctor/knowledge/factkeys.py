@@ -307,6 +307,11 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('container.no_gpu_driver', 'str', ('parser:evidence',),
        'pastes only: the Docker daemon refusing a GPU request ("could not select device driver \\"\\" with '
        'capabilities: [[gpu]]"): no NVIDIA runtime is registered with that Docker'),
+    _k('host.windows_build', 'int', ('parser:evidence',),
+       'pastes only: the Windows build number of `ver`\'s "Microsoft Windows [Version 10.0.17763.292]" (17763), '
+       'or of a "Windows build number:" field'),
+    _k('text.wsl_named', 'str', ('parser:evidence',),
+       'pastes only: the first line that names WSL ("WSL", "WSL2", "Windows Subsystem for Linux")'),
     _k('container.runtime_library_error', 'str', ('parser:evidence',),
        'pastes only: the NVIDIA container runtime hook (on the host) failing to load a driver library '
        '("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared '

@@ -49,7 +49,8 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "driver.nvswitch_present", "nccl.wheel_versions", "host.kernel", "host.wsl", "pci.acs_enabled",
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "pci.nvidia_devices",
-        "toolkit.mismatch_error", "container.no_gpu_driver", "container.runtime_library_error", *listings.KEYS)
+        "toolkit.mismatch_error", "container.no_gpu_driver", "container.runtime_library_error", "host.windows_build",
+        "text.wsl_named", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = lazy_re(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -153,6 +154,35 @@ def _wsl_kernel(text: str) -> str | None:
 
 def _write_kernel(scan: Any, _text: str, kernel: str) -> None:
     scan.evidence.setdefault("host.kernel", kernel)
+
+
+# Windows' `ver` ("Microsoft Windows [Version 10.0.17763.292]"), as WSL's issue template asks for it ("Windows build
+# number: 10.0.19045.2965"): the build number, which says which WSL the machine can run.
+_WINVER_RE = lazy_re(r"(?:Microsoft Windows \[Version|Windows build(?: number)?\s*:)\s*(?:Microsoft Windows \[Version\s*)?"
+                     r"10\.0\.(\d{5})\b")
+# The reporter naming WSL: "Ubuntu app WSL", "in WSL2", "Windows Subsystem for Linux".
+_WSL_WORD_RE = lazy_re(r"(?<![\w/.-])WSL ?[12]?(?![\w/.-])|Windows Subsystem for Linux")
+
+
+def _winver(text: str) -> int | None:
+    if "Windows" not in text:
+        return None
+    m = _WINVER_RE.search(text)
+    return int(m.group(1)) if m else None
+
+
+def _write_winver(scan: Any, _text: str, build: int) -> None:
+    scan.evidence.setdefault("host.windows_build", build)
+
+
+def _wsl_named(text: str) -> str | None:
+    if "WSL" not in text and "Subsystem for Linux" not in text:
+        return None
+    return text.strip()[:160] if _WSL_WORD_RE.search(text) else None
+
+
+def _write_wsl_named(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("text.wsl_named", line)
 
 
 # `lspci -vvv`'s ACS control of a PCIe bridge: "ACSCtl: SrcValid+ TransBlk- ReqRedir- …". With ACS on, GPU
@@ -375,6 +405,8 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("fabricmanager-log", _fabricmanager_log, _write_fabricmanager_log),
     ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
+    ("windows-build", _winver, _write_winver),
+    ("wsl-named", _wsl_named, _write_wsl_named),
     ("pci-acs", _acs, _write_acs),
     ("pci-nvidia-device", _pci_device, _write_pci_device),
     ("torch-not-compiled-with-cuda", _not_compiled, _write_not_compiled),
@@ -486,6 +518,10 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
                                     "(distinct lines; repeated identical lines count once)")
     if "container.no_gpu_driver" in found:
         out["container.no_gpu_driver"] = ok(found["container.no_gpu_driver"], SOURCE, "the Docker daemon's error, pasted")
+    if "host.windows_build" in found:
+        out["host.windows_build"] = ok(found["host.windows_build"], SOURCE, "Windows' version line (`ver`), pasted")
+    if "text.wsl_named" in found:
+        out["text.wsl_named"] = ok(found["text.wsl_named"], SOURCE, "the text names WSL")
     if "container.runtime_library_error" in found:
         out["container.runtime_library_error"] = ok(found["container.runtime_library_error"], SOURCE,
                                                     "the NVIDIA container runtime hook's error, pasted")
