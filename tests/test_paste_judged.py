@@ -436,3 +436,22 @@ def test_a_windows_build_before_wsl_2_is_wsl_1_without_a_gpu() -> None:
 def test_wsl_s_issue_template_build_field_is_read() -> None:
     facts = parse_text("Windows build number: Microsoft Windows [Version 10.0.18363.1440\nWSL 2\n")
     assert facts.value("host.windows_build") == 18363
+
+
+@pytest.mark.parametrize(("rows", "version", "cuda"), [
+    ("  cpu-only           pytorch/linux-64::cpu-only-1.0-0\n"
+     "  pytorch-nightly    pytorch/linux-64::pytorch-nightly-1.0.0.dev20190311-py3.7_cpu_0\n",
+     "1.0.0.dev20190311", None),
+    ("  cpuonly            pytorch/noarch::cpuonly-2.0-0\n"
+     "  pytorch            pytorch/linux-64::pytorch-2.0.1-py3.10_cpu_0\n", "2.0.1", None),
+    ("  pytorch            pytorch/linux-64::pytorch-2.0.1-py3.10_cuda11.8_cudnn8.7.0_0\n"
+     "  pytorch-cuda       pytorch/linux-64::pytorch-cuda-11.8-h7e8668a_5\n", "2.0.1", "11.8"),
+    ("  pytorch            pytorch/linux-64::pytorch-1.13.1-py3.9_cuda11.7_cudnn8.5.0_0 --> "
+     "pytorch/linux-64::pytorch-2.0.1-py3.10_cpu_0\n", "2.0.1", None),
+    ("    pytorch:         1.0.0-py3.7_cpu_0 pytorch\n    cpuonly:         1.0-0       pytorch\n", "1.0.0", None),
+])
+def test_conda_s_transaction_plan_says_which_torch_build_it_installs(rows: str, version: str, cuda: str | None) -> None:
+    text = f"The following NEW packages will be INSTALLED:\n\n{rows}\nProceed ([y]/n)? y\n"
+    facts = parse_text(text)
+    assert facts.value("torch.version") == version
+    assert facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") == cuda

@@ -41,6 +41,26 @@ _PYTORCH_CHANNEL_CPU_RE = lazy_re(r"^py\d\.\d{1,2}_cpu_\d+$")
 _CONDA_FORGE_CUDA_RE = lazy_re(r"^cuda(\d{1,2})(\d)_?(?:[a-z]+_)?py\d{2,3}h")
 _CONDA_FORGE_CPU_RE = lazy_re(r"^cpu_(?:[a-z]+_)?py\d{2,3}h")
 _MINOR_RE = lazy_re(r"^(\d{1,2}\.\d)$")
+# conda's transaction plan ("The following NEW packages will be INSTALLED:"), each package as its record's dist
+# string "channel/subdir::name-version-build" after the name (conda >= 4.6, conda/core/link.py _change_report_str;
+# an UPDATED row "old --> new"), or as "name: version-build channel" (conda < 4.6, conda/plan.py display_actions).
+_PLAN_ROW_RE = lazy_re(r"^([A-Za-z0-9][\w.-]*)\s+(?:\S+\s+-->\s+)?(?:[\w./-]+/)?[\w-]+::([A-Za-z0-9][\w.+!-]*)"
+                       r"(?:\s+\([\w ]{1,20}\))?\s*$")
+_OLD_PLAN_ROW_RE = lazy_re(r"^([A-Za-z0-9][\w.-]*):\s+(?:\S+\s+-->\s+)?(\d[\w.+!]*)-([\w.+]+)(?:\s+\S+)?\s*$")
+#: The package names a conda plan installs torch under (the pytorch channel's nightly and CPU names included).
+_PLAN_TORCH = {"pytorch": "torch", "pytorch-nightly": "torch", "pytorch-cpu": "torch", "pytorch-nightly-cpu": "torch"}
+
+
+def _plan_row(line: str) -> tuple[str, str, str] | None:
+    """``(name, version, build)`` of a row of conda's transaction plan, or None."""
+    if "::" in line and (m := _PLAN_ROW_RE.match(line)):
+        parts = m.group(2).rsplit("-", 2)
+        if len(parts) == 3 and parts[0] == m.group(1) and parts[1][:1].isdigit():
+            return parts[0], parts[1], parts[2]
+        return None
+    if (m := _OLD_PLAN_ROW_RE.match(line)) is not None:
+        return m.group(1), m.group(2), m.group(3)
+    return None
 _SHOW_NAME_RE = lazy_re(r"^Name:\s*(\S+)\s*$")
 _SHOW_VERSION_RE = lazy_re(rf"^Version:\s*{_VERSION}\s*$")
 
@@ -65,6 +85,11 @@ def _entries(lines: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
             listed[show_name] = m.group(1)
             show_name = None
             continue
+        if (plan := _plan_row(line)) is not None:
+            name = _PLAN_TORCH.get(plan[0], normalize_name(plan[0]))
+            if _RELEVANT.fullmatch(name):
+                listed.setdefault(name, plan[1])
+            continue
         m = _FREEZE_RE.match(line) or _TABLE_RE.match(line) or _DASHED_RE.match(line)
         if m:
             name = normalize_name(m.group(1))
@@ -79,7 +104,7 @@ def build_cuda(name: str, version: str, build: str) -> tuple[str | None, str] | 
     CUDA one; None when the row says neither. Read from the pytorch row's build string, the pytorch channel's
     ``pytorch-mutex … cpu`` / ``cpuonly`` selectors and its ``pytorch-cuda X.Y`` package."""
     why = f"`conda list`: {name} {version} {build}"
-    if name in ("pytorch", "torch"):
+    if name in ("pytorch", "torch", "pytorch-nightly", "pytorch-cpu", "pytorch-nightly-cpu"):
         if m := _PYTORCH_CHANNEL_CUDA_RE.match(build):
             return m.group(1), why
         if m := _CONDA_FORGE_CUDA_RE.match(build):
@@ -87,7 +112,7 @@ def build_cuda(name: str, version: str, build: str) -> tuple[str | None, str] | 
         if _PYTORCH_CHANNEL_CPU_RE.match(build) or _CONDA_FORGE_CPU_RE.match(build):
             return None, why
         return None  # a build string of another shape says nothing
-    if name == "pytorch-mutex" and build == "cpu" or name == "cpuonly":
+    if name == "pytorch-mutex" and build == "cpu" or name in ("cpuonly", "cpu-only"):
         return None, why
     if name == "pytorch-cuda" and (m := _MINOR_RE.match(version)):
         return m.group(1), why
@@ -99,11 +124,14 @@ def _builds(lines: Sequence[str]) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = []
     for raw in lines:
         line = raw.strip()
-        if not line or len(line) > 300 or not line.startswith(("pytorch", "torch", "cpuonly")):
+        if not line or len(line) > 300 or not line.startswith(("pytorch", "torch", "cpuonly", "cpu-only")):
             continue
-        if (m := _CONDA_ROW_RE.match(line)) is None:
+        if (plan := _plan_row(line)) is not None:
+            said = build_cuda(plan[0], plan[1], plan[2])
+        elif (m := _CONDA_ROW_RE.match(line)) is not None:
+            said = build_cuda(normalize_name(m.group(1)), m.group(2), m.group(3))
+        else:
             continue
-        said = build_cuda(normalize_name(m.group(1)), m.group(2), m.group(3))
         if said is not None:
             out.append(said)
     return out
