@@ -455,3 +455,15 @@ def test_conda_s_transaction_plan_says_which_torch_build_it_installs(rows: str, 
     facts = parse_text(text)
     assert facts.value("torch.version") == version
     assert facts.get("torch.cuda_version").ok and facts.value("torch.cuda_version") == cuda
+
+
+def test_a_dll_error_a_rich_logger_wrapped_is_the_loader_s_and_explained() -> None:
+    text = ('2024-09-13 10:46:18 ERROR    Error loading                                            __init__.py:127\n'
+            '                             "D:\\kohya_ss\\venv\\lib\\site-packages\\torch\\lib\\fbgemm.dll" or one\n'
+            '                             of its dependencies.\n')
+    found = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+    assert found[0].id == "loader-library" and found[0].status is Status.FAIL and "fbgemm.dll" in found[0].title
+    assert not [f for f in found if f.id == "unexplained-error" and f.status is not Status.SKIP]
+    # the first line alone names no DLL: nothing is made up from it
+    alone = parse_text("2024-09-13 10:46:18 ERROR    Error loading                     __init__.py:127\nOSError: boom\n")
+    assert not alone.get("torch.loader_failures").ok

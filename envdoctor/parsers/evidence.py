@@ -433,7 +433,7 @@ def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
     previous = ""
     seen: set[str] = set()
     for line in lines:
-        line = line.strip()
+        line = unwrapped_line(line)
         if previous and line and len(previous) < _WRAP_LINE and len(line) < _WRAP_LINE:
             pair = f"{previous} {line}"
             if pair not in seen:
@@ -442,6 +442,17 @@ def rewrapped(lines: list[str], found: dict[str, Any]) -> None:
                     if hit := find(pair):
                         put(_Found(found), pair, hit)
         previous = line
+
+
+# rich's logging handler (RichHandler, which kohya's scripts and many trainers use) prints the logging call's
+# "file.py:NN" in a right-hand column of the message's first line, and wraps the message below it: the column is
+# no part of the sentence.
+_RICH_PATH_RE = lazy_re(r"\s{2,}[\w.-]{1,60}\.py:\d{1,6}$")
+
+
+def unwrapped_line(line: str) -> str:
+    """A line as part of a wrapped sentence: stripped, without rich's right-hand path column."""
+    return _RICH_PATH_RE.sub("", line.strip())
 
 
 # Signature name -> the scan key its writer fills.
@@ -535,4 +546,4 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out["launch.visible_devices"] = ok(launch["visible"], SOURCE, "the launch line's CUDA_VISIBLE_DEVICES")
 
 
-__all__ = ["KEYS", "SIGNATURES", "SOURCE", "rewrapped", "write"]
+__all__ = ["KEYS", "SIGNATURES", "SOURCE", "rewrapped", "unwrapped_line", "write"]

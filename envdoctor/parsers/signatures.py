@@ -368,6 +368,8 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
     _write_container(scan, out)
     _write_companion(scan, out)
     _write_captured(scan, out)
+    if not scan.library_errors:
+        _rewrapped_dll_errors(lines, scan)
     if scan.library_errors:
         out["torch.library_errors"] = ok(scan.library_errors, SOURCE, "loader errors pasted with the report")
         out["torch.loader_failures"] = ok(loader_failures(scan.library_errors, errorlines.frame_packages(list(lines))),
@@ -382,6 +384,22 @@ def scan_messages(lines: Sequence[str], out: dict[str, Reading], explained: Iter
     _evidence.rewrapped(list(lines), scan.evidence)
     _container_worker_shm(lines, scan)
     _evidence.write(scan.evidence, out)
+
+
+def _rewrapped_dll_errors(lines: Sequence[str], scan: Scan) -> None:
+    """Windows' 'Error loading "…\\x.dll" or one of its dependencies.' (torch/__init__.py's wording) wrapped by a
+    logger over up to three lines (rich's handler: its "file.py:NN" column on the first): the joined sentence is
+    the loader's error."""
+    for i, raw in enumerate(lines):
+        if "Error loading" not in raw or "dependencies" in raw or len(raw) > 400:
+            continue
+        parts = [x for x in lines[i:i + 3] if x.strip()]
+        joined = " ".join(_evidence.unwrapped_line(x) for x in parts)
+        end = joined.find("dependencies")
+        if end > 0 and loader_errors_of(joined[:end + len("dependencies.")]):
+            _library_error(scan, joined[:end + len("dependencies.")], [])
+            scan.explained.update(x.strip() for x in parts)
+            return
 
 
 #: nvidia-smi's table prints each GPU's compute mode at the end of the GPU's second row, under "Compute M.", in its
@@ -439,6 +457,10 @@ def _container_worker_shm(lines: Sequence[str], scan: Scan) -> None:
 
 
 # -- the facts ------------------------------------------------------------------------------------------------
+def loader_errors_of(text: str) -> list[dict[str, Any]]:
+    return messages.loader_errors(text)
+
+
 def loader_failures(texts: Sequence[str], frames: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """:func:`envdoctor.knowledge.messages.loader_failures` (the live probe reads torch's errors the same way)."""
     return messages.loader_failures(texts, frames)
