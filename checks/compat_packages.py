@@ -8,7 +8,7 @@ from typing import Any
 from packaging.version import Version
 
 from envdoctor import views
-from envdoctor.knowledge import compat, remedies, versions
+from envdoctor.knowledge import catalogue, compat, remedies, versions
 
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
@@ -41,6 +41,30 @@ def _companion_extension_broken(facts: Facts, ev: dict[str, Any]) -> Finding | N
                                                 "built for that torch.", (cmd,), (PREVIOUS,)))
 
 
+def _companion_no_cuda_kernels(facts: Facts, ev: dict[str, Any]) -> Finding | None:
+    """torch's dispatcher found no CUDA kernel for a torchvision/torchaudio operator ("Could not run
+    'torchvision::nms' with arguments from the 'CUDA' backend"): that package's compiled part has none, being a CPU
+    build or one built for another torch, which registered nothing for torch's CUDA."""
+    said = facts.value("text.messages") if facts.get("text.messages").ok else ()
+    rows = [r for r in catalogue.judged_rows(said, "torch-companions") if r.get("id") == "torch-op-no-kernel"
+            and len(r.get("args") or ()) >= 2 and str(r["args"][0]).split("::")[0] in ("torchvision", "torchaudio")
+            and "CUDA" in str(r["args"][1])]
+    if not rows:
+        return None
+    op, backend = str(rows[0]["args"][0]), str(rows[0]["args"][1])
+    name = op.split("::")[0]
+    version, variant = _torch_dist(facts)
+    pkgs = _packages(facts)
+    have = f" (installed: torch {pkgs.get('torch', '?')}, {name} {pkgs[name]})" if name in pkgs else ""
+    ev["text.messages"] = [r.get("id") for r in rows]
+    cmd = remedies.torch_install(_exe(facts), version, variant, (name,))
+    return fail(f"{name} has no CUDA kernels for the installed torch",
+                detail=f"torch's dispatcher found no '{backend}' kernel for {op}: {name}'s compiled operators registered "
+                       f"none, because {name} is a CPU build or was built for another torch{have}. {_as_of()}",
+                evidence=ev, remedy=Remediation(f"Install torch and {name} together from one index, so pip picks the "
+                                                f"{name} build made for that torch and its CUDA.", (cmd,), (PREVIOUS,)))
+
+
 def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """torchvision/torchaudio said themselves that torch was built for another CUDA."""
     said = dict(facts.value("torch.companion_cuda") or {})
@@ -68,7 +92,7 @@ def _companion_refused(facts: Facts, ev: dict[str, Any]) -> Finding | None:
 @check("torch-companions", "torchvision/torchaudio match the installed torch", needs=("python.packages", "torch.version"))
 def torch_companions(facts: Facts) -> Finding | list[Finding]:
     ev = evidence(facts, "torch.version", "python.packages")
-    refused = _companion_refused(facts, ev) or _companion_extension_broken(facts, ev)
+    refused = _companion_refused(facts, ev) or _companion_extension_broken(facts, ev) or _companion_no_cuda_kernels(facts, ev)
     if refused is not None:
         return refused
     build = torch_build(facts)

@@ -419,3 +419,30 @@ def test_the_same_module_under_another_package_stays_the_loader_s_extension() ->
     top = sort_findings(diagnose(parse_text(_SOX.format(pkg="mytools")), REGISTRY))[0]
     assert top.id == "loader-library" and top.status is Status.FAIL
     assert "mytools" in " ".join(top.remediation.command_lines())
+
+
+_NO_KERNEL = ("NotImplementedError: Could not run '{op}' with arguments from the 'CUDA' backend. This could be because "
+              "the operator doesn't exist for this backend, or was omitted during the selective/custom build process (if "
+              "using custom build).\n")
+
+
+def test_a_torchvision_operator_without_a_cuda_kernel_is_torchvision_s_build() -> None:
+    found = sort_findings(diagnose(parse_text(_NO_KERNEL.format(op="torchvision::nms")), REGISTRY))
+    assert found[0].id == "torch-companions" and found[0].status is Status.FAIL and "torchvision" in found[0].title
+    assert any("torchvision" in c for c in found[0].remediation.command_lines())
+    assert not [f for f in found if f.id in ("known-message", "unexplained-error") and f.status is not Status.SKIP]
+
+
+def test_another_operator_without_a_kernel_is_said_but_not_blamed_on_the_companions() -> None:
+    found = sort_findings(diagnose(parse_text(_NO_KERNEL.format(op="xformers::efficient_attention_forward_cutlass")),
+                                   REGISTRY))
+    assert not [f for f in found if f.id == "torch-companions" and f.status is Status.FAIL]
+    said = [f for f in found if f.id == "known-message"]
+    assert said and said[0].status is Status.WARN  # known, with no command to give: a warning at most
+
+
+def test_tensorflow_s_dlopen_sentence_is_matched_by_its_stable_first_sentence() -> None:
+    for tail in (" Skipping registering GPU devices...", " Please make sure the missing libraries mentioned above are "
+                 "installed"):
+        line = f"W0000 00:00:1777802014.562474   11318 gpu_device.cc:2365] Cannot dlopen some GPU libraries.{tail}\n"
+        assert "tf-cannot-dlopen-gpu" in {m["id"] for m in parse_text(line).get("text.messages").value}
