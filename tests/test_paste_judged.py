@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.model import Facts, Finding, Status
-from envdoctor.parsers import parse_text, toollines
+from envdoctor.parsers import ParseError, parse_text, toollines
 from envdoctor.parsers.packages import build_cuda
 from envdoctor.parsers.prose import hang, tensorflow
 from envdoctor.pipeline.diagnose import diagnose, sort_findings
@@ -467,3 +467,18 @@ def test_a_dll_error_a_rich_logger_wrapped_is_the_loader_s_and_explained() -> No
     # the first line alone names no DLL: nothing is made up from it
     alone = parse_text("2024-09-13 10:46:18 ERROR    Error loading                     __init__.py:127\nOSError: boom\n")
     assert not alone.get("torch.loader_failures").ok
+
+
+@pytest.mark.parametrize(("line", "value"), [
+    ("Run 'CUDA_VISIBLE_DEVICES=5 python3 train.py'", "5"),
+    ("When I added os.environ['CUDA_VISIBLE_DEVICES']='1' in train.py, the code will always use cuda:0", "1"),
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"', "0,1"),
+])
+def test_a_device_list_set_in_a_sentence_or_in_python_is_read(line: str, value: str) -> None:
+    facts = parse_text(line + "\n")
+    assert facts.value("text.env_assignments") == {"CUDA_VISIBLE_DEVICES": value}
+
+
+def test_a_variable_that_is_not_the_stack_s_own_is_not_read_from_a_sentence() -> None:
+    with pytest.raises(ParseError):
+        parse_text("I set MY_DEVICE_NAME=foo in the config and it still fails\n")

@@ -107,7 +107,11 @@ _ENV_NAME_RE = lazy_re(r"^(?:CUDA_\w+|NCCL_\w+|NVIDIA_\w+|TORCH_\w+|PYTORCH_\w+|
                        r"ROCR_VISIBLE_DEVICES|OLLAMA_\w+|GGML_\w+|VLLM_\w+|HF_HUB_\w+|LOCAL_RANK|RANK|WORLD_SIZE|"
                        r"MASTER_ADDR|MASTER_PORT|GLOO_\w+|UCX_\w+|FI_\w+|NVTE_\w+|MIOPEN_\w+|HSA_\w+)$")
 _ASSIGN_RE = lazy_re(r"(?:^|\s)(?:export\s+|set\s+|\$env:|-e\s+|--env[=\s]+)?([A-Z][A-Z0-9_]{1,60})=(\"[^\"]*\"|'[^']*'|\S*)")
-_NCCL_ASSIGN_RE = lazy_re(r"(?<![\w$])(NCCL_[A-Z][A-Z0-9_]{1,40})=(\"[^\"]*\"|'[^']*'|[\w.,:-]+)")
+# A variable whose name is its stack's own (NCCL's switches, CUDA's and the NVIDIA runtime's device lists) set in a
+# sentence or a quoted command ("Run 'CUDA_VISIBLE_DEVICES=5 python3 train.py'"), or in Python (os.environ["X"] = "1").
+_STACK_NAMES = r"NCCL_[A-Z][A-Z0-9_]{1,40}|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|NVIDIA_VISIBLE_DEVICES"
+_NCCL_ASSIGN_RE = lazy_re(rf"(?<![\w$])({_STACK_NAMES})=(\"[^\"]*\"|'[^']*'|[\w.,:-]+)")
+_ENVIRON_ASSIGN_RE = lazy_re(rf"os\.environ\[\s*([\"'])({_STACK_NAMES})\1\s*\]\s*=\s*([\"'])([\w.,:-]*)\3")
 # A command line whose only output is torch.cuda.is_available(): `python -c "import torch;
 # print(torch.cuda.is_available())"` (also inside `docker run … python -c …`); the next line is what it printed.
 _PRINTS_AVAILABLE_RE = lazy_re(r"^(?:\S*[$#>]\s+)?(?:sudo\s+)?\S*(?:python[\d.]*|docker|podman)(?:\.exe)?\s.*"
@@ -366,12 +370,15 @@ def _command(line: str, found: _Found, _block: list[str | None]) -> bool:
     if "=" in line and _COMMAND_START_RE.match(line.strip()):
         _assignments(line, found)
         return True
-    if "NCCL_" in line and "=" in line:
-        # "With NCCL_P2P_DISABLE=1 it runs": an NCCL switch a sentence says was set (the names are NCCL's own,
-        # so a sentence naming one means that variable).
+    if "=" in line and ("NCCL_" in line or "_DEVICE" in line):
+        # "With NCCL_P2P_DISABLE=1 it runs": a variable a sentence says was set (the names are NCCL's, CUDA's and the
+        # NVIDIA runtime's own, so a sentence naming one means that variable).
         for a in _NCCL_ASSIGN_RE.finditer(line):
             if len(found.env) < 64:
                 found.env.setdefault(a.group(1), redact_text(_value_of(a.group(2))[:200]))
+        for e in _ENVIRON_ASSIGN_RE.finditer(line):
+            if len(found.env) < 64:
+                found.env.setdefault(e.group(2), redact_text(e.group(4)[:200]))
     return m is not None
 
 
