@@ -482,3 +482,16 @@ def test_a_device_list_set_in_a_sentence_or_in_python_is_read(line: str, value: 
 def test_a_variable_that_is_not_the_stack_s_own_is_not_read_from_a_sentence() -> None:
     with pytest.raises(ParseError):
         parse_text("I set MY_DEVICE_NAME=foo in the config and it still fails\n")
+
+
+def test_the_interpreter_s_folder_in_a_traceback_says_its_python() -> None:
+    frame = '  File "/root/miniconda3/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py", line 3505\n'
+    assert parse_text(frame).value("python.version") == "3.8"
+    windows = '  File "C:\\Users\\me\\AppData\\Local\\Programs\\Python\\Python310\\lib\\site-packages\\torch\\__init__.py"\n'
+    assert parse_text(windows).value("python.version") == "3.10"
+    # two interpreters in one text: neither is the one
+    both = frame + frame.replace("python3.8", "python3.11")
+    with pytest.raises(ParseError):
+        parse_text(both)
+    # a stated version wins over the folder
+    assert parse_text("Python version: 3.8.10\n" + frame).value("python.version") == "3.8.10"

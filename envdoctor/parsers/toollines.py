@@ -445,9 +445,28 @@ def read(lines: Sequence[str]) -> _Found:
 
 
 
+# A traceback frame's or a log's path inside an interpreter's packages: ".../lib/python3.8/site-packages/torch/…"
+# (POSIX: lib/pythonX.Y), "C:\\…\\Python310\\lib\\site-packages\\…" (Windows: PythonXY): the interpreter's X.Y.
+_SITE_PACKAGES_RE = lazy_re(r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages[/\\]|[/\\]Python3(\d{1,2})[/\\]lib[/\\]"
+                            r"site-packages[/\\]", re.IGNORECASE)
+
+
+def _python_of_paths(lines: Sequence[str]) -> tuple[str, str] | None:
+    """(X.Y, the line) when every interpreter path in the text names one Python, else None."""
+    said: dict[str, str] = {}
+    for line in lines:
+        if "-packages" not in line or len(line) > _MAX_LINE:
+            continue
+        for m in _SITE_PACKAGES_RE.finditer(line):
+            said.setdefault(m.group(1) or f"3.{m.group(2)}", line.strip()[:160])
+    return next(iter(said.items())) if len(said) == 1 else None
+
+
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Write what the tools' lines and the command lines say into ``readings`` (only facts not read already)."""
     found = read(lines)
+    if not_read(readings, "python.version") and (python := _python_of_paths(lines)) is not None:
+        readings["python.version"] = ok(python[0], SOURCE, f"the interpreter's folder in a path: {python[1]!r}")
     if found.tools:
         readings["text.tools"] = ok(found.tools, SOURCE, "the start-up lines of known tools the text holds")
     if found.frameworks:
