@@ -446,3 +446,25 @@ def test_tensorflow_s_dlopen_sentence_is_matched_by_its_stable_first_sentence() 
                  "installed"):
         line = f"W0000 00:00:1777802014.562474   11318 gpu_device.cc:2365] Cannot dlopen some GPU libraries.{tail}\n"
         assert "tf-cannot-dlopen-gpu" in {m["id"] for m in parse_text(line).get("text.messages").value}
+
+
+_DMESG_GSP = ("kernel: NVRM: The NVIDIA GPU 0000:09:00.0 (PCI ID: 10de:1d01)\n"
+              "             NVRM: installed in this system is not supported by {what}\n"
+              "             NVRM: nvidia.ko because it does not include the required GPU\n"
+              "             NVRM: System Processor (GSP).\n"
+              "kernel: nvidia 0000:09:00.0: probe with driver nvidia failed with error -1\n"
+              "kernel: NVRM: The NVIDIA probe routine failed for 1 device(s).\n")
+
+
+def test_the_open_kernel_module_on_a_gpu_without_gsp_says_which_flavour_to_install() -> None:
+    found = [f for f in sort_findings(diagnose(parse_text(_DMESG_GSP.format(what="open")), REGISTRY))
+             if f.status is not Status.SKIP and f.status is not Status.OK]
+    assert found[0].status is Status.FAIL and "GSP" in found[0].title
+    assert "proprietary" in found[0].remediation.text
+    assert len(found) == 1  # the probe failure it leads to is folded into it
+
+
+def test_a_gpu_the_driver_release_does_not_support_is_not_the_open_module_s() -> None:
+    text = _DMESG_GSP.format(what="the").replace("nvidia.ko because it does not include the required GPU",
+                                                 "NVIDIA 470.256.02 driver release.")
+    assert "nvrm-open-module-no-gsp" not in {m["id"] for m in parse_text(text).get("text.messages").value}

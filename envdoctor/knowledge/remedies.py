@@ -33,6 +33,8 @@ DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-gui
 CUDA_COMPATIBILITY = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
 CUDA_WHEELS_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#pip-wheels"
+OPEN_MODULES_GPUS = "https://github.com/NVIDIA/open-gpu-kernel-modules#compatible-gpus"
+DRIVER_FLAVORS = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#switching-between-driver-module-flavors"
 CONTAINER_TOOLKIT_INSTALL = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
                              "install-guide.html")
 CONTAINER_CGROUP_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
@@ -1076,6 +1078,13 @@ def message_remedy(name: str | None, python: str | None = None,
                      (NCCL_TROUBLESHOOTING,)),
         "nccl-nvls": ("Take NVLink SHARP out to confirm (it needs the fabric manager and NVSwitch).",
                       (env_set("NCCL_NVLS_ENABLE", "0", "to confirm"),), (NCCL_TROUBLESHOOTING, FABRIC_GUIDE)),
+        "proprietary-kernel-module": ("The open kernel modules run only GPUs with a GSP (Turing and later): install the "
+                                      "proprietary kernel module flavour of the driver for this GPU instead of the open "
+                                      "one (NVIDIA's guide: switching between driver module flavors).",
+                                      ("lspci -nn | grep -i nvidia   # the GPU and its PCI id",
+                                       "modinfo -F license nvidia   # 'Dual MIT/GPL' is the open flavour, 'NVIDIA' the "
+                                       "proprietary one"),
+                                      (DRIVER_FLAVORS, OPEN_MODULES_GPUS)),
         "container-driver-library": ("The host's driver libraries do not reach the container runtime: install the "
                                      "NVIDIA driver on the host, then the Container Toolkit.",
                                      ("nvidia-smi   # on the host: the driver works there", container_toolkit_install()),

@@ -42,7 +42,7 @@ _SENTENCE_RE = lazy_re(r"(?<=[.!?;])\s+(?=\S)|\n")
 # From a token's start only: tried at every position of a long token it was quadratic (400 KB: 2.9 s).
 _URL_OR_PATH_RE = lazy_re(r"(?<!\S)\S*(?:://|[\\/])\S*")
 # Component, then its value within a few filler words ("torch version is 2.1.0", "CUDA toolkit 12.1").
-_FILLER = r"(?:\s+(?:version|ver\.?|is|of|v|toolkit|runtime|at|=|==|:))*\s*v?"
+_FILLER = r"(?:\s+(?:version|ver\.?|is|of|v|toolkit|runtime|at|=|==|:|both|cpu|gpu|and|CPU|GPU))*\s*v?"
 _MENTIONS: tuple[tuple[str, re.Pattern[str] | Any], ...] = (
     ("torch.version", lazy_re(r"\b(?:py)?torch" + _FILLER + r"(\d\.\d{1,2}(?:\.\d{1,2})?(?:\+[a-z0-9]+)?)(?!\w|\.\d)",
                               re.IGNORECASE)),
