@@ -451,8 +451,13 @@ _RICH_PATH_RE = lazy_re(r"\s{2,}[\w.-]{1,60}\.py:\d{1,6}$")
 
 
 def unwrapped_line(line: str) -> str:
-    """A line as part of a wrapped sentence: stripped, without rich's right-hand path column."""
-    return _RICH_PATH_RE.sub("", line.strip())
+    """A line as part of a wrapped sentence: stripped, without rich's right-hand path column (looked for in the
+    line's last 80 characters only: linear on any line)."""
+    line = line.strip()
+    tail = line[-80:]
+    if ".py:" not in tail or (m := _RICH_PATH_RE.search(tail)) is None:
+        return line
+    return line[:len(line) - len(tail) + m.start()].rstrip()
 
 
 # Signature name -> the scan key its writer fills.
