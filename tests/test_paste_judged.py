@@ -210,6 +210,10 @@ def test_tensorflow_version_in_prose_is_read_only_when_stated() -> None:
     assert tensorflow(["We run TensorFlow 2.15 on the box."]) is not None
     assert tensorflow(["Should I downgrade to TensorFlow 2.10?"]) is None
     assert tensorflow(["I tried tensorflow 2.12 and tensorflow 2.13 already."]) is None
+    # a hypothesis after the version does not undo the reporter's own ("… but every time I try to import …")
+    assert tensorflow(["I am using TensorFlow both CPU and GPU version 2.8 but everytime I try to import it fails"]) \
+        == ("2.8", "I am using TensorFlow both CPU and GPU version 2.8 but everytime I try to import it fails")
+    assert tensorflow(["If I upgrade to TensorFlow 2.11 it breaks"]) is None
 
 
 # -- 5. conda build strings -------------------------------------------------------------------------------------------

@@ -198,10 +198,13 @@ def tensorflow(lines: Sequence[str]) -> tuple[str, str] | None:
                 or split_statement(line) is not None:
             continue
         for sentence in _SENTENCE_RE.split(_URL_OR_PATH_RE.sub(" ", line)):
-            if sentence.rstrip().endswith("?") or _QUESTION_RE.match(sentence) or _HYPOTHESIS_RE.search(sentence):
+            if sentence.rstrip().endswith("?") or _QUESTION_RE.match(sentence):
                 continue
             for m in _TENSORFLOW_RE.finditer(sentence):
-                found.setdefault(m.group(1), sentence.strip()[:160])
+                # a hypothesis before the version ("if I upgrade to TensorFlow 2.11") says nothing about the
+                # reporter's; one after it ("I am using TensorFlow 2.8 but every time I try …") does not undo it
+                if not _HYPOTHESIS_RE.search(sentence[:m.end()]):
+                    found.setdefault(m.group(1), sentence.strip()[:160])
     return next(iter(found.items())) if len(found) == 1 else None
 
 
