@@ -37,7 +37,8 @@ def dataloader_shm(facts: Facts) -> Finding:
     where = f"this {container} container's" if container else "the"
     return fail("DataLoader workers ran out of shared memory (/dev/shm)",
                 detail=f"{lines[0]!r}: worker processes pass every batch through {where} /dev/shm, and it is too "
-                       "small (Docker gives a container 64 MiB unless told otherwise).",
+                       "small (a container gets 64 MiB unless told otherwise: Docker's default, and a Kubernetes "
+                       "pod's without a memory emptyDir).",
                 evidence=ev,
                 remedy=Remediation("Give the run a larger /dev/shm (or share the host's IPC namespace); "
                                    "num_workers=0 in the DataLoader avoids it, slower.",

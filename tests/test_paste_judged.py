@@ -499,3 +499,15 @@ def test_the_interpreter_s_folder_in_a_traceback_says_its_python() -> None:
         parse_text(both)
     # a stated version wins over the folder
     assert parse_text("Python version: 3.8.10\n" + frame).value("python.version") == "3.8.10"
+
+
+def test_a_kubeflow_step_runs_in_a_pod_so_its_shm_remedy_is_the_pod_s() -> None:
+    text = ("I deployed a pipeline to Kubeflow from my local computer\n"
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+            "(shm).\n")
+    facts = parse_text(text)
+    assert facts.value("host.container") == "kubernetes"
+    top = sort_findings(diagnose(facts, load_registry(plugins=False)))[0]
+    assert top.id == "dataloader-shm" and any("emptyDir" in c for c in top.remediation.command_lines())
+    # the word alone in another sense is no container ("kubeflow-like" is still the name; a plain text is not)
+    assert not parse_text("torch: 2.1.0\nI run it on my laptop\n").get("host.container").ok

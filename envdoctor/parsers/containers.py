@@ -4,6 +4,8 @@ started without ``--shm-size``). It imports no other parser, so both can use it.
 
 from __future__ import annotations
 
+import re
+
 from ..lazyre import lazy_re
 
 __all__ = ["CONTAINER_CMD_RE", "NGC_NO_DRIVER", "container_evidence"]
@@ -23,6 +25,7 @@ CONTAINER_CMD_RE = lazy_re(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|pod
 _COMPOSE_LOG_RE = lazy_re(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
 # docker compose v1 announcing a one-off container: "Creating vqgan-clip-docker_generate_run ... done"
 _COMPOSE_RUN_RE = lazy_re(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
+_KUBEFLOW_RE = lazy_re(r"\bKubeflow\b", re.IGNORECASE)
 _REPORT_LINE_RE = lazy_re(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
 
@@ -34,6 +37,9 @@ def container_evidence(lines: list[str]) -> tuple[str, str] | None:
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
     if any(NGC_NO_DRIVER in line for line in lines):
         return "docker", f"the start-up banner of an NVIDIA container image (\"{NGC_NO_DRIVER}\")"
+    if kubeflow := next((line for line in lines if "ubeflow" in line and _KUBEFLOW_RE.search(line)), None):
+        # Kubeflow (Pipelines, Training Operator, Notebooks) runs every step, job and notebook as a Kubernetes pod.
+        return "kubernetes", f"the text names Kubeflow, whose steps run as Kubernetes pods: {kubeflow.strip()[:80]!r}"
     if any(line.startswith("Server Version: version.Info{") for line in lines):
         # `kubectl version` answered by a cluster: the workload in the ticket runs in its pods.
         return "kubernetes", "`kubectl version` output names the cluster's server version"

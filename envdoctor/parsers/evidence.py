@@ -503,6 +503,18 @@ def _write_as_found(found: dict[str, Any], out: dict[str, Reading]) -> None:
             out[key] = ok(found[key], SOURCE, why)
 
 
+#: The facts written as a signature found them, each with where it came from.
+_AS_FOUND_WHY = {
+    "pci.nvidia_devices": "`lspci -nn` / kernel PCI lines pasted (NVIDIA display and 3D controllers with their PCI id)",
+    "pci.acs_enabled": "lspci's ACSCtl lines with SrcValid+ (distinct lines; repeated identical lines count once)",
+    "container.no_gpu_driver": "the Docker daemon's error, pasted",
+    "host.windows_build": "Windows' version line (`ver`), pasted",
+    "text.wsl_named": "the text names WSL",
+    "container.runtime_library_error": "the NVIDIA container runtime hook's error, pasted",
+    "cuda.invalid_device_ordinal": "CUDA's error, pasted",
+}
+
+
 def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
     """The facts of what the signatures found."""
     for key in ("torch.shm_errors", "nccl.socket_errors", "driver.xid_events", "toolkit.build_errors",
@@ -526,23 +538,9 @@ def write(found: dict[str, Any], out: dict[str, Reading]) -> None:
                                           "driver.kernel_module_version": "/proc/driver/nvidia/version as pasted",
                                           "host.shm_size": "`df -h /dev/shm` as pasted"}[key])
     _write_mismatch(found, out)
-    if found.get("pci.nvidia_devices"):
-        out["pci.nvidia_devices"] = ok(found["pci.nvidia_devices"], SOURCE, "`lspci -nn` / kernel PCI lines pasted "
-                                       "(NVIDIA display and 3D controllers with their PCI id)")
-    if found.get("pci.acs_enabled"):
-        out["pci.acs_enabled"] = ok(found["pci.acs_enabled"], SOURCE, "lspci's ACSCtl lines with SrcValid+ "
-                                    "(distinct lines; repeated identical lines count once)")
-    if "container.no_gpu_driver" in found:
-        out["container.no_gpu_driver"] = ok(found["container.no_gpu_driver"], SOURCE, "the Docker daemon's error, pasted")
-    if "host.windows_build" in found:
-        out["host.windows_build"] = ok(found["host.windows_build"], SOURCE, "Windows' version line (`ver`), pasted")
-    if "text.wsl_named" in found:
-        out["text.wsl_named"] = ok(found["text.wsl_named"], SOURCE, "the text names WSL")
-    if "container.runtime_library_error" in found:
-        out["container.runtime_library_error"] = ok(found["container.runtime_library_error"], SOURCE,
-                                                    "the NVIDIA container runtime hook's error, pasted")
-    if "cuda.invalid_device_ordinal" in found:
-        out["cuda.invalid_device_ordinal"] = ok(found["cuda.invalid_device_ordinal"], SOURCE, "CUDA's error, pasted")
+    for key, why in _AS_FOUND_WHY.items():
+        if found.get(key):  # each is a non-empty line, list or count when a signature found it
+            out[key] = ok(found[key], SOURCE, why)
     listings.write(found, out)
     if launch := found.get("launch"):
         out["launch.nproc_per_node"] = ok(launch["nproc"], SOURCE, f"from `{launch['command'][:120]}`")
