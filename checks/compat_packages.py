@@ -46,18 +46,26 @@ def _companion_no_cuda_kernels(facts: Facts, ev: dict[str, Any]) -> Finding | No
     'torchvision::nms' with arguments from the 'CUDA' backend"): that package's compiled part has none, being a CPU
     build or one built for another torch, which registered nothing for torch's CUDA."""
     said = facts.value("text.messages") if facts.get("text.messages").ok else ()
-    rows = [r for r in catalogue.judged_rows(said, "torch-companions") if r.get("id") == "torch-op-no-kernel"
-            and len(r.get("args") or ()) >= 2 and str(r["args"][0]).split("::")[0] in ("torchvision", "torchaudio")
-            and "CUDA" in str(r["args"][1])]
+    rows = [r for r in catalogue.judged_rows(said, "torch-companions") if (
+        r.get("id") == "torch-op-no-kernel" and len(r.get("args") or ()) >= 2 and "CUDA" in str(r["args"][1])
+        or r.get("id") == "torch-op-missing" and r.get("args"))
+        and str(r["args"][0]).strip("`'\" ").split("::")[0] in ("torchvision", "torchaudio")]
     if not rows:
         return None
-    op, backend = str(rows[0]["args"][0]), str(rows[0]["args"][1])
+    op = str(rows[0]["args"][0]).strip("`'\" ")
     name = op.split("::")[0]
     version, variant = _torch_dist(facts)
     pkgs = _packages(facts)
     have = f" (installed: torch {pkgs.get('torch', '?')}, {name} {pkgs[name]})" if name in pkgs else ""
     ev["text.messages"] = [r.get("id") for r in rows]
     cmd = remedies.torch_install(_exe(facts), version, variant, (name,))
+    if rows[0].get("id") == "torch-op-missing":
+        return fail(f"{name}'s operators are not registered: its compiled part did not load",
+                    detail=f"torch has no operator {op}: {name}'s C++ extension, which registers it, did not load "
+                           f"(built for another torch, or a wheel without it){have}. {_as_of()}",
+                    evidence=ev, remedy=Remediation(f"Install torch and {name} together from one index, so pip picks "
+                                                    f"the {name} build made for that torch.", (cmd,), (PREVIOUS,)))
+    backend = str(rows[0]["args"][1])
     return fail(f"{name} has no CUDA kernels for the installed torch",
                 detail=f"torch's dispatcher found no '{backend}' kernel for {op}: {name}'s compiled operators registered "
                        f"none, because {name} is a CPU build or was built for another torch{have}. {_as_of()}",

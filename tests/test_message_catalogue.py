@@ -468,3 +468,14 @@ def test_a_gpu_the_driver_release_does_not_support_is_not_the_open_module_s() ->
     text = _DMESG_GSP.format(what="the").replace("nvidia.ko because it does not include the required GPU",
                                                  "NVIDIA 470.256.02 driver release.")
     assert "nvrm-open-module-no-gsp" not in {m["id"] for m in parse_text(text).get("text.messages").value}
+
+
+def test_a_torchvision_operator_torch_does_not_know_is_torchvision_s_extension_not_loaded() -> None:
+    text = ("  /usr/local/lib/python3.6/dist-packages/torch/_ops.py in __getattr__(self, op_name)\n"
+            "RuntimeError: No such operator torchvision::nms`\n")
+    found = sort_findings(diagnose(parse_text(text), REGISTRY))
+    assert found[0].id == "torch-companions" and found[0].status is Status.FAIL and "torchvision" in found[0].title
+    # another namespace's operator is said, never blamed on the companions
+    other = sort_findings(diagnose(parse_text("RuntimeError: No such operator mmcv::nms\n"), REGISTRY))
+    assert not [f for f in other if f.id == "torch-companions" and f.status is Status.FAIL]
+    assert [f for f in other if f.id == "known-message" and f.status is Status.WARN]

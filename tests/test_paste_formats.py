@@ -126,7 +126,7 @@ shapes = ["a" * 7990, "a" + " " * 7988 + "b", "ab.so" * 1598, " with CUDA capabi
           "Product Name: a" + " " * 7980 + "b", "a" + " " * 7980 + "b.py:1", "nvidia-container-cli: " * 360,
           "Error loading " * 570, "os.environ['CUDA_VISIBLE_DEVICES'] " * 220, "/python3.8/site-packages/ " * 300,
           "Microsoft Windows [Version 10.0." * 240, "WSL " * 1990, "a::" * 2660, "could not load NVML library " * 280,
-          "a in " * 1590, "### a" + " " * 7980]
+          "a in " * 1590, "### a" + " " * 7980, "Jun 30 11:07:05 h kernel: " + "#012" * 1990, '\\"' * 3990]
 for line in shapes:
     parse_text("PyTorch version: 2.1.0\nIs CUDA available: True\n" + "\n".join([line] * 480))
 print("done")

@@ -511,3 +511,26 @@ def test_a_kubeflow_step_runs_in_a_pod_so_its_shm_remedy_is_the_pod_s() -> None:
     assert top.id == "dataloader-shm" and any("emptyDir" in c for c in top.remediation.command_lines())
     # the word alone in another sense is no container ("kubeflow-like" is still the name; a plain text is not)
     assert not parse_text("torch: 2.1.0\nI run it on my laptop\n").get("host.container").ok
+
+
+def test_a_syslog_line_s_escaped_newlines_are_the_kernel_message_s_lines() -> None:
+    text = ("Jun 30 11:07:05 gpu-0 kernel: NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: "
+            "this kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all "
+            "NVIDIA driver#012NVRM: components have the same version.\n")
+    top = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))[0]
+    assert top.id == "driver-version-mismatch" and top.status is Status.FAIL
+    # "#012" elsewhere (a colour, an issue number) is left alone
+    assert parse_text("torch: 2.1.0\ncolor: #012345\n").value("torch.version") == "2.1.0"
+
+
+def test_a_notebook_s_json_error_output_is_read_unescaped_and_its_source_listing_is_no_error() -> None:
+    text = ('{"name": "OSError",\n'
+            '\t"message": "[WinError 126] The specified module could not be found. Error loading '
+            '\\"c:\\\\Users\\\\me\\\\envs\\\\DL\\\\Lib\\\\site-packages\\\\torch\\\\lib\\\\fbgemm.dll\\" or one of its '
+            'dependencies.",\n'
+            "File c:\\\\Users\\\\me\\\\envs\\\\DL\\\\Lib\\\\site-packages\\\\torch\\\\__init__.py:148\n"
+            "    147                 err.strerror += f' Error loading \\\"{dll}\\\" or one of its dependencies.'\n"
+            "--> 148                 raise err\n")
+    found = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+    assert found[0].id == "loader-library" and "fbgemm.dll" in found[0].title
+    assert not [f for f in found if f.id == "unexplained-error" and f.status is not Status.SKIP]

@@ -11,6 +11,8 @@ it cannot read raises :class:`ParseError` with one line a user can act on; nothi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from envdoctor.knowledge.factkeys import validate_fact_keys
 
 from ..lazyre import lazy_re
@@ -73,6 +75,23 @@ class ParseError(ValueError):
     """The text is not a report this module can read (empty, garbage, too large)."""
 
 
+# A syslog line ("Jun 30 11:07:05 gpu-0 kernel: …"): rsyslog writes the control characters of a message as '#' and
+# three octal digits (its EscapeControlCharactersOnReceive default), so a kernel message's newlines come as "#012".
+_SYSLOG_RE = lazy_re(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ ")
+
+
+def _unescaped(raws: list[str]) -> Iterator[str]:
+    """The lines as their emitter wrote them: a syslog line's "#012" newlines split, and a line quoted inside a
+    JSON or Python string (a notebook's error output: 'Error loading \\"c:\\\\…\\\\fbgemm.dll\\"') unescaped."""
+    for raw in raws:
+        if "#01" in raw and _SYSLOG_RE.match(raw):
+            yield from raw.replace("#011", " ").split("#012")
+        elif '\\"' in raw:
+            yield raw.replace('\\"', '"').replace("\\\\", "\\")
+        else:
+            yield raw
+
+
 def _clean(text: str) -> list[str]:
     # NULs appear when a UTF-16 file was decoded as UTF-8; dropping them recovers ASCII text.
     text = text.replace("\x00", "").replace("\ufeff", "")
@@ -81,7 +100,7 @@ def _clean(text: str) -> list[str]:
     # Text pasted through word processors and chat apps gets typographic quotes ("couldn‘t").
     text = text.replace("\u2018", "'").replace("\u2019", "'")
     lines: list[str] = []
-    raws = text.splitlines()
+    raws = list(_unescaped(text.splitlines()))
     if len(raws) > HEAD_LINES + TAIL_LINES:
         raws = [*raws[:HEAD_LINES], "", *raws[-TAIL_LINES:]]
     for raw in raws:

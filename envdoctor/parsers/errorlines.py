@@ -68,7 +68,8 @@ def _benign(lowered: str) -> bool:
 
 # A traceback's frame: Python's ('File "/…/x.py", line 5, in f'), IPython's before 8 ("~/…/x.py in <module>()")
 # and from 8 on ("File ~/…/x.py:5, in <module>").
-_FRAME_RE = lazy_re(r'^\s*(?:File "([^"]{1,500})", line \d+|(?:File\s+)?([^\s"]{1,500}\.py)(?::\d+,?\s+in\s|\s+in\s+\S{1,80}\())')
+_FRAME_RE = lazy_re(r'^\s*(?:File "([^"]{1,500})", line \d+|File\s+([^\s"]{1,500}\.py):\d+(?:,?\s+in\s|\s*$)|'
+                    r'([^\s"]{1,500}\.py)\s+in\s+\S{1,80}\()')
 # A logger's prefix says who logged the line, not what it says: vLLM's "ERROR 02-20 16:43:12 engine.py:389] ",
 # glog's "E0508 03:34:06.237713 14701 cuda_dnn.cc:522] ", torchrun's "[rank0]: ", docker compose's "web-1  | ".
 # The line is judged by what follows it (a traceback's frames under an ERROR prefix are frames).
@@ -79,6 +80,8 @@ _LOG_PREFIX_RE = lazy_re(r"^(?:\[[\w ./:-]{1,40}\]:?\s*|[a-z0-9][\w.-]{0,60}[-_]
 # collect_env's placeholder for a field it could not read ("cuDNN version: Could not collect"), cut or whole.
 _PLACEHOLDER_FIELD_RE = lazy_re(r"^[\w .()/-]{1,60}:\s*Could not col")
 _TRACEBACK = "Traceback (most recent call last)"
+#: IPython prints each frame's source around the failing line: "    146   line", "--> 148   line" (line numbers padded).
+_SOURCE_LINE_RE = lazy_re(r"^(?:-+>\s*)?\d{1,6} {2,}\S")
 #: A markdown heading or rule of the reporter's ("### Error / output", "**Error log**", "---"): no error line.
 _MARKDOWN_HEADING_RE = lazy_re(r"^(?:#{1,6}\s|\*\*[^*]{1,100}\*\*:?\s*$|__[^_]{1,100}__:?\s*$|[=-]{3,}\s*$)")
 #: The reporter's own sentence ("Update - my gpu is detected but …", "I can't get CUDA to work"): the first person,
@@ -157,10 +160,12 @@ def error_lines(lines: list[str]) -> list[ErrorLine]:
             package = None
             continue
         if frame := _FRAME_RE.match(content):
-            package = _frame_package(frame.group(1) or frame.group(2))
+            package = _frame_package(frame.group(1) or frame.group(2) or frame.group(3))
             continue
         if package and not content.strip():
             continue
+        if package and _SOURCE_LINE_RE.match(content):
+            continue  # IPython's listing of the frame's source ("147     err.strerror += …", "--> 148 raise err")
         rank = _rank(content)
         if rank is not None and line not in found:
             found[line] = ErrorLine(line, rank, package if rank <= 1 else None)
@@ -179,7 +184,7 @@ def frame_packages(lines: list[str]) -> dict[str, str]:
         if content.startswith(_TRACEBACK):
             package = None
         elif frame := _FRAME_RE.match(content):
-            package = _frame_package(frame.group(1) or frame.group(2))
+            package = _frame_package(frame.group(1) or frame.group(2) or frame.group(3))
         elif package and line:
             out.setdefault(line, package)
             if _EXCEPTION_RE.match(content):
