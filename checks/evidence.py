@@ -287,7 +287,8 @@ _TF_LAST_WINDOWS_GPU = (2, 10)
 @check("tensorflow-windows-gpu", "TensorFlow on native Windows is a release that can use the GPU (2.10 or older)",
        needs=("text.frameworks", "host.os"))
 def tensorflow_windows_gpu(facts: Facts) -> Finding:
-    ev = evidence(facts, "text.frameworks", "host.os", "host.wsl", "text.tensorflow_gpus", "text.pip_missing_extras")
+    ev = evidence(facts, "text.frameworks", "host.os", "host.wsl", "text.tensorflow_gpus", "text.pip_missing_extras",
+                  "nvml.gpus")
     shown = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
     version = str(shown.get("tensorflow") or "") if isinstance(shown, Mapping) else ""
     parsed = versions.parse(version) if version else None
@@ -303,9 +304,12 @@ def tensorflow_windows_gpu(facts: Facts) -> Finding:
             return ok(f"TensorFlow {version} on native Windows sees {gpus} GPU(s)", evidence=ev)
         return skip(f"TensorFlow {version} still has native-Windows GPU builds", evidence=ev)
     text, commands, links = remedies.tensorflow_gpu(facts.value("python.executable"), True)
+    shown = [str(g.get("name")) for g in facts.value("nvml.gpus") or () if isinstance(g, Mapping) and g.get("name")] \
+        if facts.get("nvml.gpus").ok else []
     symptom = ("TensorFlow lists no GPU (`list_physical_devices('GPU')` is empty)" if gpus == 0 else
                f"pip says tensorflow {extras[0].get('version')} does not provide the extra "
-               f"'{extras[0].get('extra')}' (no Windows wheel carries CUDA)" if extras else None)
+               f"'{extras[0].get('extra')}' (no Windows wheel carries CUDA)" if extras else
+               f"the {shown[0]} the text shows is not used by it" if shown else None)
     title = f"TensorFlow {version} has no GPU support on native Windows (the last was 2.10)"
     detail = ("TensorFlow's install page: TensorFlow 2.10 was the last release that supported the GPU on native "
               "Windows; from 2.11 on, the Windows build runs on the CPU only and the GPU build runs in WSL 2.")

@@ -301,3 +301,25 @@ def test_tensorflow_s_version_field_judges_native_windows() -> None:
     twin = "### TensorFlow version\n\n2.10.1\n\n### OS platform and distribution\n\nWindows 11\n"
     top = sort_findings(diagnose(parse_text(twin), load_registry(plugins=False)))
     assert all(f.status.value in ("ok", "skip") for f in top if f.id == "tensorflow-windows-gpu")
+
+
+@pytest.mark.parametrize(("value", "name"), [("1050ti 4 GB", "GTX 1050 Ti"), ("3090", "RTX 3090"),
+                                             ("4060 Ti 16GB", "RTX 4060 Ti"), ("970m", "GTX 970M")])
+def test_a_bare_geforce_model_number_under_a_gpu_key_is_that_gpu(value: str, name: str) -> None:
+    gpus = parse_text(f"### GPU model and memory\n\n{value}\n\n### Python version\n\n3.10.10\n").value("nvml.gpus")
+    assert [g["name"] for g in gpus] == [name]
+
+
+@pytest.mark.parametrize("value", ["12345", "100", "2.1", "730x"])
+def test_a_number_that_names_no_one_geforce_is_no_gpu(value: str) -> None:
+    assert not parse_text(f"GPU: {value}\nPython: 3.10.10\n").get("nvml.gpus").ok
+
+
+def test_tensorflow_after_2_10_on_windows_with_a_gpu_shown_fails() -> None:
+    from envdoctor.pipeline.diagnose import diagnose, sort_findings
+    from envdoctor.registry import load_registry
+
+    form = ("### Tensorflow Version\n\nv2.12.0-rc1-12-g0db597d0d75 2.12.0\n\n### OS Platform and Distribution\n\n"
+            "Windows 10\n\n### GPU model and memory\n\n1050ti 4 GB\n")
+    top = sort_findings(diagnose(parse_text(form), load_registry(plugins=False)))[0]
+    assert top.id == "tensorflow-windows-gpu" and top.status.value == "fail" and "GTX 1050 Ti" in top.detail

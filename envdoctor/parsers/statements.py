@@ -249,9 +249,27 @@ def gpu_value(value: str) -> tuple[str, int, int, versions.CC | None] | None:
         return None  # "Tesla M4" is NVIDIA's; a bare "M4" is Apple's
     has_digit = any(ch.isdigit() for ch in text)
     known = compat.gpu_by_name(text) is not None if has_digit or branded else False
+    if not branded and not known and (bare := _bare_model(text)) is not None:
+        return bare, index, count, cc
     if not ((branded and (has_digit or known)) or (known and has_digit)):
         return None
     return text, index, count, cc
+
+
+# A GeForce model number alone, as people write it under a GPU key: "1050ti 4 GB", "3090", "4060 Ti 16GB".
+_BARE_MODEL_RE = lazy_re(r"^(\d{3,4})\s*(ti|super|m)?(?:\s+\d{1,3}\s*gb)?$", re.IGNORECASE)
+
+
+def _bare_model(text: str) -> str | None:
+    """The one catalogue product a bare model number names (GTX/RTX/GT before it), or None (none, or more than one)."""
+    m = _BARE_MODEL_RE.match(text.strip())
+    if m is None:
+        return None
+    suffix = {"ti": " Ti", "super": " SUPER", "m": "M"}.get((m.group(2) or "").lower(), "")
+    named = [f"{prefix} {m.group(1)}{suffix}" for prefix in ("GTX", "RTX", "GT")
+             if (info := compat.gpu_by_name(f"{prefix} {m.group(1)}{suffix}")) is not None
+             and re.search(rf"\b{prefix}\b", info.name) and m.group(1)[:2] in info.name]
+    return named[0] if len(named) == 1 else None
 
 
 # Two products in one value: "RTX 4090 and RTX 3090", "2x RTX 3090, 1x A100", "A100 & H100".
