@@ -148,7 +148,8 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
     torch version around it: torch has compared its CUDA with the driver's and said no. The
     driver's CUDA is in the message, so the remedy can still name a wheel that runs on it."""
     texts = [str(t) for t in facts.value("torch.cuda_available_messages") or ()]
-    if not any("driver on your system is too old" in t for t in texts):
+    said = next((t.strip() for t in texts if "driver on your system is too old" in t), None)
+    if said is None:
         return None
     cap = facts.value("cuda.driver_version")
     if not isinstance(cap, int) or cap <= 0:
@@ -160,7 +161,7 @@ def _torch_says_driver_too_old(facts: Facts) -> Finding | None:
                            current=installed, extras=_companion_extras(facts))
     alt = f"or install torch {rec.torch}+{rec.variant}, built for a CUDA this driver runs: {rec.reason}" if rec else ""
     return fail(f"The NVIDIA driver is too old for the installed torch (the driver supports CUDA {have})",
-                detail=f"torch said so itself: \"The NVIDIA driver on your system is too old (found version {cap})\": the "
+                detail=f"torch said so itself: \"{said[:200]}\": the "
                        f"driver supports CUDA up to {have}, and this torch was built for a newer CUDA. {_as_of()}",
                 evidence=ev, remedy=Remediation(
                     "Either upgrade the NVIDIA driver to one that supports torch's CUDA (nvidia-smi then shows a "

@@ -479,3 +479,10 @@ def test_a_torchvision_operator_torch_does_not_know_is_torchvision_s_extension_n
     other = sort_findings(diagnose(parse_text("RuntimeError: No such operator mmcv::nms\n"), REGISTRY))
     assert not [f for f in other if f.id == "torch-companions" and f.status is Status.FAIL]
     assert [f for f in other if f.id == "known-message" and f.status is Status.WARN]
+
+
+def test_torch_s_driver_too_old_is_read_from_its_stable_words_when_the_paste_cuts_its_start() -> None:
+    text = "**error info:** NVIDIA driver on your system is too old (found version 6000)....\n"
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.id == "driver-too-old" and top.status is Status.FAIL and "CUDA 6.0" in top.title
+    assert "found version 6000" in top.detail

@@ -58,7 +58,7 @@ _NVRM_WORDS = "API mismatch: the client has the version"
 _NO_DRIVER = "Found no NVIDIA driver on your system"
 #: The start-up banner of NVIDIA's container images (NGC, nvidia/cuda) when no driver reached them.
 _NGC_DRIVER_WORDS = "NVIDIA Driver Release"
-_TOO_OLD_RE = lazy_re(r"The NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
+_TOO_OLD_RE = lazy_re(r"NVIDIA driver on your system is too old\s*\(found version (\d{4,6})\)")
 # torch's wording of a CUDA or cuDNN error whose code or versions messages.py may not read.
 _CUDA_ERROR_WORDS_RE = lazy_re(r"cuda runtime error \(\d+\)|THCudaCheck FAIL"
                                   r"|cuDNN version (?:incompatibility|mismatch)")
