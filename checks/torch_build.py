@@ -269,6 +269,19 @@ def torch_cpu_build(facts: Facts) -> CheckResult:
        needs=("torch.cuda_available", "torch.cuda_available_messages", "torch.cuda_init_error"))
 def torch_cuda_available(facts: Facts) -> CheckResult:
     variant = torch_variant(facts)
+    if not facts.get("torch.cuda_version").ok and variant is None and facts.get("torch.cuda_available").ok \
+            and facts.value("torch.cuda_available") is False:
+        # CUDA unavailable, and neither torch's build nor its CUDA shown: the cause is not in the text, and
+        # "not a CUDA build" would be a guess.
+        py = _python(facts)
+        return warn("torch.cuda.is_available() is False, and the text does not show why",
+                    detail="The text shows torch answering False but not which torch it is (its version tag, "
+                           "torch.version.cuda) nor the driver: a CPU-only build, a driver too old for torch's CUDA "
+                           "and a machine or container without a GPU all answer False.",
+                    evidence=evidence(facts, "torch.cuda_available", "torch.version", "torch.cuda_version"),
+                    remedy=Remediation("Show torch's build and the driver, or let envdoctor read them.",
+                                       (f"{py} -c \"import torch; print(torch.__version__, torch.version.cuda)\"",
+                                        "nvidia-smi   # the driver and the CUDA it supports", "envdoctor check")))
     if not facts.value("torch.cuda_version") and not (variant and variant.startswith("cu")):
         return skip("Not a CUDA build of torch", detail="Judged by torch-cpu-build.",
                     evidence=evidence(facts, "torch.version"))

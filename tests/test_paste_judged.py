@@ -534,3 +534,13 @@ def test_a_notebook_s_json_error_output_is_read_unescaped_and_its_source_listing
     found = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
     assert found[0].id == "loader-library" and "fbgemm.dll" in found[0].title
     assert not [f for f in found if f.id == "unexplained-error" and f.status is not Status.SKIP]
+
+
+def test_cuda_unavailable_with_torch_s_build_unshown_is_a_warning_not_a_guess() -> None:
+    text = ">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"
+    found = {f.id: f for f in diagnose(parse_text(text), load_registry(plugins=False))}
+    assert found["torch-cuda-available"].status is Status.WARN
+    assert "does not show why" in found["torch-cuda-available"].title
+    # with torch's CPU tag shown, the build is known: torch-cpu-build's to judge, no guess here
+    cpu = {f.id: f for f in diagnose(parse_text("torch: 2.1.0+cpu\n" + text), load_registry(plugins=False))}
+    assert cpu["torch-cuda-available"].status is Status.SKIP
