@@ -240,3 +240,15 @@ def test_a_bug_reaching_the_top_is_one_line_and_exit_3_never_a_traceback_or_1(mo
     assert exited.value.code == 3
     err = capfd.readouterr().err
     assert "internal error (KeyError" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_saved_report_lists_its_problems_first(tmp_path: Path) -> None:
+    from .faults import run_cli
+
+    paste = tmp_path / "ticket.txt"
+    paste.write_text("torch: 2.1.0+cpu\nGPU: NVIDIA GeForce RTX 4090\n", encoding="utf-8")
+    shown = run_cli(["diagnose", "--json", str(paste)])
+    from envdoctor.model import SEVERITY, Status
+
+    order = [SEVERITY[Status(f["status"])] for f in json.loads(shown.stdout)["findings"]]
+    assert order[0] == SEVERITY[Status.FAIL] and order == sorted(order, reverse=True)  # as the terminal shows them

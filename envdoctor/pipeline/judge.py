@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 
-from envdoctor.pipeline.diagnose import diagnose, select
+from envdoctor.pipeline.diagnose import diagnose, select, sort_findings
 
 from ..model import Facts, ProbeRun
 from ..registry import CheckSpec, Registry, load_registry
@@ -69,5 +69,6 @@ def judge(facts: Facts, runs: Iterable[ProbeRun] = (), origin: str = "live", pla
 
         as_of = compat.as_of()
     facts = mask_env_facts(facts)  # no check quotes a value a report would not show
-    return Report(facts=facts, findings=tuple(diagnose(facts, selected if checks is None else checks)),
+    # worst first, as every renderer shows them: a saved report (--json) lists its problems first too
+    return Report(facts=facts, findings=tuple(sort_findings(diagnose(facts, selected if checks is None else checks))),
                   probes=tuple(runs), origin=origin, compat_as_of=as_of, warnings=warnings)
