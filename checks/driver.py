@@ -425,12 +425,12 @@ def _hook_cannot_load(facts: Facts) -> Finding:
     text, commands, links = said if said else ("Install the NVIDIA driver on the host.", (), ())
     return fail("The NVIDIA container runtime cannot load the host's driver library",
                 detail=f"{line!r}: nvidia-container-cli, the hook Docker runs on the host before the container "
-                       "starts, found no driver library. The driver is not installed on the host, or this Docker "
-                       "cannot see it (a snap-installed Docker runs the hook in its own confinement, which does not "
-                       "see the host's /usr/lib).",
+                       "starts, found no driver library: the driver is not installed on the host, or the hook does not "
+                       "see the host's driver libraries.",
                 evidence=evidence(facts, "container.runtime_library_error", "host.container", "text.messages"),
-                remedy=Remediation(text + " With a snap-installed Docker, use Docker's own packages "
-                                   "(docker-ce) with the toolkit instead.", commands, links))
+                remedy=Remediation(text + " Alternatively, if this Docker came from another channel than the "
+                                   "toolkit's install guide uses (a snap, for one), install Docker Engine from Docker's "
+                                   "own repository and configure the toolkit for it.", commands, links))
 
 
 @check("container-gpu", "The container was started with GPU access", healthcheck=True,
