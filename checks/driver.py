@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envdoctor import views
-from envdoctor.knowledge import catalogue, errors, remedies
+from envdoctor.knowledge import catalogue, errors, remedies, versions
 
 from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding, Reading, Reason, Status
@@ -336,6 +336,9 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
                     detail="; ".join(f"{v}: {', '.join(names[:4])}" for v, names in sorted(releases.items()))
                     + (f". Kernel module {kmod}." if kmod else ".") + " libcuda, libnvidia-ml and nvidia-smi must "
                     "all be the release of the loaded kernel module.", evidence=ev, remedy=remedy)
+    if skew and _image_compat_libcuda(facts) is not None:
+        return skip("The newer userspace driver is the container image's forward-compatibility libcuda: judged by "
+                    "cuda-forward-compat", evidence=ev)
     if skew:
         return fail("Kernel module and userspace driver versions differ",
                     detail=f"Kernel module {kmod}; " + ", ".join(f"{k} {v}" for k, v in skew.items()) + ".",
@@ -344,6 +347,20 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
         return ok(f"Kernel module and userspace driver are both {kmod}", evidence=ev)
     return skip("Nothing to compare", detail="Needs the kernel module version and a userspace driver version.",
                 evidence=ev)
+
+
+def _image_compat_libcuda(facts: Facts) -> tuple[str, str] | None:
+    """(kernel module, userspace) when, inside a container, the userspace driver the text shows (a libcuda's "DSO
+    version", NVRM's "client") is a newer release than the host's kernel module: the NVIDIA runtime injects the
+    host's own libraries, whose release is the module's, so a newer one is the image's cuda-compat libcuda."""
+    if not facts.get("host.container").ok or not facts.value("host.container"):
+        return None
+    kmod, user = kernel_version(facts), facts.value("driver.userspace_version")
+    if not kmod or not user or not facts.get("driver.userspace_version").ok:
+        return None
+    newer = versions.parse(str(user)), versions.parse(str(kmod))
+    return (str(kmod), str(user)) if newer[0] is not None and newer[1] is not None and \
+        newer[0].release[0] > newer[1].release[0] else None
 
 
 # -- device-nodes ------------------------------------------------------------------------------------------
@@ -1038,6 +1055,21 @@ def cuda_forward_compat(facts: Facts) -> CheckResult:
     path = facts.value("cuda.library_path")
     ev = evidence(facts, "cuda.library_path", "cuda.init", "cuda.driver_version", "nvml.cuda_driver_version",
                   "driver.kernel_module_version")
+    if (compat := _image_compat_libcuda(facts)) is not None:
+        kmod, user = compat
+        ev.update(evidence(facts, "driver.userspace_version", "host.container"))
+        return fail(f"The container's libcuda ({user}) is newer than the host's kernel module ({kmod})",
+                    detail=f"Inside a container the host's own libcuda is the kernel module's release ({kmod}); a "
+                           f"libcuda of release {user} comes from the image: its CUDA forward-compatibility package "
+                           "(cuda-compat, /usr/local/cuda/compat), loaded because the host driver is older than the "
+                           "image's CUDA needs. It works only on datacenter GPUs whose driver branch the compat "
+                           "package supports; elsewhere CUDA finds no working device.", evidence=ev,
+                    remedy=Remediation(
+                        "Use an image built for a CUDA the host driver supports (nvidia-smi's 'CUDA Version' on the "
+                        "host), or upgrade the host driver to one that supports the image's CUDA.",
+                        ("nvidia-smi   # on the host: the CUDA version this driver supports",
+                         "ls /usr/local/cuda/compat   # in the image: the forward-compatibility libcuda"),
+                        (FORWARD_COMPAT,)))
     remedy = Remediation(
         "Forward compatibility (a newer libcuda from the cuda-compat package on an older driver) works only on "
         "datacenter GPUs. Elsewhere, upgrade the host driver to one that supports the image's CUDA, or use an "

@@ -486,3 +486,20 @@ def test_torch_s_driver_too_old_is_read_from_its_stable_words_when_the_paste_cut
     top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
     assert top.id == "driver-too-old" and top.status is Status.FAIL and "CUDA 6.0" in top.title
     assert "found version 6000" in top.detail
+
+
+_DSO = ("I built a container using image `nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04` and got:\n"
+        "kernel version 470.141.3 does not match DSO version 515.65.1 -- cannot find working devices in this "
+        "configuration\n")
+
+
+def test_a_newer_libcuda_than_the_kernel_module_inside_a_container_is_the_image_s_forward_compat() -> None:
+    found = [f for f in sort_findings(diagnose(parse_text(_DSO), REGISTRY)) if f.status not in (Status.OK, Status.SKIP)]
+    assert found[0].id == "cuda-forward-compat" and found[0].status is Status.FAIL and "515" in found[0].title
+    assert len(found) == 1  # the mismatch message is its evidence, not a rival
+
+
+def test_the_same_skew_on_a_host_is_the_driver_upgrade_without_reboot() -> None:
+    host = _DSO.replace("I built a container using image `nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04` and got:\n", "")
+    top = sort_findings(diagnose(parse_text(host), REGISTRY))[0]
+    assert top.id == "driver-version-mismatch" and top.status is Status.FAIL

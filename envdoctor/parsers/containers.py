@@ -25,6 +25,7 @@ CONTAINER_CMD_RE = lazy_re(r"^(?:\S*[$#>]\s*)?(?:sudo\s+)?(kubectl|oc|docker|pod
 _COMPOSE_LOG_RE = lazy_re(r"^[a-z0-9][\w.-]*[-_]\d+\s+\|\s")
 # docker compose v1 announcing a one-off container: "Creating vqgan-clip-docker_generate_run ... done"
 _COMPOSE_RUN_RE = lazy_re(r"^(?:Creating|Starting) \S+_run(?:_\w+)? \.\.\. done")
+_CUDA_IMAGE_RE = lazy_re(r"\bnvidia/cuda:\d+\.\d+[\w.-]*")
 _KUBEFLOW_RE = lazy_re(r"\bKubeflow\b", re.IGNORECASE)
 _REPORT_LINE_RE = lazy_re(r"NVIDIA-SMI|Failed to initialize NVML|^PyTorch version|^GPU \d+:|RuntimeError|UserWarning")
 
@@ -37,6 +38,11 @@ def container_evidence(lines: list[str]) -> tuple[str, str] | None:
         return "docker", f"the shell prompt's host name {prompt.group(1)} is a Docker container id"
     if any(NGC_NO_DRIVER in line for line in lines):
         return "docker", f"the start-up banner of an NVIDIA container image (\"{NGC_NO_DRIVER}\")"
+    if image := next((m for line in lines if "nvidia/cuda:" in line and (m := _CUDA_IMAGE_RE.search(line))), None):
+        if any("container" in line.lower() for line in lines):
+            # "I built a container using image nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04": NVIDIA's CUDA image,
+            # run as a container, is where the text's output came from.
+            return "docker", f"the text runs a container of NVIDIA's CUDA image {image.group(0)}"
     if kubeflow := next((line for line in lines if "ubeflow" in line and _KUBEFLOW_RE.search(line)), None):
         # Kubeflow (Pipelines, Training Operator, Notebooks) runs every step, job and notebook as a Kubernetes pod.
         return "kubernetes", f"the text names Kubeflow, whose steps run as Kubernetes pods: {kubeflow.strip()[:80]!r}"
