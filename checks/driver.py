@@ -275,13 +275,9 @@ def driver_nouveau(facts: Facts) -> CheckResult:
 
 
 # -- driver-version-mismatch -------------------------------------------------------------------------------
-@check("driver-version-mismatch", "Kernel module and userspace driver are the same version", healthcheck=True,
-       needs=("driver.kernel_module_version", "nvml.init"))
-def driver_version_mismatch(facts: Facts) -> CheckResult:
-    ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "nvml.library_path", "nvml.init",
-                  "cuda.library_path", "cuda.init", "driver.userspace_version")
-    kmod = kernel_version(facts)
-    user_versions = {}
+def _userspace_versions(facts: Facts) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The userspace driver's versions the facts show (source -> version), and its packages by release."""
+    user_versions: dict[str, Any] = {}
     nvml_lib = version_in_filename(facts.value("nvml.library_path"))
     if nvml_lib:
         user_versions["libnvidia-ml"] = nvml_lib
@@ -297,10 +293,20 @@ def driver_version_mismatch(facts: Facts) -> CheckResult:
     releases: dict[str, list[str]] = {}
     for p in driver_packages(facts, "userspace"):
         releases.setdefault(str(p["driver"]), []).append(str(p["name"]))
-    if releases:
-        ev["driver.packages"] = {v: names[:5] for v, names in releases.items()}
     if len(releases) == 1:
         user_versions["driver packages"] = next(iter(releases))
+    return user_versions, releases
+
+
+@check("driver-version-mismatch", "Kernel module and userspace driver are the same version", healthcheck=True,
+       needs=("driver.kernel_module_version", "nvml.init"))
+def driver_version_mismatch(facts: Facts) -> CheckResult:
+    ev = evidence(facts, "driver.kernel_module_version", "nvml.driver_version", "nvml.library_path", "nvml.init",
+                  "cuda.library_path", "cuda.init", "driver.userspace_version")
+    kmod = kernel_version(facts)
+    user_versions, releases = _userspace_versions(facts)
+    if releases:
+        ev["driver.packages"] = {v: names[:5] for v, names in releases.items()}
     remedy = Remediation(
         "The driver packages were updated (often by unattended-upgrades) while the old kernel module stayed "
         "loaded. Load the new module (reboot, or reload it on an idle machine), then hold the driver packages so "
