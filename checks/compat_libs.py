@@ -145,6 +145,18 @@ def _halves(args: list[str]) -> tuple[tuple[int, int, int], tuple[int, int, int]
     return found[0], found[1]
 
 
+def _jax_outdated_cudnn(facts: Facts, ev: dict[str, Any], row: Mapping[str, Any]) -> Finding:
+    """JAX's CUDA plugin: "Outdated cuDNN installation found." (the installed cuDNN is older than the minimum this
+    jaxlib supports; its next lines name the versions)."""
+    ev["text.messages"] = [row["id"]]
+    said = remedies.message_remedy(row.get("remedy"), facts.value("python.executable"))
+    return fail("The cuDNN JAX loads is older than the one it was built against",
+                detail=f"JAX's CUDA plugin says \"{str(row.get('line'))[:300]}\": the cuDNN found first (another "
+                       "framework's pinned wheel, a conda or system copy) is older than the minimum this jaxlib "
+                       "supports, so JAX falls back to the CPU.", evidence=ev,
+                remedy=Remediation(*said) if said else None)
+
+
 def _framework_cudnn(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     """A framework's own cuDNN check refused the loaded cuDNN (XLA's "Loaded runtime CuDNN library: A but source was
     compiled with: B", JAX's "Found cuDNN version A, but JAX was built against version B"): the versions its message
@@ -152,6 +164,10 @@ def _framework_cudnn(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     for row in catalogue.judged_rows(facts.value("text.messages"), "cudnn-mismatch"):
         if row.get("id") == "torch-cudnn-incompatible":
             continue  # torch's own: its facts (torch.cudnn_version, …) are judged below
+        if row.get("id") == "jax-outdated-cuda-lib":
+            if [str(a).strip() for a in row.get("args") or ()] == ["cuDNN"]:
+                return _jax_outdated_cudnn(facts, ev, row)
+            continue  # another CUDA library JAX finds too old: known-message names it
         pair = _halves([str(a) for a in row.get("args") or ()])
         if pair is None:
             continue

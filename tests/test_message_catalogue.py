@@ -503,3 +503,15 @@ def test_the_same_skew_on_a_host_is_the_driver_upgrade_without_reboot() -> None:
     host = _DSO.replace("I built a container using image `nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04` and got:\n", "")
     top = sort_findings(diagnose(parse_text(host), REGISTRY))[0]
     assert top.id == "driver-version-mismatch" and top.status is Status.FAIL
+
+
+def test_jax_s_outdated_cudnn_is_cudnn_mismatch_and_another_library_stays_known_message() -> None:
+    text = ("Outdated cuDNN installation found.\nVersion JAX was built against: 90100\nMinimum supported: 90100\n"
+            "Installed version: 8907\n")
+    top = sort_findings(diagnose(parse_text(text), REGISTRY))[0]
+    assert top.id == "cudnn-mismatch" and top.status is Status.FAIL and "JAX" in top.title
+    other = sort_findings(diagnose(parse_text("Outdated cuSPARSE installation found.\n"), REGISTRY))
+    assert not [f for f in other if f.id == "cudnn-mismatch" and f.status is Status.FAIL]
+    assert [f for f in other if f.id == "known-message" and f.status is not Status.SKIP]
+    assert "JAX could not" in catalogue.explains_sentence([("JAX could not initialise", "x")])
+    assert "cUDA" not in catalogue.explains_sentence([("CUDA sees no GPU", "x")])

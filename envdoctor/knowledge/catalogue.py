@@ -171,10 +171,11 @@ def _load() -> dict[str, Any]:
 
 
 def explains_sentence(led: list[tuple[str, str]]) -> str:
-    """The one wording of a cause's finding taking its symptoms: each symptom's title (its first letter lowered,
-    the rest as written: "CUDA sees no GPU") and the line that showed it."""
+    """The one wording of a cause's finding taking its symptoms: each symptom's title (its first letter lowered
+    unless it begins a name, "CUDA sees no GPU", "JAX could not …") and the line that showed it."""
     return "It explains what the text shows next: " + "; ".join(
-        f"{title[:1].lower()}{title[1:]} (\"{line[:160]}\")" for title, line in led) + "."
+        f"{title if title[1:2].isupper() else title[:1].lower() + title[1:]} (\"{line[:160]}\")"
+        for title, line in led) + "."
 
 
 @functools.lru_cache(maxsize=1)
