@@ -11,6 +11,7 @@ failing finding.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from envdoctor.knowledge import remedies, versions
 
@@ -78,6 +79,28 @@ def _gpu_count(facts: Facts) -> tuple[int | None, str]:
     return None, ""
 
 
+#: sbatch(1), --gpus-per-task: "… implicitly sets --gpu-bind=per_task:<gpus_per_task>": each task sees only its own.
+_SLURM_GPUS_PER_TASK = "https://slurm.schedmd.com/sbatch.html#OPT_gpus-per-task"
+
+
+def _per_task_gpu(facts: Facts, ev: dict[str, Any], ordinal: str) -> Finding:
+    """An invalid device ordinal under Slurm's --gpus-per-task: every task sees only the GPU bound to it (index 0),
+    so a script that selects LOCAL_RANK fails on every rank but the first."""
+    line = str(facts.value("launch.slurm_gpus_per_task"))
+    ev.update(evidence(facts, "launch.slurm_gpus_per_task"))
+    return fail("Each Slurm task sees only its own GPU, and the script selects another index",
+                detail=f"{line!r} binds each task to its own GPU (sbatch: it implies --gpu-bind=per_task), so in "
+                       f"every task that GPU is cuda:0. A script that calls set_device(LOCAL_RANK) then asks rank 1 "
+                       f"and up for a GPU they cannot see: CUDA answered {ordinal!r}.", evidence=ev,
+                remedy=Remediation("Select the GPU the task can see (cuda:0, or LOCAL_RANK % "
+                                   "torch.cuda.device_count()), or allocate the GPUs per node (--gpus-per-node=N) so "
+                                   "every task sees all of them.",
+                                   ("#SBATCH --gpus-per-node=<the node's GPUs>   # instead of --gpus-per-task",
+                                    "# or, in the training script: torch.cuda.set_device(int(os.environ['LOCAL_RANK']) "
+                                    "% torch.cuda.device_count())"),
+                                   (_SLURM_GPUS_PER_TASK,)))
+
+
 @check("launch-ranks", "The launch starts no more ranks per node than there are GPUs",
        needs=("launch.nproc_per_node",))
 def launch_ranks(facts: Facts) -> Finding:
@@ -87,6 +110,8 @@ def launch_ranks(facts: Facts) -> Finding:
     if not facts.get("launch.nproc_per_node").ok:
         if not ordinal:
             return skip("No launch command shown", evidence=ev)
+        if facts.get("launch.slurm_gpus_per_task").ok:
+            return _per_task_gpu(facts, ev, ordinal)
         # CUDA's "invalid device ordinal": a process asked for a GPU index that does not exist. In
         # tickets that is almost always a launcher starting one rank per GPU it assumes
         # (--nproc_per_node, num_processes, mp.spawn(nprocs=…)) on a machine with fewer.

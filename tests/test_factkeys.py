@@ -162,10 +162,12 @@ def test_every_corpus_paste_writes_only_registry_keys_of_the_registry_types():
     # list, pip's missing extra, `wsl -l -v` or a Compose file: text.tensorflow_gpus, text.pip_missing_extras,
     # text.wsl_distros and text.compose_gpus are held by tests/test_paste_judged.py; nor nvidia-container-cli's
     # "load library failed": container.runtime_library_error is held by tests/test_message_catalogue.py; nor Windows'
-    # `ver` line or a sentence naming WSL: host.windows_build and text.wsl_named are held by tests/test_paste_judged.py.
+    # `ver` line or a sentence naming WSL: host.windows_build and text.wsl_named are held by tests/test_paste_judged.py;
+    # nor Slurm's --gpus-per-task: launch.slurm_gpus_per_task is too.
     pasted = {e.key for e in factkeys.FACT_KEYS.values() if e.parsers}
     assert sorted(pasted - written) == ["container.runtime_library_error", "env.vars", "host.shm_size",
-                                        "host.windows_build", "pci.nvidia_devices", "text.compose_gpus",
+                                        "host.windows_build", "launch.slurm_gpus_per_task", "pci.nvidia_devices",
+                                        "text.compose_gpus",
                                         "text.node_gpus", "text.pip_missing_extras", "text.tensorflow_gpus",
                                         "text.wsl_distros", "text.wsl_named"]
 

@@ -544,3 +544,19 @@ def test_cuda_unavailable_with_torch_s_build_unshown_is_a_warning_not_a_guess() 
     # with torch's CPU tag shown, the build is known: torch-cpu-build's to judge, no guess here
     cpu = {f.id: f for f in diagnose(parse_text("torch: 2.1.0+cpu\n" + text), load_registry(plugins=False))}
     assert cpu["torch-cuda-available"].status is Status.SKIP
+
+
+_PER_TASK = ("RuntimeError: CUDA error: invalid device ordinal\n"
+             "#!/bin/bash\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-task=1\nsrun python train.py --distributed\n")
+
+
+def test_an_invalid_ordinal_under_gpus_per_task_is_the_task_s_own_gpu_binding() -> None:
+    top = sort_findings(diagnose(parse_text(_PER_TASK), load_registry(plugins=False)))[0]
+    assert top.id == "launch-ranks" and top.status is Status.FAIL and "Slurm task" in top.title
+    assert any("--gpus-per-node" in c for c in top.remediation.command_lines())
+    # without the directive it stays the generic one-rank-per-GPU finding
+    plain = sort_findings(diagnose(parse_text(_PER_TASK.replace("#SBATCH --gpus-per-task=1\n", "")),
+                                   load_registry(plugins=False)))[0]
+    assert plain.id == "launch-ranks" and "Slurm task" not in plain.title
+    assert parse_text("srun --gpus-per-task 2 python x.py\nRuntimeError: CUDA error: invalid device ordinal\n").value(
+        "launch.slurm_gpus_per_task") == "srun --gpus-per-task 2 python x.py"

@@ -310,6 +310,9 @@ _ENTRIES: tuple[FactKey, ...] = (
     _k('host.windows_build', 'int', ('parser:evidence',),
        'pastes only: the Windows build number of `ver`\'s "Microsoft Windows [Version 10.0.17763.292]" (17763), '
        'or of a "Windows build number:" field'),
+    _k('launch.slurm_gpus_per_task', 'str', ('parser:evidence',),
+       'pastes only: the batch-script directive or srun/sbatch line that sets Slurm\'s --gpus-per-task (each task then '
+       'sees only its own GPUs)'),
     _k('text.wsl_named', 'str', ('parser:evidence',),
        'pastes only: the first line that names WSL ("WSL", "WSL2", "Windows Subsystem for Linux")'),
     _k('container.runtime_library_error', 'str', ('parser:evidence',),

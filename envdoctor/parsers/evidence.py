@@ -50,7 +50,7 @@ KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.
         "torch.cuda_version", "toolkit.nvcc_version", "driver.kernel_module_version", "host.shm_size", "host.os",
         "pci.nvidia_devices",
         "toolkit.mismatch_error", "container.no_gpu_driver", "container.runtime_library_error", "host.windows_build",
-        "text.wsl_named", *listings.KEYS)
+        "text.wsl_named", "launch.slurm_gpus_per_task", *listings.KEYS)
 
 # -- matchers ---------------------------------------------------------------------------------------
 _SHM_RE = lazy_re(r"insufficient shared memory \(shm\)|DataLoader worker \(pid\s*\d*\) is killed by signal: Bus error"
@@ -162,6 +162,22 @@ _WINVER_RE = lazy_re(r"(?:Microsoft Windows \[Version|Windows build(?: number)?\
                      r"10\.0\.(\d{5})\b")
 # The reporter naming WSL: "Ubuntu app WSL", "in WSL2", "Windows Subsystem for Linux".
 _WSL_WORD_RE = lazy_re(r"(?<![\w/.-])WSL ?[12]?(?![\w/.-])|Windows Subsystem for Linux")
+
+
+# Slurm's per-task GPU request, in a batch script's directive or on an srun/sbatch line: "#SBATCH --gpus-per-task=1",
+# "srun --gpus-per-task 1 …". It binds each task to its own GPUs (sbatch(1): it implies --gpu-bind=per_task).
+_GPUS_PER_TASK_RE = lazy_re(r"^\s*(?:#SBATCH\b.*?|(?:\S*[$#>]\s*)?(?:srun|sbatch|salloc)\b.*?)--gpus-per-task[=\s]+(\d{1,3})\b")
+
+
+def _gpus_per_task(text: str) -> str | None:
+    if "--gpus-per-task" not in text:
+        return None
+    m = _GPUS_PER_TASK_RE.match(text)
+    return text.strip()[:200] if m else None
+
+
+def _write_gpus_per_task(scan: Any, _text: str, line: str) -> None:
+    scan.evidence.setdefault("launch.slurm_gpus_per_task", line)
 
 
 def _winver(text: str) -> int | None:
@@ -406,6 +422,7 @@ SIGNATURES: tuple[tuple[str, Callable[[str], Any], Callable[[Any, str, Any], Non
     ("nccl-wheel", _nccl_wheel, _write_nccl_wheel),
     ("wsl-kernel", _wsl_kernel, _write_kernel),
     ("windows-build", _winver, _write_winver),
+    ("slurm-gpus-per-task", _gpus_per_task, _write_gpus_per_task),
     ("wsl-named", _wsl_named, _write_wsl_named),
     ("pci-acs", _acs, _write_acs),
     ("pci-nvidia-device", _pci_device, _write_pci_device),
@@ -512,6 +529,7 @@ _AS_FOUND_WHY = {
     "text.wsl_named": "the text names WSL",
     "container.runtime_library_error": "the NVIDIA container runtime hook's error, pasted",
     "cuda.invalid_device_ordinal": "CUDA's error, pasted",
+    "launch.slurm_gpus_per_task": "Slurm's --gpus-per-task, as the text's batch script or command line sets it",
 }
 
 
