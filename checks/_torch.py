@@ -3,13 +3,14 @@ installed torch build, its packages, and the words shared by their findings."""
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from envdoctor import views
-from envdoctor.knowledge import compat, remedies, versions
+from envdoctor.knowledge import catalogue, compat, remedies, versions
 from envdoctor.knowledge.compat import CC, ArchList
 
 from ..model import Facts
@@ -193,3 +194,15 @@ def _gpus_without_any_wheel(facts: Facts) -> list[Gpu]:
 def _cuda_unavailable(facts: Facts) -> bool:
     """torch itself reported that CUDA does not work (``torch.cuda.is_available()`` False)."""
     return facts.value("torch.cuda_available") is False
+
+
+def pip_found_no_torch(facts: Facts) -> str | None:
+    """pip's own line that it found no torch at all ("… the requirement torch (from versions: none)", "No matching
+    distribution found for torch"), or None."""
+    said = facts.value("text.messages") if facts.get("text.messages").ok else ()
+    for row in catalogue.judged_rows(said, "python-supported"):
+        args = [str(a).strip() for a in row.get("args") or ()]
+        name = re.split(r"[\s<>=!~\[;(]", args[0], maxsplit=1)[0].lower() if args else ""
+        if name == "torch" and (row.get("id") == "pip-no-matching-distribution" or args[-1:] == ["none"]):
+            return str(row.get("line"))
+    return None

@@ -15,7 +15,17 @@ from ..model import Facts, Finding
 from ..registry import check
 from ._common import library_errors, torch_variant
 from ._companions import _verdict
-from ._torch import GET_STARTED, PREVIOUS, TorchBuild, _as_of, _exe, _packages, _torch_dist, torch_build
+from ._torch import (
+    GET_STARTED,
+    PREVIOUS,
+    TorchBuild,
+    _as_of,
+    _exe,
+    _packages,
+    _torch_dist,
+    pip_found_no_torch,
+    torch_build,
+)
 from .torch_build import cuda_reinstall, wants_cuda_build
 
 # ---------------------------------------------------------------------------------------------
@@ -196,6 +206,27 @@ def cuda_major_mix(facts: Facts) -> Finding:
 # ---------------------------------------------------------------------------------------------
 # python-supported
 
+def _pip_no_torch_despite_wheels(facts: Facts, ev: dict[str, Any], pym: str, every: list[str], line: str) -> Finding:
+    """pip saw no torch for a Python that torch releases do ship wheels for: at the ticket's time none did yet, or
+    this pip / interpreter cannot take them (a pip too old for the wheels' platform tags, a 32-bit Python)."""
+    first = min(every, key=Version)
+    released = compat.releases()[first].get("released") or ""
+    ev["text.messages"] = ["pip-no-version", "pip-no-matching-distribution"]
+    py = facts.value("python.executable") or "python"
+    return fail(f"pip found no torch for Python {pym}, though torch ships wheels for it from {first} on",
+                detail=f"pip says \"{line[:200]}\". torch's first wheels for Python {pym} are torch "
+                       f"{first}{f' (released {released})' if released else ''}: before "
+                       "that no torch could be installed on it; since then, pip finds none when it is too old for the "
+                       "wheels' platform tags, the Python is a 32-bit build, or the index it asks has no torch. "
+                       f"{_as_of()}", evidence=ev,
+                remedy=Remediation("Upgrade pip, check the interpreter is a 64-bit CPython, then install torch again "
+                                   "(or use a Python torch shipped wheels for at the time).",
+                                   (f"{py} -m pip install -U pip",
+                                    f"{py} -c \"import struct, sys; print(sys.version, struct.calcsize('P') * 8, 'bit')\"",
+                                    remedies.pip_install(facts.value("python.executable"), "torch")),
+                                   (remedies.PYTORCH_GET_STARTED,)))
+
+
 @check("python-supported", "The Python version is supported by the torch release", needs=("python.version", "torch.version"),
        judges_failures=False)
 def python_supported(facts: Facts) -> Finding:
@@ -215,13 +246,16 @@ def python_supported(facts: Facts) -> Finding:
         dist = _packages(facts).get("torch")
         if torch_reading.reason is not None and torch_reading.reason.value == "failed" and versions.parse(dist):
             build = TorchBuild(str(dist), str(dist).split("+", 1)[0], torch_variant(facts), None)
-        elif torch_reading.reason is not None and torch_reading.reason.value in ("absent", "failed"):
+        elif (refused := pip_found_no_torch(facts)) is not None or (
+                torch_reading.reason is not None and torch_reading.reason.value in ("absent", "failed")):
+            if good and isinstance(refused, str):
+                return _pip_no_torch_despite_wheels(facts, ev, str(pym), every, refused)
             if good:
                 return ok(f"torch wheels exist for Python {pym} (newest: torch {compat.latest_patch(good[0])})",
                           detail=_as_of(), evidence=ev)
             newest = compat.current_release()
             pys = compat.releases()[newest]["python"] if newest else []
-            return warn(f"No torch wheel in the table supports Python {pym}",
+            return (fail if refused is not None else warn)(f"No torch wheel in the table supports Python {pym}",
                         detail=f"torch {newest} has wheels for Python {', '.join(pys)}; `{remedies.pip_install(None, 'torch')}` answers "
                                f"\"No matching distribution found for torch\". {compat.not_in_table(f'Python {pym}')}.",
                         evidence=ev, remedy=Remediation(f"Use Python {pys[-1] if pys else '3.12'} (e.g. a venv or "

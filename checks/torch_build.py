@@ -12,6 +12,7 @@ from ..kit import Remediation, error, evidence, fail, ok, skip, warn
 from ..model import Facts, Reason
 from ..registry import CheckResult, check
 from ._common import cpu_only, gpu_presence, library_errors, torch_variant
+from ._torch import pip_found_no_torch
 
 GET_STARTED = remedies.PYTORCH_GET_STARTED
 
@@ -144,6 +145,10 @@ def torch_import(facts: Facts) -> CheckResult:
                                          remedies.kernel_log("xid|nvrm", flags="-iE", times=True, tail=20))))
     if reading.reason is Reason.NOT_COLLECTED or reading.reason is Reason.NOT_IN_REPORT:
         return skip("torch was not examined", detail=reading.describe(), evidence=ev)
+    if not facts.get("torch.import_error").ok and not library_errors(facts) and (pip := pip_found_no_torch(facts)):
+        # No import error, and pip said it found no torch at all: torch is not installed, not broken.
+        return skip("torch is not installed: pip found none for this Python (python-supported judges it)",
+                    detail=f"pip: {pip[:200]!r}", evidence=ev)
     text = views.torch_import_error(facts) or reading.detail or "import torch failed"
     commands: list[str] = []
     # The loader grammar's reading of torch's error texts (the parsers and the python probe wrote it).

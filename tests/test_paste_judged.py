@@ -560,3 +560,30 @@ def test_an_invalid_ordinal_under_gpus_per_task_is_the_task_s_own_gpu_binding() 
     assert plain.id == "launch-ranks" and "Slurm task" not in plain.title
     assert parse_text("srun --gpus-per-task 2 python x.py\nRuntimeError: CUDA error: invalid device ordinal\n").value(
         "launch.slurm_gpus_per_task") == "srun --gpus-per-task 2 python x.py"
+
+
+_PIP_NONE = ("ERROR: Could not find a version that satisfies the requirement torch (from versions: none)\n"
+             "ERROR: No matching distribution found for torch\n"
+             "PyTorch version: N/A\nIs debug build: N/A\nCUDA used to build PyTorch: N/A\n"
+             "OS: Ubuntu 23.04 (x86_64)\nPython version: {py} (main, Oct  3 2023, 08:43:22) [GCC 12.3.0] (64-bit runtime)\n"
+             "Python platform: Linux-6.2.0-37-generic-x86_64-with-glibc2.37\nIs CUDA available: N/A\n")
+
+
+def test_pip_finding_no_torch_for_a_python_torch_supports_says_when_and_what_else_it_can_be() -> None:
+    found = sort_findings(diagnose(parse_text(_PIP_NONE.format(py="3.12.0")), load_registry(plugins=False)))
+    assert found[0].id == "python-supported" and found[0].status is Status.FAIL
+    assert "from 2.2 on" in found[0].title and "-m pip install -U pip" in " ".join(found[0].remediation.command_lines())
+    # torch is not installed, not broken: no "reinstall torch" beside it
+    assert not [f for f in found if f.id == "torch-import" and f.status is Status.FAIL]
+
+
+def test_pip_finding_no_torch_for_a_python_no_torch_supports_is_that_python() -> None:
+    found = sort_findings(diagnose(parse_text(_PIP_NONE.format(py="3.99.0")), load_registry(plugins=False)))
+    assert found[0].id == "python-supported" and found[0].status is Status.FAIL and "3.99" in found[0].title
+
+
+def test_pip_finding_no_other_package_is_said_but_not_torch_s() -> None:
+    text = "ERROR: Could not find a version that satisfies the requirement flash-attn (from versions: none)\n"
+    found = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
+    assert not [f for f in found if f.id == "python-supported" and f.status is not Status.SKIP]
+    assert [f for f in found if f.id == "known-message" and f.status is Status.WARN]
