@@ -221,7 +221,7 @@ def _pip_no_torch_despite_wheels(facts: Facts, ev: dict[str, Any], pym: str, eve
                        f"{_as_of()}", evidence=ev,
                 remedy=Remediation("Upgrade pip, check the interpreter is a 64-bit CPython, then install torch again "
                                    "(or use a Python torch shipped wheels for at the time).",
-                                   (f"{py} -m pip install -U pip",
+                                   (remedies.pip(facts.value("python.executable"), "install -U pip"),
                                     f"{py} -c \"import struct, sys; print(sys.version, struct.calcsize('P') * 8, 'bit')\"",
                                     remedies.pip_install(facts.value("python.executable"), "torch")),
                                    (remedies.PYTORCH_GET_STARTED,)))

@@ -572,7 +572,7 @@ _PIP_NONE = ("ERROR: Could not find a version that satisfies the requirement tor
 def test_pip_finding_no_torch_for_a_python_torch_supports_says_when_and_what_else_it_can_be() -> None:
     found = sort_findings(diagnose(parse_text(_PIP_NONE.format(py="3.12.0")), load_registry(plugins=False)))
     assert found[0].id == "python-supported" and found[0].status is Status.FAIL
-    assert "from 2.2 on" in found[0].title and "-m pip install -U pip" in " ".join(found[0].remediation.command_lines())
+    assert "from 2.2 on" in found[0].title and "pip install -U pip" in " ".join(found[0].remediation.command_lines())
     # torch is not installed, not broken: no "reinstall torch" beside it
     assert not [f for f in found if f.id == "torch-import" and f.status is Status.FAIL]
 
