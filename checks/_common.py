@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,3 +110,14 @@ def nccl_versions_differ(facts: Facts) -> tuple[str, list[str]] | None:
         if len(set(found)) > 1:
             return name, sorted(set(found))
     return None
+
+
+#: cuDNN's own library (libcudnn.so.8, cudnn64_9.dll), not one of its sub-libraries (libcudnn_cnn_infer.so.8, …).
+_CUDNN_MAIN_RE = re.compile(r"^(?:lib)?cudnn(?:64_\d+\.dll|\.so(?:\.\d+)*)$", re.IGNORECASE)
+
+
+def cudnn_main_missing(err: Mapping[str, Any]) -> bool:
+    """cuDNN itself cannot be found (no copy of it is there to be mixed with another): the loader's finding, not the
+    mixed-copies one, which a missing or symbol-short sub-library shows."""
+    return err.get("kind") == "missing-library" and err.get("family") == "cudnn" and \
+        bool(_CUDNN_MAIN_RE.match(str(err.get("library") or "")))

@@ -13,7 +13,7 @@ from envdoctor.knowledge import catalogue, compat, messages, remedies, versions
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._common import library_errors, nccl_versions_differ, outside_wheel
+from ._common import cudnn_main_missing, library_errors, nccl_versions_differ, outside_wheel
 from ._torch import _as_of, _exe, _packages, _torch_dist, torch_build
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def _cudnn_loader_error(facts: Facts, ev: dict[str, Any]) -> Finding | None:
     # A framework's own loader (TensorFlow's dso_loader, onnxruntime) missing cuDNN is loader-library's to judge,
     # with that framework's remedy: torch's cuDNN wheel is not what it loads.
     errs = [e for e in library_errors(facts) if "cudnn" in (e["provider"], e["family"])
-            and e.get("needed_by") != "framework"]
+            and e.get("needed_by") != "framework" and not cudnn_main_missing(e)]
     if not errs:
         return None
     ev["library_errors"] = [f"{x['path']}: {x['kind']} {x['symbol'] or ''}".strip()[:300] for x in errs]

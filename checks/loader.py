@@ -17,8 +17,9 @@ from envdoctor import views
 from envdoctor.knowledge import compat, remedies, versions
 
 from ..kit import Remediation, evidence, fail, ok, skip
-from ..model import Facts
+from ..model import Facts, Reason
 from ..registry import CheckResult, check, owner_of
+from ._common import cudnn_main_missing
 
 #: Extensions whose symbol errors torch-companions judges (it pairs them with torch).
 _COMPANIONS = ("torchvision", "torchaudio")
@@ -34,6 +35,8 @@ def _mine(err: dict[str, Any]) -> bool:
     family, provider = err.get("family"), err.get("provider")
     if err.get("needed_by") == "framework" and err["kind"] == "missing-library":
         return True  # another framework's loader: its remedy, whichever check owns the family for torch
+    if cudnn_main_missing(err):
+        return True  # cuDNN itself is not there: nothing to mix, the loader cannot find it
     if family and owner_of(f"library_errors:{family}") or provider and owner_of(f"library_errors:{provider}"):
         return False
     if err["kind"] == "undefined-symbol":
@@ -88,6 +91,15 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
                            + (f", or install {wheel}" if wheel else "") + ".",
                            (remedies.extension_rebuild(python, err["package"]),
                             *((remedies.pip_install(python, wheel),) if wheel else ())), ())
+    if facts.get("torch.version").reason is Reason.NOT_IN_REPORT and needed is None:
+        # Nothing in the text is torch's: the program that needs the library is not shown, so no torch remedy.
+        commands = [remedies.find_library(err["library"])]
+        if wheel:
+            commands.append(remedies.pip_install(python, wheel))
+        return Remediation(f"Install the {err['library']} the program was built for (its CUDA's libraries"
+                           + (f", or the {wheel} wheel" if wheel else "") + ") and put its folder on LD_LIBRARY_PATH; "
+                           "if the program is torch, reinstall torch with its dependencies instead.", tuple(commands),
+                           (remedies.CUDNN_ARCHIVE if family == "cudnn" else remedies.CUDA_ARCHIVE,))
     # torch (or a Python program whose caller the text does not show): torch's wheel brings its CUDA libraries.
     commands = [_torch_reinstall(facts, python)]
     if wheel:

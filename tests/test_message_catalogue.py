@@ -515,3 +515,14 @@ def test_jax_s_outdated_cudnn_is_cudnn_mismatch_and_another_library_stays_known_
     assert [f for f in other if f.id == "known-message" and f.status is not Status.SKIP]
     assert "JAX could not" in catalogue.explains_sentence([("JAX could not initialise", "x")])
     assert "cUDA" not in catalogue.explains_sentence([("CUDA sees no GPU", "x")])
+
+
+def test_cudnn_itself_missing_is_the_loader_s_and_a_missing_sub_library_is_mixed_copies() -> None:
+    main = sort_findings(diagnose(parse_text("OSError: libcudnn.so.8: cannot open shared object file: No such file or "
+                                             "directory\n"), REGISTRY))[0]
+    assert main.id == "loader-library" and main.status is Status.FAIL and "libcudnn.so.8" in main.title
+    assert not any("torch" in c for c in main.remediation.command_lines())  # nothing in the text is torch's
+    sub = sort_findings(diagnose(parse_text("Could not load library libcudnn_cnn_infer.so.8. Error: "
+                                            "libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or "
+                                            "directory\n"), REGISTRY))[0]
+    assert sub.id == "cudnn-mismatch" and sub.status is Status.FAIL
