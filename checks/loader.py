@@ -132,6 +132,16 @@ def _onnxruntime(facts: Facts, err: dict[str, Any], python: str | None) -> Remed
 _FRAMEWORKS = {"tensorflow": _tensorflow, "onnxruntime": _onnxruntime}
 
 
+def _only_framework(facts: Facts) -> str | None:
+    """The one framework with its own CUDA loader the text names (its version, an install line), when nothing in
+    the text is torch's: what a library error whose caller the line does not name belongs to."""
+    if facts.get("torch.version").reason is not Reason.NOT_IN_REPORT:
+        return None
+    said = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
+    named = {{"onnxruntime-gpu": "onnxruntime"}.get(str(k), str(k)) for k in said or ()} & set(_FRAMEWORKS)
+    return next(iter(named)) if len(named) == 1 else None
+
+
 def _link_missing(err: dict[str, Any], ev: dict[str, Any]) -> Any:
     """GNU ld could not find a library while a program or a library was being built (not run)."""
     library, family = str(err["library"]), err.get("family")
@@ -184,6 +194,8 @@ def _one(facts: Facts, err: dict[str, Any], ev: dict[str, Any]) -> Any:
         remedy = _driver_missing(facts, err, python)
     elif err.get("needed_by") == "framework" and err.get("package") in _FRAMEWORKS:
         remedy = _FRAMEWORKS[str(err["package"])](facts, err, python)
+    elif err.get("needed_by") is None and (framework := _only_framework(facts)) is not None:
+        remedy = _FRAMEWORKS[framework](facts, err, python)
     elif role in ("toolkit", "torch") and err.get("family"):
         remedy = _toolkit_missing(facts, err, python) if role == "toolkit" else Remediation(
             "torch's own library is missing: its installation is broken; reinstall torch.",

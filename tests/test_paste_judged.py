@@ -587,3 +587,15 @@ def test_pip_finding_no_other_package_is_said_but_not_torch_s() -> None:
     found = sort_findings(diagnose(parse_text(text), load_registry(plugins=False)))
     assert not [f for f in found if f.id == "python-supported" and f.status is not Status.SKIP]
     assert [f for f in found if f.id == "known-message" and f.status is Status.WARN]
+
+
+def test_a_library_error_in_a_text_that_installs_one_framework_gets_that_framework_s_remedy() -> None:
+    text = ("**ONNX Runtime Installation**: pip install onnxruntime-gpu==1.5.1\n"
+            "**_Error_**: **OSError: libcudnn.so.8: cannot open shared object file: No such file or directory**\n")
+    facts = parse_text(text)
+    assert facts.value("text.frameworks") == {"onnxruntime-gpu": "1.5.1"}
+    top = sort_findings(diagnose(facts, load_registry(plugins=False)))[0]
+    assert top.id == "loader-library" and "onnxruntime" in top.remediation.text
+    # a line that installs torch as well says nothing about whose the error is
+    both = parse_text(text.replace("onnxruntime-gpu==1.5.1", "torch==2.1.0 onnxruntime-gpu==1.5.1"))
+    assert not both.get("text.frameworks").ok

@@ -96,6 +96,8 @@ _FRAMEWORKS = {"tensorflow": "tensorflow", "tensorflow-gpu": "tensorflow", "tf":
                "flash_attn": "flash-attn", "bitsandbytes": "bitsandbytes", "triton": "triton", "ollama": "ollama",
                "keras": "keras", "onnxruntime-gpu": "onnxruntime-gpu", "onnxruntime": "onnxruntime",
                "tensorrt": "tensorrt", "paddlepaddle": "paddlepaddle", "paddle": "paddlepaddle", "mxnet": "mxnet"}
+_PIP_INSTALL_RE = lazy_re(r"\bpip3?\s+install\s+(.{1,300})")
+_PINNED_RE = lazy_re(r"(?<![\w.-])([A-Za-z][\w.-]{1,40})==(\d+\.\d+(?:\.\d+)?[\w.+-]*)")
 _FRAMEWORK_RE = lazy_re(r"^[\s>*+•|#-]*(?:\*\*)?(TensorFlow(?:-gpu)?|tf|JAX|jaxlib|xformers|vLLM|flash[-_]attn|"
                         r"bitsandbytes|triton|Ollama|Keras|onnxruntime(?:-gpu)?|TensorRT|PaddlePaddle|Paddle|MXNet)"
                         r"(?:\s+version)?(?:\*\*)?\s*(?::|==|=|\|)\s*(?:\*\*)?\s*v?(\d+\.\d+(?:\.\d+)?[\w.+-]*)\s*\|?\s*$",
@@ -361,6 +363,12 @@ def _framework(line: str, found: _Found, _block: list[str | None]) -> bool:
     if (m := _FRAMEWORK_RE.match(line)) is not None:
         found.frameworks.setdefault(_FRAMEWORKS[m.group(1).lower()], m.group(2))
         return True
+    if "install" in line and (pip := _PIP_INSTALL_RE.search(line)) is not None and \
+            not re.search(r"(?<![\w.-])torch(?![\w.-])", pip.group(1)):  # a line installing torch too: whose is unsaid
+        # "pip install onnxruntime-gpu==1.5.1": the framework release the reporter installed (a pin only).
+        for p in _PINNED_RE.finditer(pip.group(1)):
+            if (name := p.group(1).lower()) in _FRAMEWORKS:
+                found.frameworks.setdefault(_FRAMEWORKS[name], p.group(2))
     return False
 
 
