@@ -211,7 +211,8 @@ def _pip_no_torch_despite_wheels(facts: Facts, ev: dict[str, Any], pym: str, eve
     this pip / interpreter cannot take them (a pip too old for the wheels' platform tags, a 32-bit Python)."""
     first = min(every, key=Version)
     released = compat.releases()[first].get("released") or ""
-    ev["text.messages"] = ["pip-no-version", "pip-no-matching-distribution"]
+    ev["text.messages"] = sorted({str(r.get("id")) for r in catalogue.judged_rows(
+        facts.value("text.messages") if facts.get("text.messages").ok else (), "python-supported")})
     py = facts.value("python.executable") or "python"
     return fail(f"pip found no torch for Python {pym}, though torch ships wheels for it from {first} on",
                 detail=f"pip says \"{line[:200]}\". torch's first wheels for Python {pym} are torch "

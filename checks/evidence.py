@@ -79,10 +79,6 @@ def _gpu_count(facts: Facts) -> tuple[int | None, str]:
     return None, ""
 
 
-#: sbatch(1), --gpus-per-task: "… implicitly sets --gpu-bind=per_task:<gpus_per_task>": each task sees only its own.
-_SLURM_GPUS_PER_TASK = "https://slurm.schedmd.com/sbatch.html#OPT_gpus-per-task"
-
-
 def _per_task_gpu(facts: Facts, ev: dict[str, Any], ordinal: str) -> Finding:
     """An invalid device ordinal under Slurm's --gpus-per-task: every task sees only the GPU bound to it (index 0),
     so a script that selects LOCAL_RANK fails on every rank but the first."""
@@ -98,7 +94,7 @@ def _per_task_gpu(facts: Facts, ev: dict[str, Any], ordinal: str) -> Finding:
                                    ("#SBATCH --gpus-per-node=<the node's GPUs>   # instead of --gpus-per-task",
                                     "# or, in the training script: torch.cuda.set_device(int(os.environ['LOCAL_RANK']) "
                                     "% torch.cuda.device_count())"),
-                                   (_SLURM_GPUS_PER_TASK,)))
+                                   (remedies.SLURM_GPUS_PER_TASK,)))
 
 
 @check("launch-ranks", "The launch starts no more ranks per node than there are GPUs",

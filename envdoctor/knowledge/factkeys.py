@@ -68,7 +68,7 @@ _ENTRIES: tuple[FactKey, ...] = (
        '`msg="inference compute"`, TensorFlow\'s `Created device … compute capability`, ComfyUI\'s `Total VRAM`, '
        'A1111\'s footer, vLLM\'s engine line, `conda info`, `kubectl describe node`, `pip show`, `lspci`, a '
        '`docker|podman run`): `[{"tool", "line"}]`, redacted'),
-    _k('text.frameworks', 'object', ('parser:toollines', 'parser:prose'),
+    _k('text.frameworks', 'object', ('parser:statements', 'parser:toollines', 'parser:prose'),
        'pastes only: versions of frameworks other than torch the text states (issue forms, '
        '`jax.print_environment_info()`, A1111\'s footer, vLLM\'s engine line): `{"tensorflow": "2.15.0", '
        '"jax": "0.4.23", "xformers": "0.0.23.post1"}`'),

@@ -8,8 +8,10 @@ import re
 
 from ..lazyre import lazy_re
 
-__all__ = ["CONTAINER_CMD_RE", "NGC_NO_DRIVER", "container_evidence"]
+__all__ = ["CONTAINER_CMD_RE", "NGC_NO_DRIVER", "RUNTIME_HOOK", "container_evidence"]
 
+#: The prefix of every error libnvidia-container's CLI prints (the runtime hook Docker runs on the host).
+RUNTIME_HOOK = "nvidia-container-cli:"
 #: The start-up banner of NVIDIA's container images when the container got no driver.
 NGC_NO_DRIVER = "The NVIDIA Driver was not detected"
 

@@ -41,6 +41,7 @@ from envdoctor.knowledge.messages import NOT_COMPILED, docker_no_gpu_driver, too
 from ..lazyre import lazy_re
 from ..model import Reading, ok
 from . import listings
+from .containers import RUNTIME_HOOK
 
 SOURCE = "pasted text"
 KEYS = ("torch.shm_errors", "nccl.socket_errors", "nccl.socket_ifname", "driver.xid_events", "launch.nproc_per_node",
@@ -365,7 +366,7 @@ _HOOK_LIBRARY_RE = lazy_re(r"nvidia-container-cli:\s*initialization error:\s*loa
 
 
 def _hook_library(text: str) -> str | None:
-    if "nvidia-container-cli:" not in text:
+    if RUNTIME_HOOK not in text:
         return None
     m = _HOOK_LIBRARY_RE.search(text)
     return text[m.start():].strip()[:200] if m else None

@@ -31,7 +31,6 @@ from ..lazyre import lazy_re
 from ..model import Reading, ok
 from ._util import not_read
 from .statements import gpu_value, split_statement
-from .statements import statements as stated_lines
 
 SOURCE = "prose"
 KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "nvml.gpus", "nvml.device_count",
@@ -209,25 +208,12 @@ def tensorflow(lines: Sequence[str]) -> tuple[str, str] | None:
 
 
 
-def _tensorflow_stated(lines: Sequence[str]) -> tuple[str, str] | None:
-    """(version, statement) of a key that names TensorFlow ("Tensorflow Version: 2.11.0", an issue form's
-    field), when all such statements say one 1.x or 2.x version."""
-    if not any("ensorflow" in line or "tf" in line.lower() for line in lines):
-        return None
-    said = stated_lines(lines)
-    versions_said = {str(v) for v, _ in said.get("tensorflow", ())}
-    if len(versions_said) != 1 or not re.match(r"[12]\.\d{1,2}(?:\.\d{1,2})?$", next(iter(versions_said))):
-        return None
-    value, line = said["tensorflow"][0]
-    return str(value), line
-
-
 def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     """Fill the facts no report or statement read with what the prose states."""
     said = statements(lines)
     frameworks = readings.get("text.frameworks")
     if (not frameworks or not frameworks.ok or "tensorflow" not in (frameworks.value or {})) and \
-            ((tf := tensorflow(lines)) is not None or (tf := _tensorflow_stated(lines)) is not None):
+            (tf := tensorflow(lines)) is not None:
         merged = {**(dict(frameworks.value) if frameworks is not None and frameworks.ok and frameworks.value else {}),
                   "tensorflow": tf[0]}
         readings["text.frameworks"] = ok(merged, frameworks.source if frameworks is not None and frameworks.ok

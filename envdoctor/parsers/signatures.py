@@ -30,7 +30,7 @@ from ..model import Reading, Reason, missing, ok
 from ..redact import redact_text
 from . import errorlines
 from . import evidence as _evidence
-from .containers import NGC_NO_DRIVER, container_evidence
+from .containers import NGC_NO_DRIVER, RUNTIME_HOOK, container_evidence
 
 __all__ = ["LINE_SIGNATURES", "NGC_NO_DRIVER", "PASTE_SIGNATURES", "SOURCE", "LineSignature", "PasteSignature", "Scan",
            "has_messages", "loader_failures", "scan_messages"]
@@ -138,10 +138,6 @@ def capability_warning(text: str) -> tuple[str, CC] | None:
         return None
     name = _name_before(text, m.start())
     return (name, _sm_cc(m.group(1))) if name else None
-
-
-#: The prefix of every error libnvidia-container's CLI prints (the runtime hook Docker runs on the host).
-RUNTIME_HOOK = "nvidia-container-cli:"
 
 
 # -- writers ------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from ..lazyre import lazy_re
 from ..model import Reading, ok
 
 SOURCE = "version statement"
-KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.version", "torch.cudnn_version",
+KEYS = ("torch.version", "text.frameworks", "torch.cuda_version", "nvml.driver_version", "python.version", "torch.cudnn_version",
         "torch.nccl_version", "host.os", "host.distro", "host.wsl", "torch.cuda_available",
         "nvml.gpus", "nvml.device_count", "torch.devices", "torch.device_count", "host.arch")
 
@@ -53,7 +53,7 @@ KEYS = ("torch.version", "torch.cuda_version", "nvml.driver_version", "python.ve
 #: punctuation, ``**bold**``, "version" or not: :func:`norm_key` folds those). Two entries are no fact key:
 #: ``gpu`` is a GPU's product name and ``gpu.cc`` its compute capability (together: ``nvml.gpus``), and
 #: ``cuda`` a CUDA that does not say whose (``torch.cuda_version`` unless torch's own tag says otherwise).
-#: ``tensorflow`` is TensorFlow's version, which prose.parse merges into ``text.frameworks``.
+#: ``tensorflow`` is TensorFlow's version (``text.frameworks``; a tool's own line for it wins, see toollines).
 #: ``gpu.device`` keys ("Name") count only with ComfyUI's device value ``cuda:0 NAME : cudaMallocAsync``.
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "torch.version": ("pytorch", "torch", "pytorch torch", "torch pytorch", "pytorch gpu?", "pytorch build",
@@ -588,6 +588,19 @@ def _gpu_readings(said: dict[str, list[tuple[object, str]]]) -> dict[str, Readin
     return {"nvml.gpus": ok(records, SOURCE, detail), "nvml.device_count": ok(len(records), SOURCE, detail)}
 
 
+_TF_VERSION_RE = lazy_re(r"[12]\.\d{1,2}(?:\.\d{1,2})?$")
+
+
+def _tensorflow_version(said: dict[str, list[tuple[object, str]]]) -> tuple[str, str] | None:
+    """(version, statement) of the keys that name TensorFlow ("Tensorflow Version: 2.11.0", an issue form's field),
+    when they all say one 1.x or 2.x version."""
+    versions_said = {str(v) for v, _ in said.get("tensorflow", ())}
+    if len(versions_said) != 1 or not _TF_VERSION_RE.match(next(iter(versions_said))):
+        return None
+    value, line = said["tensorflow"][0]
+    return str(value), line
+
+
 def parse(lines: Sequence[str], readings: dict[str, Reading], reserved: frozenset[str] = frozenset()) -> None:
     """Write each stated fact into ``readings`` unless a report already read it; keep conflicts as evidence."""
     ranked = _ranked(lines, reserved)
@@ -617,6 +630,8 @@ def parse(lines: Sequence[str], readings: dict[str, Reading], reserved: frozense
         others = [f"{w!r}" for v, w in said[1:] if v != value]
         detail = f"stated: {line!r}" + (f"; conflicting statements: {', '.join(others[:3])}" if others else "")
         readings[fact] = ok(value, SOURCE, detail)
+    if (tf := _tensorflow_version(said_all)) is not None:
+        readings["text.frameworks"] = ok({"tensorflow": tf[0]}, SOURCE, f"stated: {tf[1]!r}")
     for fact, reading in _gpu_readings(said_all).items():
         current = readings.get(fact)
         if current is None or not current.ok:

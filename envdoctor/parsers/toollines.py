@@ -478,7 +478,9 @@ def parse(lines: Sequence[str], readings: dict[str, Reading]) -> None:
     if found.tools:
         readings["text.tools"] = ok(found.tools, SOURCE, "the start-up lines of known tools the text holds")
     if found.frameworks:
-        readings["text.frameworks"] = ok(found.frameworks, SOURCE, "versions of frameworks other than torch, as "
+        stated = readings.get("text.frameworks")
+        earlier = dict(stated.value) if stated is not None and stated.ok and stated.value else {}
+        readings["text.frameworks"] = ok({**earlier, **found.frameworks}, SOURCE, "versions of frameworks other than torch, as "
                                          "the text states them")
     if found.env:
         readings["text.env_assignments"] = ok(found.env, SOURCE, "variables a command line in the text sets (what "
