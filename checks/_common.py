@@ -121,3 +121,11 @@ def cudnn_main_missing(err: Mapping[str, Any]) -> bool:
     mixed-copies one, which a missing or symbol-short sub-library shows."""
     return err.get("kind") == "missing-library" and err.get("family") == "cudnn" and \
         bool(_CUDNN_MAIN_RE.match(str(err.get("library") or "")))
+
+
+def framework_version(facts: Facts, name: str) -> str | None:
+    """The version of a framework other than torch the text states (``text.frameworks``: an issue form, a pip
+    line, the framework's own banner), or None when it shows none."""
+    shown = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
+    found = shown.get(name) if isinstance(shown, Mapping) else None
+    return str(found) if found else None

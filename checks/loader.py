@@ -19,7 +19,7 @@ from envdoctor.knowledge import compat, remedies, versions
 from ..kit import Remediation, evidence, fail, ok, skip
 from ..model import Facts, Reason
 from ..registry import CheckResult, check, owner_of
-from ._common import cudnn_main_missing
+from ._common import cudnn_main_missing, framework_version
 
 #: Extensions whose symbol errors torch-companions judges (it pairs them with torch).
 _COMPANIONS = ("torchvision", "torchaudio")
@@ -111,7 +111,7 @@ def _toolkit_missing(facts: Facts, err: dict[str, Any], python: str | None) -> R
 
 def _tensorflow(facts: Facts, err: dict[str, Any], python: str | None) -> Remediation:
     windows = str(err["library"]).lower().endswith(".dll") or facts.value("host.os") == "Windows"
-    text, commands, links = remedies.tensorflow_gpu(python, windows)
+    text, commands, links = remedies.tensorflow_gpu(python, windows, framework_version(facts, "tensorflow"))
     return Remediation(f"TensorFlow cannot load {err['library']}. {text}", commands, links)
 
 

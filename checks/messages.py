@@ -20,6 +20,7 @@ from envdoctor.knowledge import catalogue, compat, remedies
 from ..kit import Remediation, evidence, fail, skip, warn
 from ..model import Facts, Finding
 from ..registry import CheckResult, check
+from ._common import framework_version
 
 #: At most this many findings per check: a looping log says each thing once.
 MAX_FINDINGS = 5
@@ -163,7 +164,7 @@ def _tensorflow(facts: Facts, rows: list[dict[str, Any]], python: str | None) ->
     shown = [*rows, *(facts.value("text.messages") or ())]
     windows = facts.value("host.os") == "Windows" or any(".dll" in str(r.get("line", "")).lower() for r in shown) or any(
         str(f.get("library", "")).lower().endswith(".dll") for f in facts.value("torch.loader_failures") or ())
-    text, commands, links = remedies.tensorflow_gpu(python, windows)
+    text, commands, links = remedies.tensorflow_gpu(python, windows, framework_version(facts, "tensorflow"))
     return Remediation(text, commands, links)
 
 

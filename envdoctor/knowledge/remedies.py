@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from envdoctor.knowledge import compat
+from envdoctor.knowledge import compat, versions
 from envdoctor.record import Record, field
 
 # ---------------------------------------------------------------------------------------------
@@ -280,7 +280,6 @@ def conda_env_install(exe: str, prefix: str, install: PipInstall) -> CondaEnvIns
     torch <= 2.5 from PyTorch's channel, as its install page wrote it: ``pytorch=X pytorch-cuda=12.4
     -c pytorch -c nvidia`` (``cpuonly`` for the CPU build); a newer torch from conda-forge:
     ``pytorch=X=*cuda*`` with ``cuda-version=12.4`` (``pytorch=X=*cpu*`` for the CPU build)."""
-    from envdoctor.knowledge import versions
 
     cuda = versions.variant_cuda(install.variant)
     specs: list[str] = []
@@ -1243,9 +1242,29 @@ def message_remedy(name: str | None, python: str | None = None,
 TENSORFLOW_WINDOWS = "https://www.tensorflow.org/install/pip#windows-native"
 
 
-def tensorflow_gpu(python: str | None, windows: bool) -> tuple[str, tuple[Line | str, ...], tuple[str, ...]]:
-    """What makes TensorFlow find its CUDA libraries: on Linux its ``and-cuda`` extra; on native Windows there is no
-    GPU TensorFlow after 2.10 (TensorFlow's install page): WSL 2, or TensorFlow 2.10 with CUDA 11.2 and cuDNN 8.1."""
+#: The first TensorFlow whose Linux wheel has the ``and-cuda`` extra (pip brings CUDA and cuDNN): tensorflow/docs
+#: rewrote its GPU install steps to it for 2.14 (commit 7442d72c6, 2023-09-28, site/en/install/pip.md); before
+#: it, the page installed CUDA and cuDNN themselves (``conda install … cudatoolkit=11.2 cudnn=8.1.0`` for 2.5–2.11).
+_TF_AND_CUDA_FROM = (2, 14)
+
+
+def tensorflow_gpu(python: str | None, windows: bool, tensorflow: str | None = None
+                   ) -> tuple[str, tuple[Line | str, ...], tuple[str, ...]]:
+    """What makes TensorFlow find its CUDA libraries: on Linux its ``and-cuda`` extra (from 2.14; before it, the CUDA
+    and cuDNN the release was built with); on native Windows there is no GPU TensorFlow after 2.10 (TensorFlow's
+    install page): WSL 2, or a release up to 2.10 with the CUDA and cuDNN it was built with. ``tensorflow``: the
+    installed release, when the text shows it (its build is looked up in TensorFlow's tested configurations)."""
+    build = compat.tensorflow_build(tensorflow, "Windows" if windows else "Linux") if tensorflow else None
+    parsed = versions.parse(str(tensorflow or ""))
+    minor = f"{parsed.release[0]}.{parsed.release[1]}" if parsed is not None and len(parsed.release) > 1 else None
+    built = (f"TensorFlow {tensorflow} was built with CUDA {build['cuda']} and cuDNN {build['cudnn']} "
+             f"({compat.said(build['source'])})") if build else ""
+    links = (compat.source_url(build["source"]),) if build else ()
+    if windows and build:
+        return (f"{built}: on native Windows it finds them through PATH. Install CUDA {build['cuda']} and "
+                f"cuDNN {build['cudnn']} and put their bin folders on PATH; or run TensorFlow in WSL 2.",
+                (step("cmd", "where cudart64_*.dll cudnn64_*.dll", "the CUDA and cuDNN DLLs PATH finds"),),
+                (CUDA_ARCHIVE, CUDNN_ARCHIVE, *links))
     if windows:
         return ("TensorFlow's GPU support on native Windows ended with TensorFlow 2.10: run TensorFlow in WSL 2 (and "
                 "install it there with its CUDA libraries), or stay with TensorFlow 2.10 and install the CUDA 11.2 "
@@ -1253,9 +1272,15 @@ def tensorflow_gpu(python: str | None, windows: bool) -> tuple[str, tuple[Line |
                 (step("wsl", "wsl --install", "in PowerShell, then inside WSL: pip install 'tensorflow[and-cuda]'"),
                  pip(python, "install \"tensorflow<2.11\"", note="native Windows: the last GPU release line")),
                 (TENSORFLOW_WINDOWS,))
-    return ("Install TensorFlow with its CUDA libraries (pip), which puts them where TensorFlow looks, and take "
-            "LD_LIBRARY_PATH entries that point at another CUDA off it.",
-            (pip(python, "install 'tensorflow[and-cuda]'"),), (TENSORFLOW_PIP,))
+    if build and parsed is not None and parsed.release[:2] < _TF_AND_CUDA_FROM:
+        return (f"{built}: install them (NVIDIA's archives) and put their lib64 folder on LD_LIBRARY_PATH; or "
+                "move to a TensorFlow from 2.14 on, whose pip extra brings its CUDA libraries.",
+                (pip(python, "install 'tensorflow[and-cuda]'", note="alternative: a TensorFlow from 2.14 on"),),
+                (CUDA_ARCHIVE, CUDNN_ARCHIVE, *links))
+    pinned = f"install 'tensorflow[and-cuda]=={minor}.*'" if build and minor else "install 'tensorflow[and-cuda]'"
+    return ((f"{built}. " if built else "") + "Install TensorFlow with its CUDA libraries (pip), which puts them "
+            "where TensorFlow looks, and take LD_LIBRARY_PATH entries that point at another CUDA off it.",
+            (pip(python, pinned),), (TENSORFLOW_PIP, *links))
 
 
 def link_library(library: str, stubs: bool) -> tuple[Line | str, ...]:
