@@ -18,7 +18,7 @@ from envdoctor.knowledge import remedies, versions
 from ..kit import Remediation, evidence, fail, ok, skip, warn
 from ..model import Facts, Finding
 from ..registry import check
-from ._common import nccl_versions_differ
+from ._common import framework_version, nccl_versions_differ
 from ._text import assigned, message_causes, no_gpu_seen
 
 
@@ -310,8 +310,7 @@ _TF_LAST_WINDOWS_GPU = (2, 10)
 def tensorflow_windows_gpu(facts: Facts) -> Finding:
     ev = evidence(facts, "text.frameworks", "host.os", "host.wsl", "text.tensorflow_gpus", "text.pip_missing_extras",
                   "nvml.gpus")
-    shown = facts.value("text.frameworks") if facts.get("text.frameworks").ok else None
-    version = str(shown.get("tensorflow") or "") if isinstance(shown, Mapping) else ""
+    version = framework_version(facts, "tensorflow") or ""
     parsed = versions.parse(version) if version else None
     if parsed is None:
         return skip("No TensorFlow version in the text", evidence=ev)

@@ -95,6 +95,7 @@ def test_remedies_name_the_build_or_fall_back_to_the_generic_one() -> None:
     assert "was built with" not in generic and [str(c) for c in commands] == ["pip install 'tensorflow[and-cuda]'"]
     unknown, _, _ = remedies.tensorflow_gpu(None, False, "9.1.0")
     assert "was built with" not in unknown  # a release newer than the table gets no guessed CUDA
+    assert unknown.startswith("TensorFlow 9.1.0 is not in the TensorFlow table (as of ")
 
 
 def _top(text: str):  # type: ignore[no-untyped-def]

@@ -280,7 +280,6 @@ def conda_env_install(exe: str, prefix: str, install: PipInstall) -> CondaEnvIns
     torch <= 2.5 from PyTorch's channel, as its install page wrote it: ``pytorch=X pytorch-cuda=12.4
     -c pytorch -c nvidia`` (``cpuonly`` for the CPU build); a newer torch from conda-forge:
     ``pytorch=X=*cuda*`` with ``cuda-version=12.4`` (``pytorch=X=*cpu*`` for the CPU build)."""
-
     cuda = versions.variant_cuda(install.variant)
     specs: list[str] = []
     version: str | None = None
@@ -1255,10 +1254,9 @@ def tensorflow_gpu(python: str | None, windows: bool, tensorflow: str | None = N
     install page): WSL 2, or a release up to 2.10 with the CUDA and cuDNN it was built with. ``tensorflow``: the
     installed release, when the text shows it (its build is looked up in TensorFlow's tested configurations)."""
     build = compat.tensorflow_build(tensorflow, "Windows" if windows else "Linux") if tensorflow else None
-    parsed = versions.parse(str(tensorflow or ""))
-    minor = f"{parsed.release[0]}.{parsed.release[1]}" if parsed is not None and len(parsed.release) > 1 else None
     built = (f"TensorFlow {tensorflow} was built with CUDA {build['cuda']} and cuDNN {build['cudnn']} "
              f"({compat.said(build['source'])})") if build else ""
+    newer = compat.tensorflow_not_in_table(tensorflow) if tensorflow and not build else None
     links = (compat.source_url(build["source"]),) if build else ()
     if windows and build:
         return (f"{built}: on native Windows it finds them through PATH. Install CUDA {build['cuda']} and "
@@ -1272,13 +1270,13 @@ def tensorflow_gpu(python: str | None, windows: bool, tensorflow: str | None = N
                 (step("wsl", "wsl --install", "in PowerShell, then inside WSL: pip install 'tensorflow[and-cuda]'"),
                  pip(python, "install \"tensorflow<2.11\"", note="native Windows: the last GPU release line")),
                 (TENSORFLOW_WINDOWS,))
-    if build and parsed is not None and parsed.release[:2] < _TF_AND_CUDA_FROM:
+    if build and tuple(int(p) for p in str(build["tensorflow"]).split(".")) < _TF_AND_CUDA_FROM:
         return (f"{built}: install them (NVIDIA's archives) and put their lib64 folder on LD_LIBRARY_PATH; or "
                 "move to a TensorFlow from 2.14 on, whose pip extra brings its CUDA libraries.",
                 (pip(python, "install 'tensorflow[and-cuda]'", note="alternative: a TensorFlow from 2.14 on"),),
                 (CUDA_ARCHIVE, CUDNN_ARCHIVE, *links))
-    pinned = f"install 'tensorflow[and-cuda]=={minor}.*'" if build and minor else "install 'tensorflow[and-cuda]'"
-    return ((f"{built}. " if built else "") + "Install TensorFlow with its CUDA libraries (pip), which puts them "
+    pinned = f"install 'tensorflow[and-cuda]=={build['tensorflow']}.*'" if build else "install 'tensorflow[and-cuda]'"
+    return ((f"{built}. " if built else f"{newer}. " if newer else "") + "Install TensorFlow with its CUDA libraries (pip), which puts them "
             "where TensorFlow looks, and take LD_LIBRARY_PATH entries that point at another CUDA off it.",
             (pip(python, pinned),), (TENSORFLOW_PIP, *links))
 
